@@ -1,0 +1,18 @@
+//! # quilt
+//!
+//! Block-structured adaptive mesh refinement (AMR) hydrodynamics for GPUs.
+//! This facade re-exports the member crates so that applications depend on
+//! one package:
+//!
+//! | module | crate | answers |
+//! |---|---|---|
+//! | [`mesh`] | `quilt-mesh` | where are the cells? (index space, patch hierarchy, ghost fill, restriction, flux registers, tagging, clustering, regrid) |
+//! | [`pack`] | `quilt-pack` | how do patches fill GPU bins? (extreme-point 3D bin packing) |
+//! | [`batch`] | `quilt-batch` | which bins go to the GPU next? (cost model, calibration, knapsack selection) |
+//! | [`sweep`] | `quilt-sweep` | how is a batch advanced? (Euler physics, batch layout, RTVD/TVD/WAF) |
+#![warn(missing_docs)]
+
+pub use quilt_batch as batch;
+pub use quilt_mesh as mesh;
+pub use quilt_pack as pack;
+pub use quilt_sweep as sweep;
