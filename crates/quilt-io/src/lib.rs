@@ -1,0 +1,2 @@
+//! quilt-io
+#![warn(missing_docs)]
