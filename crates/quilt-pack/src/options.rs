@@ -1,0 +1,293 @@
+//! Settings of a packing run: heuristic, merit function, item ordering,
+//! rotation, and the orderings C-EPBFD tries.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ParseOptionError;
+
+/// Which extreme-point construction heuristic places the items
+/// (Crainic, Perboli & Tadei 2008, section 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum Heuristic {
+    /// EP-FFD: each item goes to the first open bin, and in it the first
+    /// extreme point (lowest `y`, then `z`, then `x`), where it fits.
+    /// The fastest; use it when packing time matters more than bins.
+    EpFfd,
+    /// EP-BFD: each item goes to the extreme point, over all open bins, of
+    /// best [`Merit`]. The paper's recommended single-pass heuristic and the
+    /// one the founding AMR paper (Raghavan & Vadhiyar 2015) uses.
+    #[default]
+    EpBfd,
+    /// C-EPBFD: EP-BFD run once per ordering of
+    /// [`PackOptions::c_epbfd_orders`] (the four plain orderings and the two
+    /// clustered ones over [`PackOptions::cluster_deltas`]), keeping the
+    /// packing with fewest bins. Slower by the number of orderings tried.
+    CEpBfd,
+}
+
+/// How EP-BFD scores a candidate placement (lower is better).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum Merit {
+    /// Residual space (RS): the sum over the axes of the residual space of
+    /// the extreme point minus the item's side, i.e. the item that most
+    /// tightly fills the free space around a point wins. Ties go to the
+    /// fuller bin.
+    #[default]
+    ResidualSpace,
+    /// Free volume (FV): the free volume of the bin after the placement, i.e.
+    /// best fit by bin volume; within one bin the residual-space merit picks
+    /// the point.
+    FreeVolume,
+}
+
+/// The order in which items are offered to the heuristic. "Height" is the
+/// `y` side (`h` of `(w, h, d)`), "area" the base area `w·d`. All orderings
+/// are non-increasing; remaining ties keep the input order, so packing is
+/// deterministic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum SortOrder {
+    /// Volume, ties by height: the paper's choice for EP-BFD.
+    #[default]
+    VolumeHeight,
+    /// Height, ties by volume.
+    HeightVolume,
+    /// Base area, ties by height.
+    AreaHeight,
+    /// Height, ties by base area.
+    HeightArea,
+    /// Items grouped into clusters of base area `δ %` of the bin's base area
+    /// wide; clusters by decreasing area, items in a cluster by decreasing
+    /// height.
+    ClusteredAreaHeight {
+        /// Cluster width δ in percent of the bin's base area (1..=100).
+        delta_percent: u32,
+    },
+    /// Items grouped into clusters of height `δ %` of the bin's height wide;
+    /// clusters by decreasing height, items in a cluster by decreasing base
+    /// area.
+    ClusteredHeightArea {
+        /// Cluster width δ in percent of the bin's height (1..=100).
+        delta_percent: u32,
+    },
+}
+
+/// Settings of [`crate::pack`]. Build with `..Default::default()` so that
+/// fields added later do not break callers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackOptions {
+    /// The construction heuristic (default EP-BFD).
+    pub heuristic: Heuristic,
+    /// The merit function of EP-BFD and C-EPBFD (default residual space).
+    pub merit: Merit,
+    /// The item ordering of EP-FFD and EP-BFD, and the first ordering C-EPBFD
+    /// tries (default volume–height).
+    pub sort: SortOrder,
+    /// Whether items may be turned to any of their six axis-aligned
+    /// orientations. Off by default: a patch's axes matter to the sweep
+    /// kernels, so a turned patch needs its data transposed.
+    pub allow_rotation: bool,
+    /// Cluster widths δ (percent) of the clustered orderings C-EPBFD tries.
+    pub cluster_deltas: Vec<u32>,
+}
+
+/// Cluster widths C-EPBFD tries by default: every 5 % up to 50 %, beyond
+/// which a clustered ordering hardly differs from the plain one on patch
+/// sizes of 16..64 in 64³ bins.
+pub const DEFAULT_CLUSTER_DELTAS: [u32; 10] = [5, 10, 15, 20, 25, 30, 35, 40, 45, 50];
+
+impl Default for PackOptions {
+    fn default() -> Self {
+        PackOptions {
+            heuristic: Heuristic::default(),
+            merit: Merit::default(),
+            sort: SortOrder::default(),
+            allow_rotation: false,
+            cluster_deltas: DEFAULT_CLUSTER_DELTAS.to_vec(),
+        }
+    }
+}
+
+impl PackOptions {
+    /// The orderings C-EPBFD runs, in the order tried: [`PackOptions::sort`]
+    /// first, then the four plain orderings, then both clustered orderings
+    /// for each δ of [`PackOptions::cluster_deltas`], without repeats.
+    pub fn c_epbfd_orders(&self) -> Vec<SortOrder> {
+        let mut orders = vec![self.sort];
+        let plain = [
+            SortOrder::VolumeHeight,
+            SortOrder::HeightVolume,
+            SortOrder::AreaHeight,
+            SortOrder::HeightArea,
+        ];
+        let clustered = self.cluster_deltas.iter().flat_map(|&delta_percent| {
+            [
+                SortOrder::ClusteredAreaHeight { delta_percent },
+                SortOrder::ClusteredHeightArea { delta_percent },
+            ]
+        });
+        for order in plain.into_iter().chain(clustered) {
+            if !orders.contains(&order) {
+                orders.push(order);
+            }
+        }
+        orders
+    }
+}
+
+impl fmt::Display for Heuristic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Heuristic::EpFfd => "ep-ffd",
+            Heuristic::EpBfd => "ep-bfd",
+            Heuristic::CEpBfd => "c-epbfd",
+        })
+    }
+}
+
+impl FromStr for Heuristic {
+    type Err = ParseOptionError;
+
+    /// Accepts `ep-ffd`, `ep-bfd`, `c-epbfd` (case-insensitive, `_` for `-`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match normalise(s).as_str() {
+            "ep-ffd" | "epffd" => Ok(Heuristic::EpFfd),
+            "ep-bfd" | "epbfd" => Ok(Heuristic::EpBfd),
+            "c-epbfd" | "cepbfd" | "c-ep-bfd" => Ok(Heuristic::CEpBfd),
+            _ => Err(ParseOptionError {
+                kind: "heuristic",
+                text: s.to_owned(),
+                expected: "ep-ffd, ep-bfd, c-epbfd",
+            }),
+        }
+    }
+}
+
+impl fmt::Display for Merit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Merit::ResidualSpace => "rs",
+            Merit::FreeVolume => "fv",
+        })
+    }
+}
+
+impl FromStr for Merit {
+    type Err = ParseOptionError;
+
+    /// Accepts `rs` / `residual-space` and `fv` / `free-volume`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match normalise(s).as_str() {
+            "rs" | "residual-space" => Ok(Merit::ResidualSpace),
+            "fv" | "free-volume" => Ok(Merit::FreeVolume),
+            _ => Err(ParseOptionError {
+                kind: "merit",
+                text: s.to_owned(),
+                expected: "rs, fv",
+            }),
+        }
+    }
+}
+
+impl fmt::Display for SortOrder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SortOrder::VolumeHeight => f.write_str("volume-height"),
+            SortOrder::HeightVolume => f.write_str("height-volume"),
+            SortOrder::AreaHeight => f.write_str("area-height"),
+            SortOrder::HeightArea => f.write_str("height-area"),
+            SortOrder::ClusteredAreaHeight { delta_percent } => {
+                write!(f, "clustered-area-height:{delta_percent}")
+            }
+            SortOrder::ClusteredHeightArea { delta_percent } => {
+                write!(f, "clustered-height-area:{delta_percent}")
+            }
+        }
+    }
+}
+
+const SORT_NAMES: &str = "volume-height (vh), height-volume (hv), area-height (ah), height-area (ha), \
+     clustered-area-height:DELTA (cah:DELTA), clustered-height-area:DELTA (cha:DELTA)";
+
+impl FromStr for SortOrder {
+    type Err = ParseOptionError;
+
+    /// Accepts the [`fmt::Display`] spellings and the short forms `vh`, `hv`,
+    /// `ah`, `ha`, `cah:δ`, `cha:δ`; a clustered ordering without `:δ`
+    /// gets δ = 10. The value of δ is checked by [`crate::pack`].
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let text = normalise(s);
+        let err = || ParseOptionError {
+            kind: "sort order",
+            text: s.to_owned(),
+            expected: SORT_NAMES,
+        };
+        let (name, delta) = match text.split_once(':') {
+            Some((name, delta)) => (name, Some(delta.trim().parse::<u32>().map_err(|_| err())?)),
+            None => (text.as_str(), None),
+        };
+        let plain = |order: SortOrder| if delta.is_some() { Err(err()) } else { Ok(order) };
+        let delta_percent = delta.unwrap_or(10);
+        match name {
+            "volume-height" | "vh" => plain(SortOrder::VolumeHeight),
+            "height-volume" | "hv" => plain(SortOrder::HeightVolume),
+            "area-height" | "ah" => plain(SortOrder::AreaHeight),
+            "height-area" | "ha" => plain(SortOrder::HeightArea),
+            "clustered-area-height" | "cah" => Ok(SortOrder::ClusteredAreaHeight { delta_percent }),
+            "clustered-height-area" | "cha" => Ok(SortOrder::ClusteredHeightArea { delta_percent }),
+            _ => Err(err()),
+        }
+    }
+}
+
+fn normalise(s: &str) -> String {
+    s.trim().to_ascii_lowercase().replace('_', "-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for h in [Heuristic::EpFfd, Heuristic::EpBfd, Heuristic::CEpBfd] {
+            assert_eq!(h.to_string().parse::<Heuristic>(), Ok(h));
+        }
+        for m in [Merit::ResidualSpace, Merit::FreeVolume] {
+            assert_eq!(m.to_string().parse::<Merit>(), Ok(m));
+        }
+        for o in PackOptions::default().c_epbfd_orders() {
+            assert_eq!(o.to_string().parse::<SortOrder>(), Ok(o));
+        }
+        assert_eq!(
+            "CAH".parse::<SortOrder>(),
+            Ok(SortOrder::ClusteredAreaHeight { delta_percent: 10 })
+        );
+    }
+
+    #[test]
+    fn bad_names_are_rejected() {
+        assert!("ep-xfd".parse::<Heuristic>().is_err());
+        assert!("volume".parse::<Merit>().is_err());
+        assert!("vh:5".parse::<SortOrder>().is_err());
+        assert!("cah:x".parse::<SortOrder>().is_err());
+        let e = "nonsense".parse::<SortOrder>().unwrap_err();
+        assert!(e.to_string().contains("nonsense"));
+    }
+
+    #[test]
+    fn c_epbfd_orders_are_unique_and_start_with_sort() {
+        let opts = PackOptions {
+            sort: SortOrder::ClusteredAreaHeight { delta_percent: 10 },
+            ..Default::default()
+        };
+        let orders = opts.c_epbfd_orders();
+        assert_eq!(orders[0], opts.sort);
+        assert_eq!(orders.len(), 4 + 2 * DEFAULT_CLUSTER_DELTAS.len());
+        for (i, a) in orders.iter().enumerate() {
+            assert!(!orders[i + 1..].contains(a));
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! Item orderings (Crainic, Perboli & Tadei 2008, section 5.1): the sequence
+//! in which the construction heuristics see the items.
+
+use crate::geometry::{HEIGHT_AXIS, base_area, volume};
+use crate::{Extent, SortOrder};
+
+/// Writes into `order` the item indices in the order `sort` offers them.
+///
+/// Keys are non-increasing; ties keep input order (a stable sort on index),
+/// which makes every heuristic deterministic. `sort`'s cluster width must
+/// already be validated (1..=100).
+pub(crate) fn sort_items(items: &[Extent], bin: Extent, sort: SortOrder, order: &mut Vec<usize>) {
+    order.clear();
+    order.extend(0..items.len());
+    let h = |i: usize| u128::from(items[i][HEIGHT_AXIS]);
+    let vol = |i: usize| u128::from(volume(items[i]));
+    let area = |i: usize| u128::from(base_area(items[i]));
+    // Keys are (primary, secondary, tertiary) compared in reverse; the
+    // tertiary key only matters for clustered orderings.
+    let key: Box<dyn Fn(usize) -> (u128, u128, u128)> = match sort {
+        SortOrder::VolumeHeight => Box::new(|i| (vol(i), h(i), 0)),
+        SortOrder::HeightVolume => Box::new(|i| (h(i), vol(i), 0)),
+        SortOrder::AreaHeight => Box::new(|i| (area(i), h(i), 0)),
+        SortOrder::HeightArea => Box::new(|i| (h(i), area(i), 0)),
+        SortOrder::ClusteredAreaHeight { delta_percent } => {
+            // Cluster k holds areas in [k, k+1) · δ/100 · W·D, computed in
+            // integers so the split does not depend on rounding.
+            let width = u128::from(delta_percent) * u128::from(base_area(bin));
+            Box::new(move |i| (area(i) * 100 / width, h(i), area(i)))
+        }
+        SortOrder::ClusteredHeightArea { delta_percent } => {
+            let width = u128::from(delta_percent) * u128::from(bin[HEIGHT_AXIS]);
+            Box::new(move |i| (h(i) * 100 / width, area(i), h(i)))
+        }
+    };
+    order.sort_by_cached_key(|&i| std::cmp::Reverse(key(i)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BIN: Extent = [64, 64, 64];
+
+    fn order_of(items: &[Extent], sort: SortOrder) -> Vec<usize> {
+        let mut order = Vec::new();
+        sort_items(items, BIN, sort, &mut order);
+        order
+    }
+
+    #[test]
+    fn volume_height_breaks_ties_by_height_then_index() {
+        // volumes: 8000, 8000, 8000, 27000
+        let items = [[20, 20, 20], [10, 40, 20], [40, 10, 20], [30, 30, 30]];
+        assert_eq!(order_of(&items, SortOrder::VolumeHeight), vec![3, 1, 0, 2]);
+    }
+
+    #[test]
+    fn height_first_orders() {
+        let items = [[10, 30, 10], [20, 30, 20], [60, 20, 60], [5, 40, 5]];
+        assert_eq!(order_of(&items, SortOrder::HeightVolume), vec![3, 1, 0, 2]);
+        assert_eq!(order_of(&items, SortOrder::HeightArea), vec![3, 1, 0, 2]);
+        assert_eq!(order_of(&items, SortOrder::AreaHeight), vec![2, 1, 0, 3]);
+    }
+
+    #[test]
+    fn clustered_area_height_groups_areas() {
+        // Bin base area 4096; δ = 50 % gives clusters [0, 2048) and [2048, 4096].
+        // Areas: 2000 (cluster 0), 100 (0), 2500 (1), 2100 (1).
+        let items = [[40, 10, 50], [10, 60, 10], [50, 5, 50], [42, 20, 50]];
+        assert_eq!(
+            order_of(&items, SortOrder::ClusteredAreaHeight { delta_percent: 50 }),
+            vec![3, 2, 1, 0]
+        );
+        // With δ = 1 % every area is its own cluster: plain area order.
+        assert_eq!(
+            order_of(&items, SortOrder::ClusteredAreaHeight { delta_percent: 1 }),
+            order_of(&items, SortOrder::AreaHeight)
+        );
+    }
+
+    #[test]
+    fn clustered_height_area_groups_heights() {
+        // δ = 25 % of 64: clusters of 16 cells; heights 20, 30 share cluster 1.
+        let items = [[10, 20, 10], [5, 30, 5], [30, 10, 30], [8, 40, 8]];
+        assert_eq!(
+            order_of(&items, SortOrder::ClusteredHeightArea { delta_percent: 25 }),
+            vec![3, 0, 1, 2]
+        );
+    }
+}
