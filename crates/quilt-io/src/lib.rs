@@ -1,2 +1,22 @@
-//! quilt-io
+//! # quilt-io
+//!
+//! quilt's files:
+//! - **ParaView output**: one VTKHDF 1.0 `OverlappingAMR` file (`.hdf`) per
+//!   output holding every level, plus a `NAME.hdf.series` JSON time series
+//!   ([`vtkhdf`]). The output is described by the mesh-agnostic
+//!   [`AmrOutput`].
+//! - **Checkpoints**: HDF5 files holding everything a bitwise restart needs.
+//!
+//! Every file is written atomically (temporary file in the same directory,
+//! then rename), so a failed or interrupted write leaves earlier files
+//! intact. The file layouts are documented in `docs/quilt-io.md`.
 #![warn(missing_docs)]
+
+mod atomic;
+mod error;
+pub mod vtkhdf;
+
+pub use error::IoError;
+pub use vtkhdf::{
+    AmrOutput, CellArray, CellValues, FileSeries, LevelOutput, VtkHdfSeries, write_vtkhdf,
+};
