@@ -10,6 +10,7 @@
 //!   /Level<l>                  group, l = 0, 1, ...
 //!     @Spacing  float64[3]
 //!     AMRBox    int32[npatches, 6]   imin imax jmin jmax kmin kmax (inclusive cells)
+//!     /PointData, /FieldData   empty groups
 //!     /CellData                group
 //!       <name>  [ncells] or [ncells, ncomp], patch by patch, x fastest
 //! /Quilt                       group (ignored by VTK)
@@ -97,6 +98,12 @@ fn write_contents(file: &hdf5::File, path: &Path, output: &AmrOutput) -> Result<
             .and_then(|ds| ds.write_raw(&rows[..]))
             .at(path, &format!("write /VTKHDF/{name}/AMRBox"))?;
 
+        // Empty, but ParaView 5.11's reader opens both and prints an HDF5
+        // error trace for each level where they are missing.
+        for empty in ["PointData", "FieldData"] {
+            g.create_group(empty)
+                .at(path, &format!("create group /VTKHDF/{name}/{empty}"))?;
+        }
         let cd = g
             .create_group("CellData")
             .at(path, &format!("create group /VTKHDF/{name}/CellData"))?;
