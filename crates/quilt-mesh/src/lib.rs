@@ -7,5 +7,6 @@
 #![warn(missing_docs)]
 
 pub mod index;
+pub mod tag;
 
 pub use index::{IndexBox, IntVect, Side, iv};
