@@ -6,7 +6,17 @@
 //! hierarchies of Raghavan & Vadhiyar (2015, section 4.1).
 #![warn(missing_docs)]
 
+pub mod error;
+pub mod geometry;
+pub mod hierarchy;
 pub mod index;
+pub mod patch_data;
+pub mod real;
 pub mod tag;
 
+pub use error::MeshError;
+pub use geometry::{Geometry, LevelGeometry, RealVect};
+pub use hierarchy::{Hierarchy, HierarchyData, Overlap, Patch, PatchId, PatchSpec, SizeLimits};
 pub use index::{IndexBox, IntVect, Side, iv};
+pub use patch_data::{PatchData, PatchState, PatchView, PatchViewMut};
+pub use real::Real;

@@ -1,0 +1,198 @@
+//! Field data over a whole hierarchy, aligned with its patch indices.
+
+use rayon::prelude::*;
+
+use super::layout::Hierarchy;
+use crate::error::MeshError;
+use crate::geometry::LevelGeometry;
+use crate::patch_data::{PatchData, PatchState};
+use crate::real::Real;
+
+/// One [`PatchState`] (old and new time level) per patch of a
+/// [`Hierarchy`]: entry `i` belongs to `hierarchy.patches()[i]`.
+///
+/// The data does not hold the layout; functions that need both take both,
+/// and [`HierarchyData::check_layout`] tells whether they belong together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HierarchyData<T> {
+    ncomp: usize,
+    ghost: i32,
+    states: Vec<PatchState<T>>,
+}
+
+impl<T: Real> HierarchyData<T> {
+    /// Zero-filled data with `ncomp` components on every patch of `h`.
+    pub fn new(h: &Hierarchy, ncomp: usize) -> Result<Self, MeshError> {
+        let states = h
+            .patches()
+            .iter()
+            .map(|p| PatchState::new(p.interior(), h.ghost(), ncomp))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            ncomp,
+            ghost: h.ghost(),
+            states,
+        })
+    }
+
+    /// Number of components.
+    #[inline]
+    pub fn ncomp(&self) -> usize {
+        self.ncomp
+    }
+
+    /// Ghost width of every patch.
+    #[inline]
+    pub fn ghost(&self) -> i32 {
+        self.ghost
+    }
+
+    /// Number of patches.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Whether there is no patch.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.states.is_empty()
+    }
+
+    /// Both time levels of patch `i`, if it exists.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&PatchState<T>> {
+        self.states.get(i)
+    }
+
+    /// Both time levels of patch `i`, mutably, if it exists.
+    #[inline]
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut PatchState<T>> {
+        self.states.get_mut(i)
+    }
+
+    /// Every patch's states, by patch index.
+    #[inline]
+    pub fn states(&self) -> &[PatchState<T>] {
+        &self.states
+    }
+
+    /// Every patch's states, mutably (e.g. for `par_iter_mut`).
+    #[inline]
+    pub fn states_mut(&mut self) -> &mut [PatchState<T>] {
+        &mut self.states
+    }
+
+    /// Time-`n` data of patch `i`.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    #[inline]
+    pub fn old(&self, i: usize) -> &PatchData<T> {
+        &self.states[i].old
+    }
+
+    /// Time-`n+1` data of patch `i`, mutably.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    #[inline]
+    pub fn new_mut(&mut self, i: usize) -> &mut PatchData<T> {
+        &mut self.states[i].new
+    }
+
+    /// Every old state shared, every new state exclusive: lets patches be
+    /// prepared in parallel, each writing its own `new` while reading any
+    /// neighbour's `old`.
+    pub fn split_old_new(&mut self) -> (Vec<&PatchData<T>>, Vec<&mut PatchData<T>>) {
+        self.states
+            .iter_mut()
+            .map(|s| (&s.old, &mut s.new))
+            .unzip()
+    }
+
+    /// Ends a step on every patch: `new` becomes `old`.
+    pub fn swap_all(&mut self) {
+        for s in &mut self.states {
+            s.swap();
+        }
+    }
+
+    /// Sets both time levels of every patch, ghost cells included, from a
+    /// function of the level geometry and the cell: `f(level, p, values)`
+    /// writes the `ncomp` values of cell `p`. Runs in parallel over patches.
+    pub fn init_with<F>(&mut self, h: &Hierarchy, f: F) -> Result<(), MeshError>
+    where
+        F: Fn(&LevelGeometry, &crate::index::IntVect, &mut [T]) + Sync,
+    {
+        self.check_layout(h)?;
+        self.states
+            .par_iter_mut()
+            .zip(h.patches().par_iter())
+            .for_each(|(s, p)| {
+                // Levels of a validated hierarchy always exist.
+                if let Some(lg) = h.level_geometry(p.level()) {
+                    s.old.fill_cells_with(|c, v| f(lg, c, v));
+                    s.new.clone_from(&s.old);
+                }
+            });
+        Ok(())
+    }
+
+    /// Sum of component `c` of the old state over the interiors of one
+    /// level's patches, weighted by cell volume (so levels compare).
+    pub fn level_integral(&self, h: &Hierarchy, level: usize, c: usize) -> Result<f64, MeshError> {
+        self.check_layout(h)?;
+        if c >= self.ncomp {
+            return Err(MeshError::BadAccess {
+                field: format!("component {c}"),
+                why: format!("the data has {} components", self.ncomp),
+            });
+        }
+        let lg = h.level_geometry(level).ok_or(MeshError::NoSuchLevel {
+            level,
+            num_levels: h.num_levels(),
+        })?;
+        let sum: f64 = h
+            .level_range(level)
+            .map(|i| self.states[i].old.interior_sum(c))
+            .sum();
+        Ok(sum * lg.cell_volume())
+    }
+
+    /// Checks that this data was built for `h`: same patch count, interiors,
+    /// ghost width.
+    pub fn check_layout(&self, h: &Hierarchy) -> Result<(), MeshError> {
+        if self.states.len() != h.num_patches() {
+            return Err(MeshError::LayoutMismatch {
+                why: format!(
+                    "{} patches of data, {} in the hierarchy",
+                    self.states.len(),
+                    h.num_patches()
+                ),
+            });
+        }
+        if self.ghost != h.ghost() {
+            return Err(MeshError::LayoutMismatch {
+                why: format!(
+                    "ghost width {} in the data, {} in the hierarchy",
+                    self.ghost,
+                    h.ghost()
+                ),
+            });
+        }
+        for (i, (s, p)) in self.states.iter().zip(h.patches()).enumerate() {
+            if s.interior() != p.interior() {
+                return Err(MeshError::LayoutMismatch {
+                    why: format!(
+                        "patch index {i} (id {}): data interior {}, hierarchy interior {}",
+                        p.id(),
+                        s.interior(),
+                        p.interior()
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
