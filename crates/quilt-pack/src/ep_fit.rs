@@ -124,17 +124,18 @@ impl PackWorkspace {
             let item = self.order[k];
             let item_volume = volume(items[item]);
             let (min_e, min_v) = self.suffix_min[k];
+            if k == 0 || self.suffix_min[k - 1] != (min_e, min_v) {
+                // The smallest remaining item grew: drop points and bins that
+                // can no longer take anything, so scans skip them.
+                let bins = &mut self.bins;
+                self.open.retain(|&b| bins[b].prune(min_e, min_v));
+            }
             let orient_range = self.orient_start[item]..self.orient_start[item + 1];
             let orients = &self.orients[orient_range.clone()];
 
             let mut best: Option<Candidate> = None;
-            let mut any_closed = false;
             for &b in &self.open {
                 let state = &self.bins[b];
-                if !state.may_take(min_e, min_v) {
-                    any_closed = true;
-                    continue;
-                }
                 if state.free_volume < item_volume {
                     continue;
                 }
@@ -149,10 +150,6 @@ impl PackWorkspace {
                         break;
                     }
                 }
-            }
-            if any_closed {
-                let bins = &self.bins;
-                self.open.retain(|&b| bins[b].may_take(min_e, min_v));
             }
 
             let chosen = match best {
@@ -171,7 +168,12 @@ impl PackWorkspace {
                     found.expect("an empty bin takes every validated item")
                 }
             };
-            self.bins[chosen.bin].place(chosen.pos, chosen.extent, bin);
+            let state = &mut self.bins[chosen.bin];
+            state.place(chosen.pos, chosen.extent, bin);
+            let (next_e, next_v) = self.suffix_min[k + 1];
+            if !state.prune(next_e, next_v) {
+                self.open.retain(|&b| b != chosen.bin);
+            }
             self.placements[item] = Placement {
                 item,
                 bin: chosen.bin,

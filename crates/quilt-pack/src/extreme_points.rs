@@ -138,12 +138,14 @@ impl BinState {
             .unwrap_or(0)
     }
 
-    /// Whether any extreme point could take a box of extent `min_e` (per-axis
-    /// lower bounds on the remaining items' sides) and the bin still has
-    /// `min_volume` cells free. A bin that fails this can take no remaining
-    /// item, since residual spaces only shrink.
-    pub fn may_take(&self, min_e: Extent, min_volume: u64) -> bool {
-        self.free_volume >= min_volume && self.eps.iter().any(|ep| ep.admits(min_e))
+    /// Drops the extreme points that cannot take a box of extent `min_e`
+    /// (per-axis lower bounds on the sides of the items still to come) and
+    /// says whether the bin may still take one of them: it keeps a point and
+    /// `min_volume` free cells. Residual spaces only shrink and the bounds
+    /// only grow, so a dropped point or a refused bin stays useless.
+    pub fn prune(&mut self, min_e: Extent, min_volume: u64) -> bool {
+        self.eps.retain(|ep| ep.admits(min_e));
+        self.free_volume >= min_volume && !self.eps.is_empty()
     }
 }
 
@@ -253,12 +255,13 @@ mod tests {
     }
 
     #[test]
-    fn may_take_detects_full_bins() {
+    fn prune_detects_full_bins() {
         let mut s = BinState::default();
         s.reset(BIN);
         s.place([0, 0, 0], [10, 10, 9], BIN);
-        assert!(s.may_take([10, 10, 1], 100));
-        assert!(!s.may_take([1, 1, 2], 2));
-        assert!(!s.may_take([1, 1, 1], 101));
+        assert!(s.clone().prune([10, 10, 1], 100));
+        assert!(!s.clone().prune([1, 1, 1], 101));
+        assert!(!s.prune([1, 1, 2], 2));
+        assert!(s.eps.is_empty());
     }
 }

@@ -14,6 +14,7 @@
 //! | `extreme_points` | one bin: placed boxes, extreme points, residual spaces |
 //! | `ep_fit` | EP-FFD, EP-BFD and C-EPBFD over bins; [`PackWorkspace`] |
 //! | `packing` | [`Packing`], [`Placement`], statistics, [`Packing::verify`] |
+//! | `lower_bound` | [`bins_lower_bound`]: Martello–Pisinger–Vigo bounds |
 //! | `items_file` | [`parse_items`] for `w,h,d` item lists |
 //! | `hierarchy` | [`pack_hierarchy`]: the patches of a `quilt-mesh` hierarchy |
 //!
@@ -40,6 +41,7 @@ mod error;
 mod extreme_points;
 mod geometry;
 mod items_file;
+mod lower_bound;
 mod options;
 mod order;
 mod packing;
@@ -47,6 +49,7 @@ mod packing;
 pub use ep_fit::PackWorkspace;
 pub use error::{ItemsFileError, PackError, ParseOptionError};
 pub use items_file::{parse_extent, parse_items};
+pub use lower_bound::bins_lower_bound;
 pub use options::{DEFAULT_CLUSTER_DELTAS, Heuristic, Merit, PackOptions, SortOrder};
 pub use packing::{Packing, PackingDefect, Placement};
 
