@@ -13,9 +13,14 @@
 #![warn(missing_docs)]
 
 mod atomic;
+pub mod checkpoint;
 mod error;
 pub mod vtkhdf;
 
+pub use checkpoint::{
+    Checkpoint, CheckpointInfo, CheckpointReal, RunState, read_checkpoint, read_checkpoint_info,
+    write_checkpoint,
+};
 pub use error::IoError;
 pub use vtkhdf::{
     AmrOutput, CellArray, CellValues, FileSeries, LevelOutput, VtkHdfSeries, write_vtkhdf,

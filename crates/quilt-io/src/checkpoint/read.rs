@@ -1,0 +1,438 @@
+//! Reading a checkpoint, with errors that say which file and what is wrong.
+
+use std::io::Read;
+use std::path::Path;
+
+use hdf5::types::{FixedAscii, TypeDescriptor};
+use quilt_mesh::{Geometry, Hierarchy, HierarchyData, PatchId, PatchSpec, SizeLimits, iv};
+use quilt_mesh::{IndexBox, IntVect};
+
+use crate::error::IoError;
+
+use super::chunked::ChunkedReader;
+use super::format::{CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointReal, STATE_CHUNK};
+use super::meta::{CheckpointInfo, RunState};
+
+/// A checkpoint read back: the run state, the layout and its data.
+#[derive(Debug, Clone)]
+pub struct Checkpoint<T> {
+    /// Time, step, counters, values and deck.
+    pub run: RunState,
+    /// The hierarchy layout, rebuilt (and validated) from the stored patches.
+    pub hierarchy: Hierarchy,
+    /// Both time levels of every patch, ghost cells included, bit for bit
+    /// as written.
+    pub data: HierarchyData<T>,
+}
+
+/// The first bytes of every HDF5 file (without a user block).
+const HDF5_SIGNATURE: [u8; 8] = [0x89, b'H', b'D', b'F', b'\r', b'\n', 0x1a, b'\n'];
+
+/// Reads the run state and the sizes of a checkpoint without its state
+/// arrays (e.g. to learn the precision before choosing `T`).
+pub fn read_checkpoint_info(path: &Path) -> Result<CheckpointInfo, IoError> {
+    let file = open(path)?;
+    let version = check_format(&file, path)?;
+    let real_type = read_fixed_string(&file, path, "real_type", "/")?;
+    let run = read_run(&file, path)?;
+    let hg = group(&file, path, "hierarchy")?;
+    let num_levels = scalar_attr::<u32>(&hg, path, "num_levels", "/hierarchy")? as usize;
+    let state = group(&file, path, "state")?;
+    let ncomp = scalar_attr::<u32>(&state, path, "ncomp", "/state")? as usize;
+    let offsets = dataset(&state, path, "offsets", "/state")?;
+    let num_patches = offsets.size().saturating_sub(1);
+    Ok(CheckpointInfo {
+        version,
+        real_type,
+        run,
+        num_levels,
+        num_patches,
+        ncomp,
+    })
+}
+
+/// Reads a checkpoint written by [`super::write_checkpoint`] with the same
+/// `T`. A file that is not HDF5, an HDF5 file that is not a quilt
+/// checkpoint, a truncated or damaged checkpoint (every state chunk carries
+/// a checksum), another format version or another precision each give
+/// their own [`IoError`] naming the file.
+pub fn read_checkpoint<T: CheckpointReal>(path: &Path) -> Result<Checkpoint<T>, IoError> {
+    let file = open(path)?;
+    check_format(&file, path)?;
+    let real_type = read_fixed_string(&file, path, "real_type", "/")?;
+    if real_type != T::NAME {
+        return Err(IoError::PrecisionMismatch {
+            path: path.to_path_buf(),
+            found: real_type,
+            requested: T::NAME.to_string(),
+        });
+    }
+    let run = read_run(&file, path)?;
+    let geometry = read_geometry(&file, path)?;
+    let hierarchy = read_hierarchy(&file, path, geometry)?;
+    let data = read_state::<T>(&file, path, &hierarchy)?;
+    log::info!(
+        "read checkpoint {} (step {}, t = {}, {} patches)",
+        path.display(),
+        run.step,
+        run.time,
+        hierarchy.num_patches()
+    );
+    Ok(Checkpoint {
+        run,
+        hierarchy,
+        data,
+    })
+}
+
+fn corrupt(path: &Path, detail: impl Into<String>) -> IoError {
+    IoError::CorruptCheckpoint {
+        path: path.to_path_buf(),
+        detail: detail.into(),
+    }
+}
+
+fn open(path: &Path) -> Result<hdf5::File, IoError> {
+    let mut head = [0u8; 8];
+    let mut f = std::fs::File::open(path).map_err(|e| IoError::fs(path, "open checkpoint", e))?;
+    let n = f
+        .read(&mut head)
+        .map_err(|e| IoError::fs(path, "read checkpoint", e))?;
+    let is_hdf5 = n == head.len() && head == HDF5_SIGNATURE;
+    drop(f);
+    match hdf5::File::open(path) {
+        Ok(file) => Ok(file),
+        Err(e) if is_hdf5 => Err(corrupt(
+            path,
+            format!("the HDF5 library cannot open it (truncated or damaged file): {e}"),
+        )),
+        Err(_) => Err(IoError::NotACheckpoint {
+            path: path.to_path_buf(),
+            detail: "not an HDF5 file".into(),
+        }),
+    }
+}
+
+/// Checks the format tag and version; returns the version.
+fn check_format(file: &hdf5::File, path: &Path) -> Result<u32, IoError> {
+    let not = |detail: String| IoError::NotACheckpoint {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let names = file.attr_names().unwrap_or_default();
+    if !names.iter().any(|n| n == "format") {
+        return Err(not(
+            "an HDF5 file without the root attribute `format`, so not written by quilt".into(),
+        ));
+    }
+    let tag = read_fixed_string(file, path, "format", "/")
+        .map_err(|_| not("the root attribute `format` is not a fixed-length string".into()))?;
+    if tag != CHECKPOINT_FORMAT {
+        return Err(not(format!(
+            "its format is {tag:?}, expected {CHECKPOINT_FORMAT:?}"
+        )));
+    }
+    let version = file
+        .attr("format_version")
+        .and_then(|a| a.read_scalar::<u32>())
+        .map_err(|e| corrupt(path, format!("no readable @format_version: {e}")))?;
+    if version != CHECKPOINT_VERSION {
+        return Err(IoError::UnsupportedVersion {
+            path: path.to_path_buf(),
+            found: version,
+            supported: CHECKPOINT_VERSION,
+        });
+    }
+    Ok(version)
+}
+
+fn read_fixed_string(
+    loc: &hdf5::Location,
+    path: &Path,
+    name: &str,
+    at: &str,
+) -> Result<String, IoError> {
+    let attr = loc
+        .attr(name)
+        .map_err(|e| corrupt(path, format!("missing attribute {at}@{name}: {e}")))?;
+    let desc = attr
+        .dtype()
+        .and_then(|t| t.to_descriptor())
+        .map_err(|e| corrupt(path, format!("attribute {at}@{name}: {e}")))?;
+    match desc {
+        TypeDescriptor::FixedAscii(n) if n <= 64 => attr
+            .read_scalar::<FixedAscii<64>>()
+            .map(|s| s.as_str().to_string())
+            .map_err(|e| corrupt(path, format!("attribute {at}@{name}: {e}"))),
+        other => Err(corrupt(
+            path,
+            format!("attribute {at}@{name} has type {other}, expected a short fixed-length string"),
+        )),
+    }
+}
+
+fn group(loc: &hdf5::Group, path: &Path, name: &str) -> Result<hdf5::Group, IoError> {
+    loc.group(name).map_err(|e| {
+        corrupt(
+            path,
+            format!(
+                "missing group {}/{name}: {e}",
+                loc.name().trim_end_matches('/')
+            ),
+        )
+    })
+}
+
+fn dataset(loc: &hdf5::Group, path: &Path, name: &str, at: &str) -> Result<hdf5::Dataset, IoError> {
+    loc.dataset(name)
+        .map_err(|e| corrupt(path, format!("missing dataset {at}/{name}: {e}")))
+}
+
+fn scalar_attr<A: hdf5::H5Type>(
+    loc: &hdf5::Location,
+    path: &Path,
+    name: &str,
+    at: &str,
+) -> Result<A, IoError> {
+    loc.attr(name)
+        .and_then(|a| a.read_scalar::<A>())
+        .map_err(|e| corrupt(path, format!("attribute {at}@{name}: {e}")))
+}
+
+fn vec_attr<A: hdf5::H5Type>(
+    loc: &hdf5::Location,
+    path: &Path,
+    name: &str,
+    at: &str,
+    len: Option<usize>,
+) -> Result<Vec<A>, IoError> {
+    let v = loc
+        .attr(name)
+        .and_then(|a| a.read_raw::<A>())
+        .map_err(|e| corrupt(path, format!("attribute {at}@{name}: {e}")))?;
+    if let Some(n) = len {
+        if v.len() != n {
+            return Err(corrupt(
+                path,
+                format!("attribute {at}@{name} has {} values, expected {n}", v.len()),
+            ));
+        }
+    }
+    Ok(v)
+}
+
+fn read_vec<A: hdf5::H5Type>(
+    ds: &hdf5::Dataset,
+    path: &Path,
+    what: &str,
+) -> Result<Vec<A>, IoError> {
+    ds.read_raw::<A>()
+        .map_err(|e| corrupt(path, format!("cannot read {what}: {e}")))
+}
+
+fn read_run(file: &hdf5::File, path: &Path) -> Result<RunState, IoError> {
+    let g = group(file, path, "run")?;
+    let time = scalar_attr::<f64>(&g, path, "time", "/run")?;
+    let step = scalar_attr::<u64>(&g, path, "step", "/run")?;
+    let deck_bytes = read_vec::<u8>(&dataset(&g, path, "deck", "/run")?, path, "/run/deck")?;
+    let deck = String::from_utf8(deck_bytes)
+        .map_err(|e| corrupt(path, format!("/run/deck is not UTF-8: {e}")))?;
+    let mut run = RunState {
+        time,
+        step,
+        deck,
+        ..RunState::default()
+    };
+    let c = group(&g, path, "counters")?;
+    for name in c
+        .attr_names()
+        .map_err(|e| corrupt(path, format!("/run/counters: {e}")))?
+    {
+        let v = scalar_attr::<u64>(&c, path, &name, "/run/counters")?;
+        run.counters.insert(name, v);
+    }
+    let vg = group(&g, path, "values")?;
+    for name in vg
+        .attr_names()
+        .map_err(|e| corrupt(path, format!("/run/values: {e}")))?
+    {
+        let v = scalar_attr::<f64>(&vg, path, &name, "/run/values")?;
+        run.values.insert(name, v);
+    }
+    Ok(run)
+}
+
+fn to3<A: Copy>(v: &[A]) -> [A; 3] {
+    [v[0], v[1], v[2]]
+}
+
+fn read_geometry(file: &hdf5::File, path: &Path) -> Result<Geometry, IoError> {
+    let g = group(file, path, "geometry")?;
+    let lo = vec_attr::<f64>(&g, path, "prob_lo", "/geometry", Some(3))?;
+    let hi = vec_attr::<f64>(&g, path, "prob_hi", "/geometry", Some(3))?;
+    let base = vec_attr::<i32>(&g, path, "base_cells", "/geometry", Some(3))?;
+    let ratios = vec_attr::<i32>(&g, path, "ratios", "/geometry", None)?;
+    let periodic = vec_attr::<u8>(&g, path, "periodic", "/geometry", Some(3))?;
+    if ratios.first() != Some(&1) {
+        return Err(corrupt(
+            path,
+            format!("/geometry@ratios must start with 1 (level 0), got {ratios:?}"),
+        ));
+    }
+    let geo = Geometry::new(
+        to3(&lo),
+        to3(&hi),
+        iv(base[0], base[1], base[2]),
+        &ratios[1..],
+    )
+    .map_err(|e| corrupt(path, format!("stored geometry is invalid: {e}")))?;
+    Ok(geo.with_periodic([periodic[0] != 0, periodic[1] != 0, periodic[2] != 0]))
+}
+
+fn read_hierarchy(
+    file: &hdf5::File,
+    path: &Path,
+    geometry: Geometry,
+) -> Result<Hierarchy, IoError> {
+    let g = group(file, path, "hierarchy")?;
+    let ghost = scalar_attr::<i32>(&g, path, "ghost", "/hierarchy")?;
+    let lim = vec_attr::<i32>(&g, path, "size_limits", "/hierarchy", Some(2))?;
+    let num_levels = scalar_attr::<u32>(&g, path, "num_levels", "/hierarchy")? as usize;
+    if num_levels == 0 || num_levels > geometry.num_levels() {
+        return Err(corrupt(
+            path,
+            format!(
+                "/hierarchy@num_levels is {num_levels}, the stored geometry defines {}",
+                geometry.num_levels()
+            ),
+        ));
+    }
+    let mut levels = Vec::with_capacity(num_levels);
+    for l in 0..num_levels {
+        let at = format!("/hierarchy/level{l}");
+        let lg = group(&g, path, &format!("level{l}"))?;
+        let ids = read_vec::<u32>(&dataset(&lg, path, "ids", &at)?, path, &format!("{at}/ids"))?;
+        let parents = read_vec::<i64>(
+            &dataset(&lg, path, "parents", &at)?,
+            path,
+            &format!("{at}/parents"),
+        )?;
+        let boxes_ds = dataset(&lg, path, "boxes", &at)?;
+        let n = ids.len();
+        if boxes_ds.shape() != [n, 6] || parents.len() != n {
+            return Err(corrupt(
+                path,
+                format!(
+                    "{at}: {n} ids, {} parents and boxes of shape {:?} (expected [{n}, 6])",
+                    parents.len(),
+                    boxes_ds.shape()
+                ),
+            ));
+        }
+        let boxes = read_vec::<i32>(&boxes_ds, path, &format!("{at}/boxes"))?;
+        let mut specs = Vec::with_capacity(n);
+        for p in 0..n {
+            let b = &boxes[6 * p..6 * p + 6];
+            let parent = match parents[p] {
+                -1 => None,
+                id if (0..=i64::from(u32::MAX)).contains(&id) => Some(PatchId(id as u32)),
+                id => {
+                    return Err(corrupt(path, format!("{at}: patch {p} has parent id {id}")));
+                }
+            };
+            let lo: IntVect = iv(b[0], b[1], b[2]);
+            let hi: IntVect = iv(b[3], b[4], b[5]);
+            specs.push(PatchSpec {
+                id: PatchId(ids[p]),
+                interior: IndexBox::new(lo, hi),
+                parent,
+            });
+        }
+        levels.push(specs);
+    }
+    let limits = SizeLimits {
+        min: lim[0],
+        max: lim[1],
+    };
+    Hierarchy::new(geometry, ghost, limits, levels)
+        .map_err(|e| corrupt(path, format!("stored hierarchy is invalid: {e}")))
+}
+
+fn read_state<T: CheckpointReal>(
+    file: &hdf5::File,
+    path: &Path,
+    h: &Hierarchy,
+) -> Result<HierarchyData<T>, IoError> {
+    let g = group(file, path, "state")?;
+    let ncomp = scalar_attr::<u32>(&g, path, "ncomp", "/state")? as usize;
+    let offsets = read_vec::<u64>(
+        &dataset(&g, path, "offsets", "/state")?,
+        path,
+        "/state/offsets",
+    )?;
+    if offsets.len() != h.num_patches() + 1 || offsets[0] != 0 {
+        return Err(corrupt(
+            path,
+            format!(
+                "/state/offsets has {} entries for {} patches",
+                offsets.len(),
+                h.num_patches()
+            ),
+        ));
+    }
+    let mut data = HierarchyData::<T>::new(h, ncomp)
+        .map_err(|e| corrupt(path, format!("/state@ncomp = {ncomp}: {e}")))?;
+    for (i, s) in data.states().iter().enumerate() {
+        let want = s.old.as_slice().len() as u64;
+        let have = offsets[i + 1].checked_sub(offsets[i]);
+        if have != Some(want) {
+            let p = &h.patches()[i];
+            return Err(corrupt(
+                path,
+                format!(
+                    "/state/offsets gives patch {} (level {}) {} values, its box {} with {} ghosts and {ncomp} components needs {want}",
+                    p.id(),
+                    p.level(),
+                    offsets[i + 1] as i128 - offsets[i] as i128,
+                    p.interior(),
+                    h.ghost()
+                ),
+            ));
+        }
+    }
+    let total = offsets[h.num_patches()] as usize;
+    for slot in ["old", "new"] {
+        let what = format!("/state/{slot}");
+        let ds = dataset(&g, path, slot, "/state")?;
+        let desc = ds
+            .dtype()
+            .and_then(|t| t.to_descriptor())
+            .map_err(|e| corrupt(path, format!("{what}: {e}")))?;
+        if desc != T::type_descriptor() {
+            return Err(corrupt(
+                path,
+                format!("{what} holds {desc}, but @real_type says {}", T::NAME),
+            ));
+        }
+        if ds.size() != total {
+            return Err(corrupt(
+                path,
+                format!(
+                    "{what} has {} values, /state/offsets says {total}",
+                    ds.size()
+                ),
+            ));
+        }
+        let mut r = ChunkedReader::<T>::new(&ds, path, &what, total, STATE_CHUNK);
+        for s in data.states_mut() {
+            let pd = if slot == "old" {
+                &mut s.old
+            } else {
+                &mut s.new
+            };
+            r.pull(pd.as_mut_slice())?;
+        }
+        debug_assert_eq!(r.position(), total);
+    }
+    Ok(data)
+}

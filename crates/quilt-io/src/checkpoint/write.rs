@@ -1,0 +1,245 @@
+//! Writing a checkpoint.
+
+use std::path::Path;
+
+use hdf5::types::FixedAscii;
+use quilt_mesh::{Hierarchy, HierarchyData};
+
+use crate::atomic::replace_atomically;
+use crate::error::{Hdf5Context, IoError};
+
+use super::chunked::ChunkedWriter;
+use super::format::{CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointReal, STATE_CHUNK};
+use super::meta::RunState;
+
+/// Writes a checkpoint of `run`, the layout `h` and its data `data` (both
+/// time levels of every patch, ghost cells included) to `path`, atomically:
+/// an earlier checkpoint at `path` survives any failure.
+pub fn write_checkpoint<T: CheckpointReal>(
+    path: &Path,
+    run: &RunState,
+    h: &Hierarchy,
+    data: &HierarchyData<T>,
+) -> Result<(), IoError> {
+    data.check_layout(h)
+        .map_err(|e| IoError::invalid("checkpoint data", e.to_string()))?;
+    if !run.time.is_finite() {
+        return Err(IoError::invalid(
+            "checkpoint time",
+            format!("{} is not finite", run.time),
+        ));
+    }
+    for name in run.counters.keys().chain(run.values.keys()) {
+        if name.is_empty() || name.contains('\0') {
+            return Err(IoError::invalid(
+                "checkpoint counter name",
+                format!("{name:?} is not a valid HDF5 attribute name"),
+            ));
+        }
+    }
+    replace_atomically(path, |tmp| {
+        let file = hdf5::File::create(tmp).at(path, "create HDF5 file")?;
+        write_contents(&file, path, run, h, data)?;
+        file.close().at(path, "close HDF5 file")
+    })?;
+    log::info!(
+        "checkpoint {} (step {}, t = {}, {} patches, {})",
+        path.display(),
+        run.step,
+        run.time,
+        h.num_patches(),
+        T::NAME
+    );
+    Ok(())
+}
+
+fn fixed_ascii<const N: usize>(s: &str) -> Result<FixedAscii<N>, IoError> {
+    FixedAscii::<N>::from_ascii(s.as_bytes()).map_err(|e| IoError::invalid("string", e.to_string()))
+}
+
+fn write_contents<T: CheckpointReal>(
+    file: &hdf5::File,
+    path: &Path,
+    run: &RunState,
+    h: &Hierarchy,
+    data: &HierarchyData<T>,
+) -> Result<(), IoError> {
+    // The format tag goes first: a reader checks it before anything else.
+    let tag = fixed_ascii::<16>(CHECKPOINT_FORMAT)?;
+    let real = fixed_ascii::<3>(T::NAME)?;
+    file.new_attr::<FixedAscii<16>>()
+        .create("format")
+        .and_then(|a| a.write_scalar(&tag))
+        .at(path, "write @format")?;
+    file.new_attr::<u32>()
+        .create("format_version")
+        .and_then(|a| a.write_scalar(&CHECKPOINT_VERSION))
+        .at(path, "write @format_version")?;
+    file.new_attr::<FixedAscii<3>>()
+        .create("real_type")
+        .and_then(|a| a.write_scalar(&real))
+        .at(path, "write @real_type")?;
+
+    write_run(file, path, run)?;
+    write_geometry(file, path, h)?;
+    write_hierarchy(file, path, h)?;
+    write_state(file, path, h, data)
+}
+
+fn write_run(file: &hdf5::File, path: &Path, run: &RunState) -> Result<(), IoError> {
+    let g = file.create_group("run").at(path, "create group /run")?;
+    g.new_attr::<f64>()
+        .create("time")
+        .and_then(|a| a.write_scalar(&run.time))
+        .at(path, "write /run@time")?;
+    g.new_attr::<u64>()
+        .create("step")
+        .and_then(|a| a.write_scalar(&run.step))
+        .at(path, "write /run@step")?;
+    let deck = run.deck.as_bytes();
+    g.new_dataset::<u8>()
+        .shape(deck.len())
+        .create("deck")
+        .and_then(|d| d.write_raw(deck))
+        .at(path, "write /run/deck")?;
+    let c = g
+        .create_group("counters")
+        .at(path, "create group /run/counters")?;
+    for (name, v) in &run.counters {
+        c.new_attr::<u64>()
+            .create(name.as_str())
+            .and_then(|a| a.write_scalar(v))
+            .at(path, &format!("write counter {name}"))?;
+    }
+    let vg = g
+        .create_group("values")
+        .at(path, "create group /run/values")?;
+    for (name, v) in &run.values {
+        vg.new_attr::<f64>()
+            .create(name.as_str())
+            .and_then(|a| a.write_scalar(v))
+            .at(path, &format!("write value {name}"))?;
+    }
+    Ok(())
+}
+
+fn write_geometry(file: &hdf5::File, path: &Path, h: &Hierarchy) -> Result<(), IoError> {
+    let geo = h.geometry();
+    let g = file
+        .create_group("geometry")
+        .at(path, "create group /geometry")?;
+    let lo: Vec<f64> = geo.prob_lo().iter().copied().collect();
+    let hi: Vec<f64> = geo.prob_hi().iter().copied().collect();
+    let base: Vec<i32> = geo.base_cells().iter().copied().collect();
+    let periodic: Vec<u8> = geo.periodic().iter().map(|&p| u8::from(p)).collect();
+    write_attr_vec(&g, path, "prob_lo", &lo)?;
+    write_attr_vec(&g, path, "prob_hi", &hi)?;
+    write_attr_vec(&g, path, "base_cells", &base)?;
+    write_attr_vec(&g, path, "ratios", geo.ratios())?;
+    write_attr_vec(&g, path, "periodic", &periodic)
+}
+
+fn write_hierarchy(file: &hdf5::File, path: &Path, h: &Hierarchy) -> Result<(), IoError> {
+    let g = file
+        .create_group("hierarchy")
+        .at(path, "create group /hierarchy")?;
+    g.new_attr::<i32>()
+        .create("ghost")
+        .and_then(|a| a.write_scalar(&h.ghost()))
+        .at(path, "write /hierarchy@ghost")?;
+    let limits = h.limits();
+    write_attr_vec(&g, path, "size_limits", &[limits.min, limits.max])?;
+    g.new_attr::<u32>()
+        .create("num_levels")
+        .and_then(|a| a.write_scalar(&(h.num_levels() as u32)))
+        .at(path, "write /hierarchy@num_levels")?;
+    for (l, specs) in h.specs().iter().enumerate() {
+        let name = format!("level{l}");
+        let lg = g
+            .create_group(&name)
+            .at(path, &format!("create group /hierarchy/{name}"))?;
+        let ids: Vec<u32> = specs.iter().map(|s| s.id.0).collect();
+        let parents: Vec<i64> = specs
+            .iter()
+            .map(|s| s.parent.map_or(-1, |p| i64::from(p.0)))
+            .collect();
+        let mut boxes = Vec::with_capacity(6 * specs.len());
+        for s in specs {
+            boxes.extend(s.interior.lo.iter().chain(s.interior.hi.iter()).copied());
+        }
+        lg.new_dataset::<u32>()
+            .shape(ids.len())
+            .create("ids")
+            .and_then(|d| d.write_raw(&ids[..]))
+            .at(path, &format!("write /hierarchy/{name}/ids"))?;
+        lg.new_dataset::<i64>()
+            .shape(parents.len())
+            .create("parents")
+            .and_then(|d| d.write_raw(&parents[..]))
+            .at(path, &format!("write /hierarchy/{name}/parents"))?;
+        lg.new_dataset::<i32>()
+            .shape([specs.len(), 6])
+            .create("boxes")
+            .and_then(|d| d.write_raw(&boxes[..]))
+            .at(path, &format!("write /hierarchy/{name}/boxes"))?;
+    }
+    Ok(())
+}
+
+fn write_state<T: CheckpointReal>(
+    file: &hdf5::File,
+    path: &Path,
+    h: &Hierarchy,
+    data: &HierarchyData<T>,
+) -> Result<(), IoError> {
+    let g = file.create_group("state").at(path, "create group /state")?;
+    g.new_attr::<u32>()
+        .create("ncomp")
+        .and_then(|a| a.write_scalar(&(data.ncomp() as u32)))
+        .at(path, "write /state@ncomp")?;
+    let mut offsets = Vec::with_capacity(h.num_patches() + 1);
+    let mut total = 0u64;
+    offsets.push(0u64);
+    for s in data.states() {
+        total += s.old.as_slice().len() as u64;
+        offsets.push(total);
+    }
+    g.new_dataset::<u64>()
+        .shape(offsets.len())
+        .create("offsets")
+        .and_then(|d| d.write_raw(&offsets[..]))
+        .at(path, "write /state/offsets")?;
+    let total = total as usize;
+    let chunk = STATE_CHUNK.min(total.max(1));
+    for slot in ["old", "new"] {
+        let what = format!("/state/{slot}");
+        let ds = g
+            .new_dataset::<T>()
+            .chunk(chunk)
+            .fletcher32()
+            .shape(total)
+            .create(slot)
+            .at(path, &format!("create {what}"))?;
+        let mut w = ChunkedWriter::new(&ds, path, &what, chunk);
+        for s in data.states() {
+            let pd = if slot == "old" { &s.old } else { &s.new };
+            w.push(pd.as_slice())?;
+        }
+        let n = w.finish()?;
+        debug_assert_eq!(n, total);
+    }
+    Ok(())
+}
+
+fn write_attr_vec<T: hdf5::H5Type>(
+    g: &hdf5::Group,
+    path: &Path,
+    name: &str,
+    v: &[T],
+) -> Result<(), IoError> {
+    g.new_attr::<T>()
+        .shape(v.len())
+        .create(name)
+        .and_then(|a| a.write_raw(v))
+        .at(path, &format!("write {}@{name}", g.name()))
+}
