@@ -51,7 +51,9 @@ pub enum MeshError {
     },
 
     /// A patch interior not inside its level's domain.
-    #[error("level {level}, patch {id}: interior {interior} is not inside the level domain {domain}")]
+    #[error(
+        "level {level}, patch {id}: interior {interior} is not inside the level domain {domain}"
+    )]
     OutsideDomain {
         /// Level of the patch.
         level: usize,

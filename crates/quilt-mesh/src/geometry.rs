@@ -314,7 +314,10 @@ mod tests {
         let c = l0.cell_center(&iv(0, 15, 3));
         assert!((c.x - 1.0 / 32.0).abs() < 1e-15);
         assert!((c.y - 15.5 / 16.0).abs() < 1e-15);
-        assert_eq!(l2.cell_at(&l2.cell_center(&iv(17, 3, 99))), Some(iv(17, 3, 99)));
+        assert_eq!(
+            l2.cell_at(&l2.cell_center(&iv(17, 3, 99))),
+            Some(iv(17, 3, 99))
+        );
         assert_eq!(l0.cell_at(&RealVect::new(2.5, 0.0, 0.0)), None);
         // The volume of the domain is the sum of its cells'.
         let vol = l2.cell_volume() * l2.domain.num_cells() as f64;
@@ -324,7 +327,10 @@ mod tests {
     #[test]
     fn rejects_bad_input() {
         let e = Geometry::new([0.0; 3], [1.0; 3], iv(8, 8, 8), &[2, 3]).unwrap_err();
-        assert!(matches!(e, MeshError::BadRatio { level: 2, ratio: 3 }), "{e}");
+        assert!(
+            matches!(e, MeshError::BadRatio { level: 2, ratio: 3 }),
+            "{e}"
+        );
         assert!(e.to_string().contains("level 2"));
         assert!(Geometry::new([0.0; 3], [1.0, 0.0, 1.0], iv(8, 8, 8), &[]).is_err());
         assert!(Geometry::new([0.0; 3], [1.0; 3], iv(8, 0, 8), &[]).is_err());
@@ -334,7 +340,10 @@ mod tests {
         assert!(e.to_string().contains("level 12"), "{e}");
         assert!(Geometry::new([0.0; 3], [1.0; 3], iv(128, 128, 128), &[4; 11]).is_ok());
         let g = Geometry::with_cubic_cells(iv(4, 4, 4), &[]).unwrap();
-        assert!(matches!(g.level(1), Err(MeshError::NoSuchLevel { level: 1, .. })));
+        assert!(matches!(
+            g.level(1),
+            Err(MeshError::NoSuchLevel { level: 1, .. })
+        ));
     }
 
     #[test]

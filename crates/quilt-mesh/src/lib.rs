@@ -12,6 +12,7 @@ pub mod hierarchy;
 pub mod index;
 pub mod patch_data;
 pub mod real;
+pub mod synthetic;
 pub mod tag;
 
 pub use error::MeshError;

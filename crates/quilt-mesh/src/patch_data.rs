@@ -72,7 +72,8 @@ impl<T: Real> PatchData<T> {
             ));
         }
         // Sizes in wide integers: a huge box must give an error, not overflow.
-        let side = |d: usize| interior.hi[d] as i128 - interior.lo[d] as i128 + 1 + 2 * ghost as i128;
+        let side =
+            |d: usize| interior.hi[d] as i128 - interior.lo[d] as i128 + 1 + 2 * ghost as i128;
         let cells = side(0) * side(1) * side(2);
         let bytes = cells * ncomp as i128 * std::mem::size_of::<T>() as i128;
         let fits_index = (0..3).all(|d| {
@@ -155,9 +156,7 @@ impl<T: Real> PatchData<T> {
     /// Offset of cell `p` inside a component, or `None` outside the data box.
     #[inline]
     pub fn try_index(&self, p: &IntVect) -> Option<usize> {
-        self.data_box
-            .contains(p)
-            .then(|| self.data_box.offset(p))
+        self.data_box.contains(p).then(|| self.data_box.offset(p))
     }
 
     /// One component's values over the data box.
@@ -201,8 +200,7 @@ impl<T: Real> PatchData<T> {
         if c >= self.ncomp {
             return None;
         }
-        self.try_index(p)
-            .map(|i| self.data[c * self.comp_len + i])
+        self.try_index(p).map(|i| self.data[c * self.comp_len + i])
     }
 
     /// Sets component `c` at cell `p`.
@@ -554,7 +552,11 @@ mod tests {
         assert_eq!(d.interior_sum(1), 63.0 + 5.0);
         d.fill_with(2, |p| (p.x + 10 * p.y + 100 * p.z) as f32);
         assert_eq!(d.get(2, &iv(3, 4, 5)), 543.0);
-        let exact: f64 = d.interior().iter().map(|p| (p.x + 10 * p.y + 100 * p.z) as f64).sum();
+        let exact: f64 = d
+            .interior()
+            .iter()
+            .map(|p| (p.x + 10 * p.y + 100 * p.z) as f64)
+            .sum();
         assert_eq!(d.interior_sum(2), exact);
         d.fill_cells_with(|p, v| {
             v[0] = p.x as f32;
@@ -586,10 +588,18 @@ mod tests {
         assert_eq!(a.get(0, &iv(-2, 1, 1)), 6.0);
         assert_eq!(a.get(0, &iv(-1, 1, 1)), 7.0);
         // Out of either box, or a component mismatch: an error, no panic.
-        assert!(a.copy_region(&s, &b([6, 0, 0], [6, 0, 0]), &iv(0, 0, 0)).is_err());
-        assert!(a.copy_region(&s, &b([0, 0, 0], [0, 0, 0]), &iv(0, 0, 0)).is_err());
+        assert!(
+            a.copy_region(&s, &b([6, 0, 0], [6, 0, 0]), &iv(0, 0, 0))
+                .is_err()
+        );
+        assert!(
+            a.copy_region(&s, &b([0, 0, 0], [0, 0, 0]), &iv(0, 0, 0))
+                .is_err()
+        );
         let one = PatchData::<f64>::new(b([4, 0, 0], [7, 3, 3]), 2, 1).unwrap();
-        let e = a.copy_region(&one, &b([4, 0, 0], [4, 0, 0]), &iv(0, 0, 0)).unwrap_err();
+        let e = a
+            .copy_region(&one, &b([4, 0, 0], [4, 0, 0]), &iv(0, 0, 0))
+            .unwrap_err();
         assert!(e.to_string().contains("components"), "{e}");
     }
 

@@ -48,10 +48,7 @@ impl BoxBins {
             for k in r.lo.z..=r.hi.z {
                 for j in r.lo.y..=r.hi.y {
                     for i in r.lo.x..=r.hi.x {
-                        self.bins
-                            .entry(IntVect::new(i, j, k))
-                            .or_default()
-                            .push(n);
+                        self.bins.entry(IntVect::new(i, j, k)).or_default().push(n);
                     }
                 }
             }
@@ -142,9 +139,13 @@ mod tests {
     use proptest::prelude::*;
 
     fn arb_box() -> impl Strategy<Value = IndexBox> {
-        (prop::array::uniform3(-50i32..50), prop::array::uniform3(1i32..30)).prop_map(|(lo, s)| {
-            IndexBox::from_lo_size(iv(lo[0], lo[1], lo[2]), iv(s[0], s[1], s[2]))
-        })
+        (
+            prop::array::uniform3(-50i32..50),
+            prop::array::uniform3(1i32..30),
+        )
+            .prop_map(|(lo, s)| {
+                IndexBox::from_lo_size(iv(lo[0], lo[1], lo[2]), iv(s[0], s[1], s[2]))
+            })
     }
 
     proptest! {

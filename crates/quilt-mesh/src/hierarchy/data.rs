@@ -105,10 +105,7 @@ impl<T: Real> HierarchyData<T> {
     /// prepared in parallel, each writing its own `new` while reading any
     /// neighbour's `old`.
     pub fn split_old_new(&mut self) -> (Vec<&PatchData<T>>, Vec<&mut PatchData<T>>) {
-        self.states
-            .iter_mut()
-            .map(|s| (&s.old, &mut s.new))
-            .unzip()
+        self.states.iter_mut().map(|s| (&s.old, &mut s.new)).unzip()
     }
 
     /// Ends a step on every patch: `new` becomes `old`.

@@ -59,7 +59,9 @@ impl SizeLimits {
 
     /// Whether every side of `size` (ghosts included) lies in `min..=max`.
     pub fn admits(&self, size_with_ghosts: &IntVect) -> bool {
-        size_with_ghosts.iter().all(|&s| self.min <= s && s <= self.max)
+        size_with_ghosts
+            .iter()
+            .all(|&s| self.min <= s && s <= self.max)
     }
 }
 
@@ -233,7 +235,11 @@ impl Patch {
     /// Copied / interpolated / physical ghost cell counts.
     pub fn ghost_counts(&self) -> GhostCounts {
         GhostCounts {
-            copied: self.sibling_overlaps.iter().map(|o| o.region.num_cells()).sum(),
+            copied: self
+                .sibling_overlaps
+                .iter()
+                .map(|o| o.region.num_cells())
+                .sum(),
             interpolated: self.coarse_fine_ghosts.num_cells(),
             physical: self.physical_ghosts.num_cells(),
         }

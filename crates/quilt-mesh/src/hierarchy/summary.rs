@@ -51,7 +51,8 @@ impl Hierarchy {
                     patches: ps.len(),
                     interior_cells,
                     cells_with_ghosts: ps.iter().map(|p| p.ghost_box.num_cells()).sum(),
-                    domain_fraction: interior_cells as f64 / lg.domain.num_cells() as f64,
+                    domain_fraction: interior_cells as f64
+                        / lg.domain.size().iter().map(|&n| n as f64).product::<f64>(),
                 }
             })
             .collect();

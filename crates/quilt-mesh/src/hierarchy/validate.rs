@@ -90,8 +90,7 @@ pub(crate) fn validate(
             let coarse = &out.bins[l - 1];
             let coarse_start = out.level_starts[l - 1];
             for (n, s) in specs.iter().enumerate() {
-                let parent =
-                    resolve_parent(&lg, s, coarse, coarse_start, &out.patches, &out.ids)?;
+                let parent = resolve_parent(&lg, s, coarse, coarse_start, &out.patches, &out.ids)?;
                 check_nesting(&lg, &coarse_lg, ghost, s, coarse)?;
                 out.patches[start + n].parent = Some(parent);
                 out.patches[parent].children.push(start + n);

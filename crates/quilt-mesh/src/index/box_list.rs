@@ -134,9 +134,13 @@ mod tests {
     use proptest::prelude::*;
 
     fn arb_box() -> impl Strategy<Value = IndexBox> {
-        (prop::array::uniform3(-10i32..10), prop::array::uniform3(1i32..9)).prop_map(|(lo, s)| {
-            IndexBox::from_lo_size(iv(lo[0], lo[1], lo[2]), iv(s[0], s[1], s[2]))
-        })
+        (
+            prop::array::uniform3(-10i32..10),
+            prop::array::uniform3(1i32..9),
+        )
+            .prop_map(|(lo, s)| {
+                IndexBox::from_lo_size(iv(lo[0], lo[1], lo[2]), iv(s[0], s[1], s[2]))
+            })
     }
 
     proptest! {

@@ -402,7 +402,10 @@ mod tests {
         }
         assert_eq!(b.faces(0).size(), iv(5, 2, 1));
         assert_eq!(b.boundary_faces(0, Side::Hi).lo.x, 4);
-        assert_eq!(b.adjacent(1, Side::Lo, 2), IndexBox::new(iv(0, -2, 0), iv(3, -1, 0)));
+        assert_eq!(
+            b.adjacent(1, Side::Lo, 2),
+            IndexBox::new(iv(0, -2, 0), iv(3, -1, 0))
+        );
     }
 
     proptest! {
