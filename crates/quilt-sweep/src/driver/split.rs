@@ -1,0 +1,141 @@
+//! The directionally split schemes (RTVD, WAF): three passes, each advancing
+//! columns in place.
+
+use rayon::prelude::*;
+
+use super::Workspace;
+use super::column::{Column, ErrorSlot, FloorTally, NONFINITE, non_finite};
+use super::plan::{Pass, build_groups};
+use super::shared::Shared;
+use crate::batch::Batch;
+use crate::error::SweepError;
+use crate::physics::{FloorCounts, GasConsts};
+use crate::real::Real;
+use crate::scheme::rtvd::{self, RtvdScratch};
+use crate::scheme::waf::{self, WafScratch};
+use crate::scheme::{ColumnBuf, RtvdLimiter, WafLimiter};
+
+/// A split scheme's column function with its scratch.
+pub(crate) trait SplitKernel<T: Real>: Sync {
+    type Scratch: Send;
+    const REACH: usize;
+    fn scratch(&self, cap: usize) -> Self::Scratch;
+    fn state(s: &mut Self::Scratch) -> &mut ColumnBuf<T>;
+    fn flux(s: &Self::Scratch) -> &ColumnBuf<T>;
+    fn run(&self, dtdx: T, len: usize, s: &mut Self::Scratch, floors: &mut FloorCounts);
+}
+
+pub(crate) struct Rtvd<T> {
+    pub k: GasConsts<T>,
+    pub limiter: RtvdLimiter,
+}
+
+impl<T: Real> SplitKernel<T> for Rtvd<T> {
+    type Scratch = RtvdScratch<T>;
+    const REACH: usize = rtvd::REACH;
+    fn scratch(&self, cap: usize) -> Self::Scratch {
+        RtvdScratch::new(cap)
+    }
+    fn state(s: &mut Self::Scratch) -> &mut ColumnBuf<T> {
+        &mut s.u
+    }
+    fn flux(s: &Self::Scratch) -> &ColumnBuf<T> {
+        &s.flux
+    }
+    fn run(&self, dtdx: T, len: usize, s: &mut Self::Scratch, floors: &mut FloorCounts) {
+        rtvd::rtvd_column(&self.k, self.limiter, dtdx, len, s, floors);
+    }
+}
+
+pub(crate) struct Waf<T> {
+    pub k: GasConsts<T>,
+    pub limiter: WafLimiter,
+}
+
+impl<T: Real> SplitKernel<T> for Waf<T> {
+    type Scratch = WafScratch<T>;
+    const REACH: usize = waf::REACH;
+    fn scratch(&self, cap: usize) -> Self::Scratch {
+        WafScratch::new(cap)
+    }
+    fn state(s: &mut Self::Scratch) -> &mut ColumnBuf<T> {
+        &mut s.u
+    }
+    fn flux(s: &Self::Scratch) -> &ColumnBuf<T> {
+        &s.flux
+    }
+    fn run(&self, dtdx: T, len: usize, s: &mut Self::Scratch, floors: &mut FloorCounts) {
+        waf::waf_column(&self.k, self.limiter, dtdx, len, s, floors);
+    }
+}
+
+pub(crate) const AFTER_SWEEP: [&str; 3] = ["after the x sweep", "after the y sweep", "after the z sweep"];
+
+/// One step of a split scheme.
+pub(crate) fn step<T: Real, K: SplitKernel<T>>(
+    kernel: &K,
+    batch: &mut Batch<T>,
+    order: super::SweepOrder,
+    ws: &mut Workspace<T>,
+) -> Result<FloorCounts, SweepError> {
+    let r = K::REACH as u32;
+    let axes = order.axes();
+    let tally = FloorTally::default();
+    let (layout, data, flux) = batch.buffers_mut();
+    let cap = layout.bin_edge() as usize;
+    let data = Shared::new(data);
+    let flux = Shared::new(flux);
+    for s in 0..3 {
+        let axis = axes[s];
+        let mut t_halo = [r; 3];
+        for &done in &axes[..s] {
+            t_halo[done] = 0;
+        }
+        let pass = Pass {
+            axis,
+            read_halo: r,
+            t_halo,
+        };
+        build_groups(layout, &pass, &mut ws.groups);
+        let errors = ErrorSlot::default();
+        let (dtdx, dt) = (&ws.dtdx, &ws.dt);
+        ws.groups
+            .par_iter()
+            .enumerate()
+            .for_each_init(
+                || kernel.scratch(cap),
+                |scratch, (gi, g)| {
+                    let mut floors = FloorCounts::default();
+                    for ta in g.ta_lo..g.ta_hi {
+                        let col = Column::new(layout, &pass, g, ta);
+                        col.gather(&data, K::state(scratch));
+                        kernel.run(dtdx[col.patch][axis], col.len, scratch, &mut floors);
+                        let u = K::state(scratch);
+                        for i in K::REACH..col.len - K::REACH {
+                            let w = u.cell(i);
+                            if let Some((c, value)) = non_finite(&w, &col.comps) {
+                                let err = SweepError::BadState {
+                                    patch: layout.patches()[col.patch].id,
+                                    cell: col.rel(layout, axis, i),
+                                    what: NONFINITE[c],
+                                    value,
+                                    stage: AFTER_SWEEP[axis],
+                                };
+                                errors.offer((col.patch, gi, i), err);
+                                return;
+                            }
+                            for (v, x) in w.into_iter().enumerate() {
+                                // SAFETY: cell i of this column is written by
+                                // this column only (see `Shared`).
+                                unsafe { data.set(col.at(v, i), x) };
+                            }
+                        }
+                        col.record(&flux, K::flux(scratch), T::lit(dt[col.patch]), false);
+                    }
+                    tally.add(&floors);
+                },
+            );
+        errors.into_result()?;
+    }
+    Ok(tally.get())
+}

@@ -1,0 +1,123 @@
+//! The TVD scheme: two RK stages, each summing the flux differences of three
+//! passes taken from the same stage state.
+
+use rayon::prelude::*;
+
+use super::Workspace;
+use super::column::{Column, ErrorSlot, FloorTally, NONFINITE, non_finite};
+use super::plan::{Pass, build_groups};
+use super::shared::Shared;
+use crate::batch::Batch;
+use crate::error::SweepError;
+use crate::physics::{FloorCounts, GasConsts};
+use crate::real::Real;
+use crate::scheme::tvd::{self, TvdScratch};
+use crate::scheme::{SlopeLimiter, TvdFlux};
+
+pub(crate) struct Tvd<T> {
+    pub k: GasConsts<T>,
+    pub slope: SlopeLimiter,
+    pub flux: TvdFlux,
+}
+
+const AFTER_STAGE: [&str; 2] = ["after TVD stage 1", "after TVD stage 2"];
+
+/// One SSP-RK2 step.
+pub(crate) fn step<T: Real>(
+    scheme: &Tvd<T>,
+    batch: &mut Batch<T>,
+    order: super::SweepOrder,
+    ws: &mut Workspace<T>,
+) -> Result<FloorCounts, SweepError> {
+    let r = tvd::REACH as u32;
+    let axes = order.axes();
+    let tally = FloorTally::default();
+    let (layout, data, flux) = batch.buffers_mut();
+    let n = layout.data_len();
+    ws.stage.resize(n, T::zero());
+    ws.acc.resize(n, T::zero());
+    let cap = layout.bin_edge() as usize;
+    let data = Shared::new(data);
+    let flux = Shared::new(flux);
+    let stage_buf = Shared::new(&mut ws.stage);
+    let acc = Shared::new(&mut ws.acc);
+    for stage in 0..2 {
+        // Stage 1 reads U^n and produces U* on the interior plus r ghost
+        // layers; stage 2 reads U* and produces U^{n+1} on the interior.
+        let (read_halo, t_halo, src) = if stage == 0 { (2 * r, r, data) } else { (r, 0, stage_buf) };
+        for (s, &axis) in axes.iter().enumerate() {
+            let pass = Pass {
+                axis,
+                read_halo,
+                t_halo: [t_halo; 3],
+            };
+            build_groups(layout, &pass, &mut ws.groups);
+            let errors = ErrorSlot::default();
+            let (dtdx, dt) = (&ws.dtdx, &ws.dt);
+            ws.groups.par_iter().enumerate().for_each_init(
+                || TvdScratch::new(cap),
+                |scr, (gi, g)| {
+                    let mut floors = FloorCounts::default();
+                    for ta in g.ta_lo..g.ta_hi {
+                        let col = Column::new(layout, &pass, g, ta);
+                        col.gather(&src, &mut scr.u);
+                        tvd::tvd_column(&scheme.k, scheme.slope, scheme.flux, dtdx[col.patch][axis], col.len, scr);
+                        for i in tvd::REACH..col.len - tvd::REACH {
+                            let du = scr.du.cell(i);
+                            let idx: [usize; 5] = std::array::from_fn(|v| col.at(v, i));
+                            // SAFETY (all accesses below): cell i of this
+                            // column is read and written by this column only
+                            // during the pass (see `Shared`).
+                            let load = |b: &Shared<'_, T>| idx.map(|j| unsafe { b.get(j) });
+                            let out = match s {
+                                0 => {
+                                    idx.iter().zip(du).for_each(|(&j, x)| unsafe { acc.set(j, x) });
+                                    continue;
+                                }
+                                1 => {
+                                    let a = load(&acc);
+                                    idx.iter()
+                                        .zip(a.iter().zip(du))
+                                        .for_each(|(&j, (&a, x))| unsafe { acc.set(j, a + x) });
+                                    continue;
+                                }
+                                _ if stage == 0 => (
+                                    tvd::stage_one(&scheme.k, &load(&data), &load(&acc), &du, &mut floors),
+                                    &stage_buf,
+                                ),
+                                _ => (
+                                    tvd::stage_two(
+                                        &scheme.k,
+                                        &load(&data),
+                                        &load(&stage_buf),
+                                        &load(&acc),
+                                        &du,
+                                        &mut floors,
+                                    ),
+                                    &data,
+                                ),
+                            };
+                            let (w, dst) = out;
+                            if let Some((c, value)) = non_finite(&w, &col.comps) {
+                                let err = SweepError::BadState {
+                                    patch: layout.patches()[col.patch].id,
+                                    cell: col.rel(layout, axis, i),
+                                    what: NONFINITE[c],
+                                    value,
+                                    stage: AFTER_STAGE[stage],
+                                };
+                                errors.offer((col.patch, gi, i), err);
+                                return;
+                            }
+                            idx.iter().zip(w).for_each(|(&j, x)| unsafe { dst.set(j, x) });
+                        }
+                        col.record(&flux, &scr.flux, T::lit(0.5 * dt[col.patch]), stage == 1);
+                    }
+                    tally.add(&floors);
+                },
+            );
+            errors.into_result()?;
+        }
+    }
+    Ok(tally.get())
+}

@@ -1,0 +1,284 @@
+//! [`BatchLayout`]: bins, the descriptor table and its validation.
+
+use std::collections::HashSet;
+
+use super::desc::{PatchDesc, PatchShape};
+use super::flux::flux_len;
+use crate::error::LayoutError;
+
+/// The paper's bin edge: 64 cells, a multiple of the warp size that gave the
+/// best occupancy and packing ratio (Raghavan & Vadhiyar 2015, sec. 3.1).
+pub const DEFAULT_BIN_EDGE: u32 = 64;
+
+/// Index of component `comp` of bin cell `cell = (x, y, z)` in bin `bin`:
+/// `((bin * ncomp + comp) * B + z) * B * B + y * B + x`.
+///
+/// Pure index arithmetic, identical in the CUDA kernels (where it is computed
+/// in 64 bits).
+#[inline(always)]
+pub const fn data_index(bin_edge: usize, ncomp: usize, bin: usize, comp: usize, cell: [usize; 3]) -> usize {
+    ((bin * ncomp + comp) * bin_edge + cell[2]) * bin_edge * bin_edge + cell[1] * bin_edge + cell[0]
+}
+
+/// The layout of a batch: bin edge, components, bins and one validated
+/// [`PatchDesc`] per patch.
+///
+/// Construct it with [`BatchLayout::packed`] (placements from bin packing),
+/// [`BatchLayout::one_per_slot`] (the paper's default scheme: every patch
+/// alone at offset 0 of its own bin) or [`BatchLayout::from_descs`]. All
+/// constructors check that patches fit their bins, do not overlap, have at
+/// least one interior cell and a positive cell size, and that ids are unique;
+/// the flux-buffer offsets are the prefix sums of [`flux_len`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchLayout {
+    bin_edge: u32,
+    ncomp: u32,
+    nbins: u32,
+    patches: Vec<PatchDesc>,
+    flux_len: usize,
+}
+
+impl BatchLayout {
+    /// Layout from bin-packing placements: patch `i` goes to bin
+    /// `placements[i].0` at offset `placements[i].1`. The number of bins is
+    /// one more than the largest bin index used.
+    pub fn packed(
+        bin_edge: u32,
+        ncomp: u32,
+        shapes: &[PatchShape],
+        placements: &[(u32, [u32; 3])],
+    ) -> Result<Self, LayoutError> {
+        if shapes.len() != placements.len() {
+            return Err(LayoutError::PlacementCount {
+                patches: shapes.len(),
+                placements: placements.len(),
+            });
+        }
+        let nbins = placements.iter().map(|p| p.0 + 1).max().unwrap_or(0);
+        let descs = shapes
+            .iter()
+            .zip(placements)
+            .map(|(s, &(bin, offset))| desc_of(s, bin, offset))
+            .collect();
+        Self::with_flux_offsets(bin_edge, ncomp, nbins, descs)
+    }
+
+    /// The unpacked layout of the paper's default scheme: patch `i` alone in
+    /// bin `i` at offset 0.
+    pub fn one_per_slot(bin_edge: u32, ncomp: u32, shapes: &[PatchShape]) -> Result<Self, LayoutError> {
+        let placements: Vec<(u32, [u32; 3])> = (0..shapes.len())
+            .map(|i| u32::try_from(i).map(|b| (b, [0; 3])))
+            .collect::<Result<_, _>>()
+            .map_err(|_| LayoutError::TooLarge {
+                nbins: u32::MAX,
+                ncomp,
+                bin_edge,
+            })?;
+        Self::packed(bin_edge, ncomp, shapes, &placements)
+    }
+
+    /// Layout from complete descriptors (for example read back from a GPU
+    /// launch record); validates everything, including the flux offsets.
+    pub fn from_descs(bin_edge: u32, ncomp: u32, nbins: u32, descs: Vec<PatchDesc>) -> Result<Self, LayoutError> {
+        let layout = Self::with_flux_offsets(bin_edge, ncomp, nbins, descs.clone())?;
+        for (given, expected) in descs.iter().zip(&layout.patches) {
+            if given.flux_offset != expected.flux_offset {
+                return Err(LayoutError::FluxOffset {
+                    patch: given.id,
+                    expected: expected.flux_offset,
+                    found: given.flux_offset,
+                });
+            }
+        }
+        Ok(layout)
+    }
+
+    fn with_flux_offsets(
+        bin_edge: u32,
+        ncomp: u32,
+        nbins: u32,
+        mut descs: Vec<PatchDesc>,
+    ) -> Result<Self, LayoutError> {
+        if bin_edge == 0 {
+            return Err(LayoutError::BinEdge(bin_edge));
+        }
+        if ncomp == 0 {
+            return Err(LayoutError::NoComponents);
+        }
+        let too_large = LayoutError::TooLarge {
+            nbins,
+            ncomp,
+            bin_edge,
+        };
+        let b = u64::from(bin_edge);
+        let data_len = u64::from(nbins)
+            .checked_mul(u64::from(ncomp))
+            .and_then(|v| v.checked_mul(b * b * b))
+            .filter(|&v| usize::try_from(v).is_ok())
+            .ok_or_else(|| too_large.clone())?;
+        let _ = data_len;
+        let mut ids = HashSet::with_capacity(descs.len());
+        let mut offset = 0u64;
+        for d in &mut descs {
+            check_desc(d, bin_edge, nbins)?;
+            if !ids.insert(d.id) {
+                return Err(LayoutError::DuplicateId(d.id));
+            }
+            d.flux_offset = offset;
+            offset += flux_len(d, ncomp);
+        }
+        let flux_len = usize::try_from(offset).map_err(|_| too_large)?;
+        check_overlaps(&descs)?;
+        Ok(Self {
+            bin_edge,
+            ncomp,
+            nbins,
+            patches: descs,
+            flux_len,
+        })
+    }
+
+    /// Edge `B` of the cubic bins.
+    pub fn bin_edge(&self) -> u32 {
+        self.bin_edge
+    }
+
+    /// Components per cell.
+    pub fn ncomp(&self) -> u32 {
+        self.ncomp
+    }
+
+    /// Number of bins.
+    pub fn nbins(&self) -> u32 {
+        self.nbins
+    }
+
+    /// The descriptor table, in patch order.
+    pub fn patches(&self) -> &[PatchDesc] {
+        &self.patches
+    }
+
+    /// Number of values of the data array: `nbins * ncomp * B^3`.
+    pub fn data_len(&self) -> usize {
+        let b = self.bin_edge as usize;
+        self.nbins as usize * self.ncomp as usize * b * b * b
+    }
+
+    /// Number of values of the flux buffer.
+    pub fn flux_len(&self) -> usize {
+        self.flux_len
+    }
+
+    /// Number of interior cells over all patches.
+    pub fn interior_cells(&self) -> u64 {
+        self.patches.iter().map(PatchDesc::interior_cells).sum()
+    }
+
+    /// Fraction of bin volume covered by patches (ghosts included), the
+    /// packing efficiency of the paper's Table 3.
+    pub fn fill_ratio(&self) -> f64 {
+        if self.nbins == 0 {
+            return 0.0;
+        }
+        let used: u64 = self.patches.iter().map(PatchDesc::total_cells).sum();
+        used as f64 / (f64::from(self.nbins) * f64::from(self.bin_edge).powi(3))
+    }
+
+    /// Data index of component `comp` of patch-local cell `cell` (ghosts
+    /// included, `0 .. extent`), or `None` if out of range.
+    pub fn cell_index(&self, patch: usize, comp: u32, cell: [u32; 3]) -> Option<usize> {
+        let d = self.patches.get(patch)?;
+        if comp >= self.ncomp || (0..3).any(|a| cell[a] >= d.extent[a]) {
+            return None;
+        }
+        Some(data_index(
+            self.bin_edge as usize,
+            self.ncomp as usize,
+            d.bin as usize,
+            comp as usize,
+            [0, 1, 2].map(|a| (d.offset[a] + cell[a]) as usize),
+        ))
+    }
+}
+
+fn desc_of(s: &PatchShape, bin: u32, offset: [u32; 3]) -> PatchDesc {
+    PatchDesc {
+        id: s.id,
+        dx: s.dx,
+        flux_offset: 0,
+        bin,
+        offset,
+        extent: s.extent,
+        ghost: s.ghost,
+        level: s.level,
+        user: s.user,
+    }
+}
+
+fn check_desc(d: &PatchDesc, bin_edge: u32, nbins: u32) -> Result<(), LayoutError> {
+    if d.bin >= nbins {
+        return Err(LayoutError::BinIndex {
+            patch: d.id,
+            bin: d.bin,
+            nbins,
+        });
+    }
+    if d.extent.iter().any(|&e| e <= d.ghost.saturating_mul(2)) {
+        return Err(LayoutError::NoInterior {
+            patch: d.id,
+            extent: d.extent,
+            ghost: d.ghost,
+        });
+    }
+    if (0..3).any(|a| u64::from(d.offset[a]) + u64::from(d.extent[a]) > u64::from(bin_edge)) {
+        return Err(LayoutError::OutsideBin {
+            patch: d.id,
+            bin: d.bin,
+            offset: d.offset,
+            extent: d.extent,
+            bin_edge,
+        });
+    }
+    if d.dx.iter().any(|&h| !(h.is_finite() && h > 0.0)) {
+        return Err(LayoutError::Spacing { patch: d.id, dx: d.dx });
+    }
+    Ok(())
+}
+
+fn check_overlaps(descs: &[PatchDesc]) -> Result<(), LayoutError> {
+    let mut by_bin: Vec<usize> = (0..descs.len()).collect();
+    by_bin.sort_by_key(|&i| (descs[i].bin, descs[i].offset[0]));
+    let mut start = 0;
+    while start < by_bin.len() {
+        let bin = descs[by_bin[start]].bin;
+        let end = by_bin[start..]
+            .iter()
+            .position(|&i| descs[i].bin != bin)
+            .map_or(by_bin.len(), |n| start + n);
+        let group = &by_bin[start..end];
+        for (n, &i) in group.iter().enumerate() {
+            let a = &descs[i];
+            for &j in &group[n + 1..] {
+                let b = &descs[j];
+                // Sorted by x offset: no later patch can reach back into `a`.
+                if b.offset[0] >= a.offset[0] + a.extent[0] {
+                    break;
+                }
+                let overlaps = (0..3).all(|ax| {
+                    a.offset[ax] < b.offset[ax] + b.extent[ax] && b.offset[ax] < a.offset[ax] + a.extent[ax]
+                });
+                if overlaps {
+                    let (x, y) = if i < j { (a, b) } else { (b, a) };
+                    return Err(LayoutError::Overlap {
+                        a: x.id,
+                        b: y.id,
+                        bin,
+                        cell: [0, 1, 2].map(|ax| a.offset[ax].max(b.offset[ax])),
+                    });
+                }
+            }
+        }
+        start = end;
+    }
+    Ok(())
+}

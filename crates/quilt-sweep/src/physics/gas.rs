@@ -1,0 +1,97 @@
+//! The ideal-gas configuration and its precomputed constants.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+use crate::real::Real;
+
+/// Ideal gas with adiabatic index `gamma`, plus the floors that keep the
+/// solution physical.
+///
+/// The floors are applied to every state a scheme produces (half steps,
+/// stages and final states) and each use is counted in
+/// [`FloorCounts`](crate::physics::FloorCounts); an input batch that already
+/// violates them is rejected instead (see
+/// [`SweepError::BadState`](crate::SweepError::BadState)).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Gas {
+    /// Ratio of specific heats, `> 1`.
+    pub gamma: f64,
+    /// Smallest density a scheme may produce, `> 0`.
+    pub density_floor: f64,
+    /// Smallest pressure a scheme may produce, `> 0`.
+    pub pressure_floor: f64,
+}
+
+impl Default for Gas {
+    fn default() -> Self {
+        Self {
+            gamma: 1.4,
+            density_floor: 1e-10,
+            pressure_floor: 1e-10,
+        }
+    }
+}
+
+impl Gas {
+    /// An ideal gas with the given `gamma` and the default floors.
+    pub fn ideal(gamma: f64) -> Self {
+        Self {
+            gamma,
+            ..Self::default()
+        }
+    }
+
+    /// Checks that `gamma > 1` and that both floors are finite and positive.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.gamma.is_finite() && self.gamma > 1.0) {
+            return Err(ConfigError::Gamma(self.gamma));
+        }
+        if !(self.density_floor.is_finite() && self.density_floor > 0.0) {
+            return Err(ConfigError::Floor {
+                which: "density",
+                value: self.density_floor,
+            });
+        }
+        if !(self.pressure_floor.is_finite() && self.pressure_floor > 0.0) {
+            return Err(ConfigError::Floor {
+                which: "pressure",
+                value: self.pressure_floor,
+            });
+        }
+        Ok(())
+    }
+
+    /// Sound speed `sqrt(gamma p / rho)`.
+    pub fn sound_speed(&self, rho: f64, p: f64) -> f64 {
+        (self.gamma * p / rho).sqrt()
+    }
+
+    /// The constants a column function needs, rounded to `T` once on the host
+    /// (the CUDA port receives the same values in its parameter block).
+    pub fn consts<T: Real>(&self) -> GasConsts<T> {
+        GasConsts {
+            gamma: T::lit(self.gamma),
+            gm1: T::lit(self.gamma - 1.0),
+            inv_gm1: T::lit(1.0 / (self.gamma - 1.0)),
+            rho_floor: T::lit(self.density_floor),
+            p_floor: T::lit(self.pressure_floor),
+        }
+    }
+}
+
+/// Gas constants in the working precision, computed in `f64` and rounded
+/// once (see [`Gas::consts`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GasConsts<T> {
+    /// `gamma`.
+    pub gamma: T,
+    /// `gamma - 1`.
+    pub gm1: T,
+    /// `1 / (gamma - 1)`.
+    pub inv_gm1: T,
+    /// Density floor.
+    pub rho_floor: T,
+    /// Pressure floor.
+    pub p_floor: T,
+}

@@ -1,0 +1,34 @@
+//! Per-column scratch arrays.
+
+use crate::real::Real;
+
+/// Five arrays of `cap` values, one per column component (the CPU stand-in
+/// for a block of shared memory).
+#[derive(Clone, Debug)]
+pub struct ColumnBuf<T>(pub [Vec<T>; 5]);
+
+impl<T: Real> ColumnBuf<T> {
+    /// Zero-filled arrays of `cap` values each.
+    pub fn new(cap: usize) -> Self {
+        Self(std::array::from_fn(|_| vec![T::zero(); cap]))
+    }
+
+    /// The state of cell `i` as `[c0, .., c4]`.
+    #[inline(always)]
+    pub fn cell(&self, i: usize) -> [T; 5] {
+        [self.0[0][i], self.0[1][i], self.0[2][i], self.0[3][i], self.0[4][i]]
+    }
+
+    /// Stores the state of cell `i`.
+    #[inline(always)]
+    pub fn set_cell(&mut self, i: usize, v: [T; 5]) {
+        for (c, x) in v.into_iter().enumerate() {
+            self.0[c][i] = x;
+        }
+    }
+
+    /// Capacity (values per component).
+    pub fn capacity(&self) -> usize {
+        self.0[0].len()
+    }
+}
