@@ -23,5 +23,6 @@ pub use checkpoint::{
 };
 pub use error::IoError;
 pub use vtkhdf::{
-    AmrOutput, CellArray, CellValues, FileSeries, LevelOutput, VtkHdfSeries, write_vtkhdf,
+    AmrOutput, CellArray, CellFields, CellValues, FileSeries, LevelOutput, VtkHdfSeries,
+    euler_output, write_vtkhdf,
 };

@@ -7,40 +7,11 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+use common::{hierarchy, spec};
 use quilt_io::{
     CheckpointReal, IoError, RunState, read_checkpoint, read_checkpoint_info, write_checkpoint,
 };
-use quilt_mesh::{
-    Geometry, Hierarchy, HierarchyData, IndexBox, PatchId, PatchSpec, SizeLimits, iv,
-};
-
-fn spec(id: u32, lo: [i32; 3], hi: [i32; 3], parent: Option<u32>) -> PatchSpec {
-    PatchSpec {
-        id: PatchId(id),
-        interior: IndexBox::new(iv(lo[0], lo[1], lo[2]), iv(hi[0], hi[1], hi[2])),
-        parent: parent.map(PatchId),
-    }
-}
-
-/// Three levels (ratios 2 and 4) over a non-unit, partly periodic domain,
-/// with ids that are not positions.
-fn hierarchy() -> Hierarchy {
-    let geo = Geometry::new([-1.0, 0.0, 2.0], [1.0, 0.5, 3.0], iv(16, 8, 8), &[2, 4, 2])
-        .unwrap()
-        .with_periodic([true, false, false]);
-    let levels = vec![
-        vec![
-            spec(7, [0, 0, 0], [7, 7, 7], None),
-            spec(3, [8, 0, 0], [15, 7, 7], None),
-        ],
-        vec![
-            spec(11, [8, 4, 4], [15, 11, 7], Some(7)),
-            spec(12, [16, 4, 4], [23, 11, 11], Some(3)),
-        ],
-        vec![spec(40, [72, 24, 24], [87, 39, 39], Some(12))],
-    ];
-    Hierarchy::new(geo, 2, SizeLimits { min: 4, max: 64 }, levels).unwrap()
-}
+use quilt_mesh::{Geometry, Hierarchy, HierarchyData, SizeLimits, iv};
 
 fn splitmix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);

@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use quilt_io::VtkHdfSeries;
+use std::collections::HashSet;
+
+use quilt_io::{AmrOutput, VtkHdfSeries, euler_output, write_vtkhdf};
 use serde_json::json;
 
 /// pvpython starts a whole ParaView; generous, but bounded.
@@ -87,22 +89,46 @@ fn run_check(pvpython: &Path, file: &Path, expect: &serde_json::Value, dir: &Pat
     );
 }
 
-fn expectations(time: f64) -> serde_json::Value {
-    let o = common::output(time, 0);
+/// Coarse cells of each level under the next level's patches: what VTK
+/// must blank. Computed from the boxes alone.
+fn covered_cells(o: &AmrOutput) -> Vec<usize> {
+    (0..o.levels.len())
+        .map(|l| {
+            let Some(fine) = o.levels.get(l + 1) else {
+                return 0;
+            };
+            let ratio = (o.levels[l].spacing[0] / fine.spacing[0]).round() as i32;
+            let mut covered = HashSet::new();
+            for fb in &fine.boxes {
+                let cb = fb.coarsen(ratio);
+                for b in &o.levels[l].boxes {
+                    let ov = b.intersect(&cb);
+                    if !ov.is_empty() {
+                        covered.extend(common::cells(&ov));
+                    }
+                }
+            }
+            covered.len()
+        })
+        .collect()
+}
+
+/// What ParaView must see for output `o` whose density is `c0 + grad . x`
+/// at cell centres.
+fn expectations(o: &AmrOutput, c0: f64, grad: [f64; 3]) -> serde_json::Value {
     let (lo, hi) = o.range("density").unwrap();
-    let boxes = common::boxes();
     json!({
-        "levels": boxes.len(),
-        "blocks": boxes.iter().map(Vec::len).collect::<Vec<_>>(),
+        "levels": o.levels.len(),
+        "blocks": o.levels.iter().map(|l| l.boxes.len()).collect::<Vec<_>>(),
         "density_range": [lo, hi],
         "tolerance": 1e-12,
-        "origin": common::ORIGIN,
-        "spacing": (0..boxes.len()).map(common::spacing).collect::<Vec<_>>(),
-        "amr_boxes": boxes.iter().map(|bs| bs.iter().map(|b| {
+        "origin": o.origin,
+        "spacing": o.levels.iter().map(|l| l.spacing).collect::<Vec<_>>(),
+        "amr_boxes": o.levels.iter().map(|l| l.boxes.iter().map(|b| {
             vec![b.lo.x, b.hi.x, b.lo.y, b.hi.y, b.lo.z, b.hi.z]
         }).collect::<Vec<_>>()).collect::<Vec<_>>(),
-        "covered": common::covered_cells(),
-        "density_linear": { "c0": common::C0 + time, "grad": common::G },
+        "covered": covered_cells(o),
+        "density_linear": { "c0": c0, "grad": grad },
     })
 }
 
@@ -121,24 +147,36 @@ fn paraview_reads_output_and_series() {
         );
         return;
     };
-    // The fixture's coarse cells covered by finer patches are what VTK must
-    // blank; a fixture with nothing covered would not test the geometry.
-    assert!(common::covered_cells()[..2].iter().all(|&n| n > 0));
-
     let dir = common::scratch("paraview");
+    let fixed = common::output(0.25, 10);
+    // Coarse cells covered by finer patches are what VTK must blank; a
+    // fixture with nothing covered would not test the geometry.
+    assert!(covered_cells(&fixed)[..2].iter().all(|&n| n > 0));
+    let fixed_exp = expectations(&fixed, common::C0 + 0.25, common::G);
+
     let mut series = VtkHdfSeries::create(&dir, "amr").unwrap();
     series.write(&common::output(0.0, 0)).unwrap();
-    let last = series.write(&common::output(0.25, 10)).unwrap();
+    let last = series.write(&fixed).unwrap();
+    run_check(&pvpython, &last, &fixed_exp, &dir, "file");
 
-    run_check(&pvpython, &last, &expectations(0.25), &dir, "file");
-
-    let mut exp = expectations(0.25);
+    let mut exp = fixed_exp.clone();
     exp["time"] = json!(0.25);
     exp["times"] = json!([0.0, 0.25]);
     run_check(&pvpython, &dir.join("amr.hdf.series"), &exp, &dir, "series");
 
+    // The same through the hierarchy path, in f32: quilt-mesh patches with
+    // ghosts, a shifted non-cubic domain, ratios 2 and 4.
+    let h = common::hierarchy();
+    let d = common::euler_data::<f32>(&h);
+    let o = euler_output(&h, |i| d.old(i), 0.0, 0, common::euler_fields::<f32>).unwrap();
+    let path = dir.join("mesh.hdf");
+    write_vtkhdf(&path, &o).unwrap();
+    let mut exp = expectations(&o, 1.0, [1.0, 2.0, 3.0]);
+    exp["tolerance"] = json!(1e-6);
+    run_check(&pvpython, &path, &exp, &dir, "mesh");
+
     // The script must be able to fail: a wrong expectation is reported.
-    let mut wrong = expectations(0.25);
+    let mut wrong = fixed_exp;
     wrong["blocks"] = json!([2, 2, 2]);
     let sidecar = dir.join("wrong.expect.json");
     std::fs::write(&sidecar, wrong.to_string()).unwrap();

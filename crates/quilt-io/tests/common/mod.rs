@@ -2,11 +2,10 @@
 //! and ParaView tests.
 #![allow(dead_code)]
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 
 use quilt_io::{AmrOutput, CellArray, LevelOutput};
-use quilt_mesh::{IndexBox, iv};
+use quilt_mesh::{Geometry, Hierarchy, IndexBox, PatchId, PatchSpec, SizeLimits, iv};
 
 /// Domain origin.
 pub const ORIGIN: [f64; 3] = [-0.5, 0.25, 1.0];
@@ -102,30 +101,6 @@ pub fn output(time: f64, step: u64) -> AmrOutput {
     }
 }
 
-/// Number of cells of each level covered by the next finer level (what
-/// VTK blanks).
-pub fn covered_cells() -> Vec<usize> {
-    let bs = boxes();
-    (0..bs.len())
-        .map(|l| {
-            if l + 1 == bs.len() {
-                return 0;
-            }
-            let mut covered = HashSet::new();
-            for fb in &bs[l + 1] {
-                let cb = fb.coarsen(RATIOS[l]);
-                for b in &bs[l] {
-                    let ov = b.intersect(&cb);
-                    if !ov.is_empty() {
-                        covered.extend(cells(&ov));
-                    }
-                }
-            }
-            covered.len()
-        })
-        .collect()
-}
-
 /// A fresh scratch directory under the target directory's tmp.
 pub fn scratch(name: &str) -> PathBuf {
     let base = option_env!("CARGO_TARGET_TMPDIR")
@@ -135,4 +110,77 @@ pub fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// A patch spec from corner arrays.
+pub fn spec(id: u32, lo: [i32; 3], hi: [i32; 3], parent: Option<u32>) -> PatchSpec {
+    PatchSpec {
+        id: PatchId(id),
+        interior: IndexBox::new(iv(lo[0], lo[1], lo[2]), iv(hi[0], hi[1], hi[2])),
+        parent: parent.map(PatchId),
+    }
+}
+
+/// A hierarchy of three levels (ratios 2 and 4) over a non-unit, partly periodic domain,
+/// with ids that are not positions.
+pub fn hierarchy() -> Hierarchy {
+    let geo = Geometry::new([-1.0, 0.0, 2.0], [1.0, 0.5, 3.0], iv(16, 8, 8), &[2, 4, 2])
+        .unwrap()
+        .with_periodic([true, false, false]);
+    let levels = vec![
+        vec![
+            spec(7, [0, 0, 0], [7, 7, 7], None),
+            spec(3, [8, 0, 0], [15, 7, 7], None),
+        ],
+        vec![
+            spec(11, [8, 4, 4], [15, 11, 7], Some(7)),
+            spec(12, [16, 4, 4], [23, 11, 11], Some(3)),
+        ],
+        vec![spec(40, [72, 24, 24], [87, 39, 39], Some(12))],
+    ];
+    Hierarchy::new(geo, 2, SizeLimits { min: 4, max: 64 }, levels).unwrap()
+}
+
+/// Ratio of specific heats of the analytic Euler state.
+pub const GAMMA: f64 = 1.4;
+
+/// Analytic primitive state at `x`: density `1 + x + 2y + 3z` (linear, so
+/// cell averages equal centre values), velocity `x`, pressure `1 + x²`.
+pub fn euler_primitive(x: [f64; 3]) -> (f64, [f64; 3], f64) {
+    (1.0 + x[0] + 2.0 * x[1] + 3.0 * x[2], x, 1.0 + x[0] * x[0])
+}
+
+/// Conserved variables `(ρ, ρu, ρv, ρw, E)` of [`euler_primitive`].
+pub fn euler_conserved(x: [f64; 3]) -> [f64; 5] {
+    let (r, u, p) = euler_primitive(x);
+    let ke = 0.5 * r * (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+    [r, r * u[0], r * u[1], r * u[2], p / (GAMMA - 1.0) + ke]
+}
+
+/// The caller-side conserved → shown map of the Euler equations.
+pub fn euler_fields<T: quilt_mesh::Real>(c: &[T]) -> quilt_io::CellFields {
+    let r = c[0].as_f64();
+    let u = [c[1].as_f64() / r, c[2].as_f64() / r, c[3].as_f64() / r];
+    let e = c[4].as_f64();
+    let ke = 0.5 * r * (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+    quilt_io::CellFields {
+        density: r,
+        velocity: u,
+        pressure: (GAMMA - 1.0) * (e - ke),
+        total_energy: e,
+    }
+}
+
+/// Euler data on [`hierarchy`], ghosts included, in precision `T`.
+pub fn euler_data<T: quilt_mesh::Real>(h: &Hierarchy) -> quilt_mesh::HierarchyData<T> {
+    let mut d = quilt_mesh::HierarchyData::<T>::new(h, 5).unwrap();
+    d.init_with(h, |lg, p, v| {
+        let c = lg.cell_center(p);
+        let u = euler_conserved([c.x, c.y, c.z]);
+        for (dst, src) in v.iter_mut().zip(u) {
+            *dst = T::from_f64(src);
+        }
+    })
+    .unwrap();
+    d
 }
