@@ -126,7 +126,7 @@ impl ItemsFileError {
 
 /// A heuristic, merit or ordering name that [`std::str::FromStr`] did not recognise.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {kind} `{text}`; expected one of: {expected}")]
+#[error("invalid {kind} `{text}`; expected {expected}")]
 pub struct ParseOptionError {
     /// What was being parsed (`heuristic`, `merit`, `sort order`, `extent`).
     pub kind: &'static str,

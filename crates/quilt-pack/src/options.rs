@@ -159,7 +159,7 @@ impl FromStr for Heuristic {
             _ => Err(ParseOptionError {
                 kind: "heuristic",
                 text: s.to_owned(),
-                expected: "ep-ffd, ep-bfd, c-epbfd",
+                expected: "one of ep-ffd, ep-bfd, c-epbfd",
             }),
         }
     }
@@ -185,7 +185,7 @@ impl FromStr for Merit {
             _ => Err(ParseOptionError {
                 kind: "merit",
                 text: s.to_owned(),
-                expected: "rs, fv",
+                expected: "one of rs (residual-space), fv (free-volume)",
             }),
         }
     }
@@ -208,7 +208,7 @@ impl fmt::Display for SortOrder {
     }
 }
 
-const SORT_NAMES: &str = "volume-height (vh), height-volume (hv), area-height (ah), height-area (ha), \
+const SORT_NAMES: &str = "one of volume-height (vh), height-volume (hv), area-height (ah), height-area (ha), \
      clustered-area-height:DELTA (cah:DELTA), clustered-height-area:DELTA (cha:DELTA)";
 
 impl FromStr for SortOrder {
