@@ -9,6 +9,7 @@
 pub mod error;
 pub mod geometry;
 pub mod hierarchy;
+pub mod hierarchy_file;
 pub mod index;
 pub mod patch_data;
 pub mod real;
@@ -18,6 +19,8 @@ pub mod tag;
 pub use error::MeshError;
 pub use geometry::{Geometry, LevelGeometry, RealVect};
 pub use hierarchy::{Hierarchy, HierarchyData, Overlap, Patch, PatchId, PatchSpec, SizeLimits};
+pub use hierarchy_file::{read_hierarchy, write_hierarchy};
+pub use synthetic::{SyntheticSpec, generate};
 pub use index::{IndexBox, IntVect, Side, iv};
 pub use patch_data::{PatchData, PatchState, PatchView, PatchViewMut};
 pub use real::Real;

@@ -363,7 +363,7 @@ impl Iterator for BoxIter {
     }
 }
 
-impl<'a> IntoIterator for &'a IndexBox {
+impl IntoIterator for &IndexBox {
     type Item = IntVect;
     type IntoIter = BoxIter;
     fn into_iter(self) -> BoxIter {
