@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! cargo run --release --example pack -- --bin 64,64,64 --items patches.csv \
-//!     [--heuristic ep-bfd|ep-ffd|c-epbfd] [--merit rs|fv] [--sort NAME] [--rotate]
+//!     [--heuristic ep-bfd|ep-ffd|c-epbfd] [--merit rs|fv] [--sort NAME] [--rotate] \
+//!     [--orders NAME,NAME,... | --deltas D,D,...]
 //! ```
 //!
 //! The items file holds one `w,h,d` line per item (a header line, blank
@@ -41,8 +42,13 @@ struct Args {
     /// Allow items to be turned (off: patches keep their axes).
     #[arg(long)]
     rotate: bool,
-    /// Cluster widths (percent) C-EPBFD tries, comma-separated.
+    /// Orderings C-EPBFD tries after --sort, comma-separated (default: the
+    /// long-side-first orderings cha:51,cwa:51,cda:51).
     #[arg(long, value_delimiter = ',')]
+    orders: Option<Vec<SortOrder>>,
+    /// Run C-EPBFD over the paper's orderings with these cluster widths
+    /// (percent, comma-separated) instead of --orders.
+    #[arg(long, value_delimiter = ',', conflicts_with = "orders")]
     deltas: Option<Vec<u32>>,
 }
 
@@ -63,8 +69,11 @@ fn main() -> Result<()> {
         allow_rotation: args.rotate,
         ..Default::default()
     };
+    if let Some(orders) = args.orders {
+        opts.orders = orders;
+    }
     if let Some(deltas) = args.deltas {
-        opts.cluster_deltas = deltas;
+        opts.orders = SortOrder::paper_orders(&deltas);
     }
     let packing = pack(&items, args.bin, &opts)
         .with_context(|| format!("cannot pack the items of {}", args.items.display()))?;

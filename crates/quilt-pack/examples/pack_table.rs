@@ -1,13 +1,20 @@
-//! Prints efficiency, bins against the lower bound and packing time per
-//! heuristic, merit and ordering, on items with sides uniform in 16..=64
-//! (the patch sizes of Raghavan & Vadhiyar 2015, ghosts included) in 64³
-//! bins: 120, 240, 360, 480 and 600 items, 5 seeds each.
+//! Prints efficiency, bins against the lower bounds and packing time per
+//! heuristic, merit and ordering, in 64³ bins, for 120, 240, 360, 480 and
+//! 600 items, 5 seeds each, drawn from one of two sources:
 //!
-//! `cargo run --release -p quilt-pack --example pack_table`
+//! - `hierarchy` (default): the ghost-inclusive patches of the synthetic
+//!   hierarchies of Raghavan & Vadhiyar 2015, section 4.1
+//!   (`quilt_mesh::generate`);
+//! - `uniform`: items with every side uniform in 16..=64.
+//!
+//! `cargo run --release -p quilt-pack --example pack_table [-- uniform]`
 
 use std::time::Instant;
 
-use quilt_pack::{Extent, Heuristic, Merit, PackOptions, PackWorkspace, SortOrder, bins_lower_bound, pack_with};
+use quilt_mesh::{SyntheticSpec, generate};
+use quilt_pack::{
+    Extent, Heuristic, Merit, PackOptions, PackWorkspace, SortOrder, bins_lower_bound, pack_with, patch_extents,
+};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -22,7 +29,14 @@ fn uniform_items(n: usize, seed: u64) -> Vec<Extent> {
         .collect()
 }
 
+fn hierarchy_items(n: usize, seed: u64) -> Vec<Extent> {
+    let h = generate(&SyntheticSpec { patches: n, seed, ..Default::default() }).expect("synthetic hierarchy");
+    let all: Vec<usize> = (0..h.num_patches()).collect();
+    patch_extents(&h, &all).expect("patch extents")
+}
+
 fn main() {
+    let uniform = std::env::args().nth(1).is_some_and(|a| a == "uniform");
     let configs: Vec<(String, PackOptions)> = {
         let mut v = Vec::new();
         for sort in [
@@ -45,6 +59,10 @@ fn main() {
                 v.push((name, PackOptions { heuristic, merit, sort, ..Default::default() }));
             }
         }
+        v.push((
+            "ep-bfd/rs volume-height, rotation".to_owned(),
+            PackOptions { allow_rotation: true, ..Default::default() },
+        ));
         for merit in [Merit::ResidualSpace, Merit::FreeVolume] {
             v.push((
                 format!("c-epbfd/{merit} (default orderings)"),
@@ -56,7 +74,12 @@ fn main() {
 
     let sets: Vec<(usize, Vec<Extent>)> = COUNTS
         .iter()
-        .flat_map(|&n| (0..SEEDS).map(move |s| (n, uniform_items(n, 1000 * n as u64 + s))))
+        .flat_map(|&n| {
+            (0..SEEDS).map(move |s| {
+                let items = if uniform { uniform_items(n, 1000 * n as u64 + s) } else { hierarchy_items(n, s + 1) };
+                (n, items)
+            })
+        })
         .collect();
 
     let strong600: usize = sets.iter().filter(|(n, _)| *n == 600).map(|(_, items)| bins_lower_bound(items, BIN)).sum();

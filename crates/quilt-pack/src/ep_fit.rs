@@ -14,8 +14,9 @@ pub struct PackWorkspace {
     /// Bin states; the first `bins_used` are live, the rest keep capacity.
     bins: Vec<BinState>,
     bins_used: usize,
-    /// Bins that may still take an item, in opening order.
-    open: Vec<usize>,
+    /// Bins that may still take an item, in opening order, with a summary
+    /// that lets the scan skip most of them without touching their state.
+    open: Vec<OpenBin>,
     /// Item indices in the order they are offered.
     order: Vec<usize>,
     /// Per position in `order`: component-wise minimum side and minimum
@@ -35,6 +36,37 @@ pub(crate) struct Pass {
     pub merit: Merit,
     pub sort: SortOrder,
     pub allow_rotation: bool,
+}
+
+/// An open bin as the scan sees it first: free volume and the largest
+/// residual space on each axis over its extreme points. An item larger
+/// than either cannot go in, so the bin's points need not be read.
+#[derive(Debug, Clone, Copy)]
+struct OpenBin {
+    bin: usize,
+    free_volume: u64,
+    max_rs: [u32; 3],
+}
+
+impl OpenBin {
+    fn of(bin: usize, state: &BinState) -> Self {
+        let mut max_rs = [0; 3];
+        for ep in &state.eps {
+            for a in 0..3 {
+                max_rs[a] = max_rs[a].max(ep.rs[a]);
+            }
+        }
+        OpenBin { bin, free_volume: state.free_volume, max_rs }
+    }
+
+    /// Whether some orientation in `orients` might fit (a necessary test).
+    #[inline]
+    fn may_fit(&self, orients: &[Extent], item_volume: u64) -> bool {
+        self.free_volume >= item_volume
+            && orients
+                .iter()
+                .any(|e| e[0] <= self.max_rs[0] && e[1] <= self.max_rs[1] && e[2] <= self.max_rs[2])
+    }
 }
 
 /// A scored candidate placement; lower merits are better.
@@ -102,7 +134,7 @@ impl PackWorkspace {
         let b = self.bins_used;
         self.bins[b].reset(bin);
         self.bins_used += 1;
-        self.open.push(b);
+        self.open.push(OpenBin::of(b, &self.bins[b]));
         b
     }
 
@@ -128,17 +160,22 @@ impl PackWorkspace {
                 // The smallest remaining item grew: drop points and bins that
                 // can no longer take anything, so scans skip them.
                 let bins = &mut self.bins;
-                self.open.retain(|&b| bins[b].prune(min_e, min_v));
+                self.open.retain_mut(|o| {
+                    let alive = bins[o.bin].prune(min_e, min_v);
+                    *o = OpenBin::of(o.bin, &bins[o.bin]);
+                    alive
+                });
             }
             let orient_range = self.orient_start[item]..self.orient_start[item + 1];
             let orients = &self.orients[orient_range.clone()];
 
             let mut best: Option<Candidate> = None;
-            for &b in &self.open {
-                let state = &self.bins[b];
-                if state.free_volume < item_volume {
+            for o in &self.open {
+                if !o.may_fit(orients, item_volume) {
                     continue;
                 }
+                let b = o.bin;
+                let state = &self.bins[b];
                 let found = if pass.first_fit {
                     first_fit_in(state, orients, b)
                 } else {
@@ -171,8 +208,14 @@ impl PackWorkspace {
             let state = &mut self.bins[chosen.bin];
             state.place(chosen.pos, chosen.extent, bin);
             let (next_e, next_v) = self.suffix_min[k + 1];
-            if !state.prune(next_e, next_v) {
-                self.open.retain(|&b| b != chosen.bin);
+            let alive = state.prune(next_e, next_v);
+            let summary = OpenBin::of(chosen.bin, state);
+            if let Some(slot) = self.open.iter().position(|o| o.bin == chosen.bin) {
+                if alive {
+                    self.open[slot] = summary;
+                } else {
+                    self.open.remove(slot);
+                }
             }
             self.placements[item] = Placement {
                 item,
@@ -191,7 +234,8 @@ impl PackWorkspace {
 
     /// C-EPBFD: EP-BFD over each ordering, keeping the packing with fewest
     /// bins (the earliest ordering on ties). Stops early when a packing
-    /// reaches the continuous lower bound, which no ordering can beat.
+    /// meets the lower bound (Martello–Pisinger–Vigo's without rotation,
+    /// the continuous one with), which no ordering can beat.
     pub(crate) fn run_multi(
         &mut self,
         items: &[Extent],
@@ -200,6 +244,11 @@ impl PackWorkspace {
         allow_rotation: bool,
         orders: &[SortOrder],
     ) -> Packing {
+        let bound = if allow_rotation {
+            0
+        } else {
+            crate::lower_bound::bins_lower_bound(items, bin)
+        };
         let mut best: Option<Packing> = None;
         for &sort in orders {
             let pass = Pass { first_fit: false, merit, sort, allow_rotation };
@@ -207,7 +256,7 @@ impl PackWorkspace {
             log::trace!("C-EPBFD ordering {sort}: {} bins", packing.bins_used);
             let better = best.as_ref().is_none_or(|b| packing.bins_used < b.bins_used);
             if better {
-                let optimal = packing.bins_used <= packing.lower_bound();
+                let optimal = packing.bins_used <= bound.max(packing.lower_bound());
                 best = Some(packing);
                 if optimal {
                     break;

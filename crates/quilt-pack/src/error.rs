@@ -50,6 +50,16 @@ pub enum PackError {
         /// Whether every orientation was tried.
         rotation_allowed: bool,
     },
+    /// A patch index past the end of the hierarchy's patches.
+    #[error("item {item}: patch index {index} is out of range (the hierarchy has {patches} patches)")]
+    UnknownPatch {
+        /// Position of the index in the caller's list.
+        item: usize,
+        /// The offending patch index.
+        index: usize,
+        /// Number of patches in the hierarchy.
+        patches: usize,
+    },
     /// A clustered ordering was asked for with a cluster width outside 1..=100 %.
     #[error("cluster width delta_percent = {delta_percent} is outside 1..=100")]
     InvalidClusterWidth {
@@ -62,7 +72,9 @@ impl PackError {
     /// The index of the offending item, where the error concerns one item.
     pub fn item(&self) -> Option<usize> {
         match self {
-            PackError::EmptyItem { item, .. } | PackError::ItemTooLarge { item, .. } => Some(*item),
+            PackError::EmptyItem { item, .. }
+            | PackError::ItemTooLarge { item, .. }
+            | PackError::UnknownPatch { item, .. } => Some(*item),
             _ => None,
         }
     }

@@ -76,9 +76,10 @@ impl BinState {
         let new = PlacedBox::new(pos, e);
 
         // Up to six projections of the three far corners, computed against
-        // the boxes placed so far (the new box never lies behind its own
-        // corners, so it need not take part).
-        let mut candidates = [[0u32; 3]; 6];
+        // the boxes placed so far in one pass (the new box never lies behind
+        // its own corners, so it need not take part).
+        let mut corners = [[0u32; 3]; 6];
+        let mut dirs = [0usize; 6];
         let mut n = 0;
         for a in 0..3 {
             let mut corner = pos;
@@ -89,10 +90,18 @@ impl BinState {
             }
             let (b, c) = other_axes(a);
             for dir in [b, c] {
-                let mut p = corner;
-                p[dir] = self.project(corner, dir);
-                candidates[n] = p;
+                corners[n] = corner;
+                dirs[n] = dir;
                 n += 1;
+            }
+        }
+        let mut reach = [0u32; 6];
+        for b in &self.boxes {
+            for k in 0..n {
+                let (p, dir) = (corners[k], dirs[k]);
+                if b.hi[dir] <= p[dir] && b.spans_line(p, dir) {
+                    reach[k] = reach[k].max(b.hi[dir]);
+                }
             }
         }
 
@@ -105,37 +114,37 @@ impl BinState {
             shrink_residual(ep, &new);
         }
 
-        for &p in &candidates[..n] {
-            if self.boxes.iter().any(|b| b.contains(p)) {
-                // A corner may touch a box placed beside it; a point inside
-                // a box can host nothing.
-                continue;
-            }
-            let key = ExtremePoint::key(p);
-            let slot = match self.eps.binary_search_by_key(&key, |ep| ExtremePoint::key(ep.pos)) {
-                Ok(_) => continue,
-                Err(slot) => slot,
-            };
-            let mut ep = ExtremePoint {
+        // Residual spaces of the candidates, again in one pass; a candidate
+        // inside a box (a corner may touch a box placed beside it) can host
+        // nothing and is dropped.
+        let mut fresh = [ExtremePoint { pos: [0; 3], rs: [0; 3] }; 6];
+        let mut alive = [false; 6];
+        for k in 0..n {
+            let mut p = corners[k];
+            p[dirs[k]] = reach[k];
+            fresh[k] = ExtremePoint {
                 pos: p,
                 rs: [bin[0] - p[0], bin[1] - p[1], bin[2] - p[2]],
             };
-            for b in &self.boxes {
-                shrink_residual(&mut ep, b);
-            }
-            self.eps.insert(slot, ep);
+            alive[k] = true;
         }
-    }
-
-    /// The coordinate along `axis` at which the ray from `p` towards lower
-    /// `axis` first meets a placed box's far face, or 0 (the wall).
-    fn project(&self, p: [u32; 3], axis: usize) -> u32 {
-        self.boxes
-            .iter()
-            .filter(|b| b.hi[axis] <= p[axis] && b.spans_line(p, axis))
-            .map(|b| b.hi[axis])
-            .max()
-            .unwrap_or(0)
+        for b in &self.boxes {
+            for k in 0..n {
+                if alive[k] {
+                    if b.contains(fresh[k].pos) {
+                        alive[k] = false;
+                    } else {
+                        shrink_residual(&mut fresh[k], b);
+                    }
+                }
+            }
+        }
+        for k in (0..n).filter(|&k| alive[k]) {
+            let key = ExtremePoint::key(fresh[k].pos);
+            if let Err(slot) = self.eps.binary_search_by_key(&key, |ep| ExtremePoint::key(ep.pos)) {
+                self.eps.insert(slot, fresh[k]);
+            }
+        }
     }
 
     /// Drops the extreme points that cannot take a box of extent `min_e`

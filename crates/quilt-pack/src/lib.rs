@@ -40,6 +40,7 @@ mod ep_fit;
 mod error;
 mod extreme_points;
 mod geometry;
+mod hierarchy;
 mod items_file;
 mod lower_bound;
 mod options;
@@ -48,9 +49,10 @@ mod packing;
 
 pub use ep_fit::PackWorkspace;
 pub use error::{ItemsFileError, PackError, ParseOptionError};
+pub use hierarchy::{HierarchyPacking, PatchRef, pack_hierarchy, pack_patches, patch_extents};
 pub use items_file::{parse_extent, parse_items};
 pub use lower_bound::bins_lower_bound;
-pub use options::{DEFAULT_CLUSTER_DELTAS, Heuristic, Merit, PackOptions, SortOrder};
+pub use options::{Heuristic, Merit, PackOptions, SortOrder};
 pub use packing::{Packing, PackingDefect, Placement};
 
 /// Sides `(w, h, d)` of a box along `(x, y, z)`, in cells.
@@ -114,19 +116,15 @@ fn validate(items: &[Extent], bin: Extent, opts: &PackOptions) -> Result<(), Pac
     if geometry::checked_volume(bin).is_none() {
         return Err(PackError::BinTooLarge { bin });
     }
-    let check_delta = |order: &SortOrder| match *order {
-        SortOrder::ClusteredAreaHeight { delta_percent } | SortOrder::ClusteredHeightArea { delta_percent }
-            if !(1..=100).contains(&delta_percent) =>
-        {
+    let check_delta = |order: &SortOrder| match order.delta_percent() {
+        Some(delta_percent) if !(1..=100).contains(&delta_percent) => {
             Err(PackError::InvalidClusterWidth { delta_percent })
         }
         _ => Ok(()),
     };
     check_delta(&opts.sort)?;
     if opts.heuristic == Heuristic::CEpBfd {
-        for &delta_percent in &opts.cluster_deltas {
-            check_delta(&SortOrder::ClusteredAreaHeight { delta_percent })?;
-        }
+        opts.orders.iter().try_for_each(check_delta)?;
     }
     for (item, &extent) in items.iter().enumerate() {
         if extent.contains(&0) {

@@ -1,7 +1,7 @@
 //! Item orderings (Crainic, Perboli & Tadei 2008, section 5.1): the sequence
 //! in which the construction heuristics see the items.
 
-use crate::geometry::{HEIGHT_AXIS, base_area, volume};
+use crate::geometry::{HEIGHT_AXIS, base_area, other_axes, volume};
 use crate::{Extent, SortOrder};
 
 /// Writes into `order` the item indices in the order `sort` offers them.
@@ -28,12 +28,29 @@ pub(crate) fn sort_items(items: &[Extent], bin: Extent, sort: SortOrder, order: 
             let width = u128::from(delta_percent) * u128::from(base_area(bin));
             Box::new(move |i| (area(i) * 100 / width, h(i), area(i)))
         }
-        SortOrder::ClusteredHeightArea { delta_percent } => {
-            let width = u128::from(delta_percent) * u128::from(bin[HEIGHT_AXIS]);
-            Box::new(move |i| (h(i) * 100 / width, area(i), h(i)))
-        }
+        SortOrder::ClusteredHeightArea { delta_percent } => clustered_along(items, bin, HEIGHT_AXIS, delta_percent),
+        SortOrder::ClusteredWidthArea { delta_percent } => clustered_along(items, bin, 0, delta_percent),
+        SortOrder::ClusteredDepthArea { delta_percent } => clustered_along(items, bin, 2, delta_percent),
     };
     order.sort_by_cached_key(|&i| std::cmp::Reverse(key(i)));
+}
+
+/// Key of a clustered side–area ordering along `axis`: the cluster of the
+/// item's side on `axis` (clusters δ % of the bin side wide), then the area
+/// of the face orthogonal to `axis`, then the side itself.
+fn clustered_along<'a>(
+    items: &'a [Extent],
+    bin: Extent,
+    axis: usize,
+    delta_percent: u32,
+) -> Box<dyn Fn(usize) -> (u128, u128, u128) + 'a> {
+    let width = u128::from(delta_percent) * u128::from(bin[axis]);
+    let (a, b) = other_axes(axis);
+    Box::new(move |i| {
+        let e = items[i];
+        let side = u128::from(e[axis]);
+        (side * 100 / width, u128::from(e[a]) * u128::from(e[b]), side)
+    })
 }
 
 #[cfg(test)]
@@ -77,6 +94,26 @@ mod tests {
             order_of(&items, SortOrder::ClusteredAreaHeight { delta_percent: 1 }),
             order_of(&items, SortOrder::AreaHeight)
         );
+    }
+
+    #[test]
+    fn clustered_orderings_along_each_axis_agree() {
+        // Turning every item so that its x (or z) side becomes its height
+        // turns the width (depth) ordering into the height ordering.
+        let items = [[40, 10, 50], [10, 60, 10], [50, 5, 50], [42, 20, 50], [33, 33, 20], [20, 64, 30]];
+        let swap = |p: [usize; 3]| items.iter().map(|e| [e[p[0]], e[p[1]], e[p[2]]]).collect::<Vec<_>>();
+        let delta_percent = 51;
+        let height = SortOrder::ClusteredHeightArea { delta_percent };
+        assert_eq!(
+            order_of(&items, SortOrder::ClusteredWidthArea { delta_percent }),
+            order_of(&swap([1, 0, 2]), height)
+        );
+        assert_eq!(
+            order_of(&items, SortOrder::ClusteredDepthArea { delta_percent }),
+            order_of(&swap([0, 2, 1]), height)
+        );
+        // δ = 51 %: sides above 32 of 64 come first.
+        assert_eq!(order_of(&items, SortOrder::ClusteredWidthArea { delta_percent })[..4], [3, 4, 0, 2]);
     }
 
     #[test]

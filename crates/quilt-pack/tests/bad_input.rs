@@ -55,11 +55,17 @@ fn cluster_widths_out_of_range() {
             pack(&[[16, 16, 16]], BIN, &opts),
             Err(PackError::InvalidClusterWidth { delta_percent })
         );
-        let opts = PackOptions { heuristic: Heuristic::CEpBfd, cluster_deltas: vec![10, delta_percent], ..Default::default() };
+        let opts = PackOptions {
+            heuristic: Heuristic::CEpBfd,
+            orders: SortOrder::paper_orders(&[10, delta_percent]),
+            ..Default::default()
+        };
         assert_eq!(
             pack(&[[16, 16, 16]], BIN, &opts),
             Err(PackError::InvalidClusterWidth { delta_percent })
         );
+        let opts = PackOptions { sort: SortOrder::ClusteredDepthArea { delta_percent }, ..Default::default() };
+        assert!(pack(&[[16, 16, 16]], BIN, &opts).is_err());
     }
 }
 

@@ -17,6 +17,8 @@ fn sort_order() -> impl Strategy<Value = SortOrder> {
         Just(SortOrder::HeightArea),
         (1u32..=100).prop_map(|delta_percent| SortOrder::ClusteredAreaHeight { delta_percent }),
         (1u32..=100).prop_map(|delta_percent| SortOrder::ClusteredHeightArea { delta_percent }),
+        (1u32..=100).prop_map(|delta_percent| SortOrder::ClusteredWidthArea { delta_percent }),
+        (1u32..=100).prop_map(|delta_percent| SortOrder::ClusteredDepthArea { delta_percent }),
     ]
 }
 
@@ -26,14 +28,14 @@ fn options() -> impl Strategy<Value = PackOptions> {
         prop_oneof![Just(Merit::ResidualSpace), Just(Merit::FreeVolume)],
         sort_order(),
         any::<bool>(),
-        prop::collection::vec(1u32..=100, 0..4),
+        prop::collection::vec(sort_order(), 0..5),
     )
-        .prop_map(|(heuristic, merit, sort, allow_rotation, cluster_deltas)| PackOptions {
+        .prop_map(|(heuristic, merit, sort, allow_rotation, orders)| PackOptions {
             heuristic,
             merit,
             sort,
             allow_rotation,
-            cluster_deltas,
+            orders,
         })
 }
 
