@@ -63,9 +63,13 @@ fn main() -> anyhow::Result<()> {
         if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
+        let t = Instant::now();
         write_hierarchy(&h, out)?;
+        let written = t.elapsed();
         // Read it back: the file must describe the same hierarchy.
+        let t = Instant::now();
         let back = read_hierarchy_with(out, h.limits())?;
+        let read = t.elapsed();
         anyhow::ensure!(
             back.specs() == h.specs(),
             "{} does not read back as the generated hierarchy",
@@ -73,9 +77,11 @@ fn main() -> anyhow::Result<()> {
         );
         writeln!(
             stdout,
-            "wrote {} ({} patches)",
+            "wrote {} ({} patches) in {:.1} ms, read back and validated in {:.1} ms",
             out.display(),
-            back.num_patches()
+            back.num_patches(),
+            written.as_secs_f64() * 1e3,
+            read.as_secs_f64() * 1e3
         )?;
     }
     Ok(())

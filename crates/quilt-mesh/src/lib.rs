@@ -20,7 +20,7 @@ pub use error::MeshError;
 pub use geometry::{Geometry, LevelGeometry, RealVect};
 pub use hierarchy::{Hierarchy, HierarchyData, Overlap, Patch, PatchId, PatchSpec, SizeLimits};
 pub use hierarchy_file::{read_hierarchy, write_hierarchy};
-pub use synthetic::{SyntheticSpec, generate};
 pub use index::{IndexBox, IntVect, Side, iv};
 pub use patch_data::{PatchData, PatchState, PatchView, PatchViewMut};
 pub use real::Real;
+pub use synthetic::{SyntheticSpec, generate};
