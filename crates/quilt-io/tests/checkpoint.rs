@@ -172,7 +172,7 @@ fn flipped_state_byte_fails_the_checksum() {
     let msg = err.to_string();
     assert!(matches!(err, IoError::CorruptCheckpoint { .. }), "{msg}");
     assert!(
-        msg.contains("chk.h5") && msg.contains("/state/new"),
+        msg.contains("chk.h5") && msg.contains("/state/new") && msg.contains("Fletcher32"),
         "{msg}"
     );
     fs::remove_dir_all(&dir).unwrap();
