@@ -28,4 +28,5 @@ pub use detectors::{
     GradientDetector, ShockDetector,
 };
 pub use error::TagError;
+pub(crate) use tag_box::range_masks;
 pub use tag_box::{MAX_TAG_CELLS, TagBox, TagIter};

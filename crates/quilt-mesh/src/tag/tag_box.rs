@@ -166,6 +166,25 @@ impl TagBox {
         self.apply_box(b, |w, m| *w &= !m);
     }
 
+    /// Copies the tags of `src` (a field over the same region) inside `b`.
+    pub(crate) fn copy_box_from(&mut self, src: &TagBox, b: &IndexBox) {
+        debug_assert_eq!(self.region, src.region);
+        let c = b.intersect(&self.region);
+        if c.is_empty() {
+            return;
+        }
+        let lo = c.lo - self.region.lo;
+        let hi = c.hi - self.region.lo;
+        for rz in lo.z as usize..=hi.z as usize {
+            for ry in lo.y as usize..=hi.y as usize {
+                let s = self.row_start(ry, rz);
+                for (w, m) in range_masks(lo.x as usize, hi.x as usize) {
+                    self.words[s + w] = (self.words[s + w] & !m) | (src.words[s + w] & m);
+                }
+            }
+        }
+    }
+
     /// Removes every tag outside `b`.
     pub fn retain_box(&mut self, b: &IndexBox) {
         let c = b.intersect(&self.region);
@@ -326,6 +345,17 @@ impl TagBox {
             out.set_unchecked(&coarsen_vect(&p, ratio))
         });
         Ok(out)
+    }
+
+    /// The same tags with the `x` and `y` axes swapped: cell `(x, y, z)`
+    /// becomes `(y, x, z)`. Rows of the result run along the original `y`,
+    /// which lets clustering count tags per `x` slab by row popcounts.
+    pub(crate) fn transposed_xy(&self) -> TagBox {
+        let r = self.region;
+        let region = IndexBox::new(iv(r.lo.y, r.lo.x, r.lo.z), iv(r.hi.y, r.hi.x, r.hi.z));
+        let mut out = TagBox::new(region).expect("same number of cells as a valid field");
+        self.for_each_in(&r, |p| out.set_unchecked(&iv(p.y, p.x, p.z)));
+        out
     }
 
     /// Extents of the region in cells along x, y, z.
