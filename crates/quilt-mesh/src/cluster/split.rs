@@ -63,7 +63,7 @@ pub(crate) fn hole_cut(
             if first > last {
                 continue;
             }
-            let mid = lo + ((a + e + 1) / 2) as i32;
+            let mid = lo + (a + e).div_ceil(2) as i32;
             let at = mid.clamp(first, last);
             let c = off_centre(b, axis, at);
             let len = (e - a + 1) as i32;
