@@ -1,7 +1,7 @@
 //! HDF5 checkpoints: everything a run needs to continue bit for bit.
 //!
 //! The format (tagged `quilt-checkpoint`, version
-//! [`CHECKPOINT_VERSION`]) is described in [`format`] and in
+//! [`CHECKPOINT_VERSION`]) is described in [`mod@format`] and in
 //! `docs/quilt-io.md`.
 
 mod chunked;
