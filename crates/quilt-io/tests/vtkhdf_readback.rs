@@ -212,6 +212,12 @@ fn series_lists_every_output_and_survives_a_failed_write() {
     );
     assert!(!dir.join("run_000030.hdf").exists());
 
+    // An output earlier than the last one (without a resume) is refused
+    // before its file is written.
+    let err = s.write(&common::output(0.1, 5)).unwrap_err();
+    assert!(err.to_string().contains("truncate_after"), "{err}");
+    assert!(!dir.join("run_000005.hdf").exists());
+
     // A restart at t = 0.1 drops the later entry and rewrites it.
     let mut r = VtkHdfSeries::resume(&dir, "run", 0.1).unwrap();
     assert_eq!(r.series().entries().len(), 1);

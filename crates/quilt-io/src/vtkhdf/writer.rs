@@ -64,13 +64,12 @@ impl VtkHdfSeries {
     pub fn write(&mut self, output: &AmrOutput) -> Result<PathBuf, IoError> {
         let name = self.file_name(output.step);
         let path = self.dir.join(&name);
+        // Validate the new entry (time order) before touching any file.
+        let mut next = self.series.clone();
+        next.push(name, output.time)?;
         write_vtkhdf(&path, output)?;
-        let before = self.series.clone();
-        self.series.push(name, output.time)?;
-        if let Err(e) = self.series.save() {
-            self.series = before;
-            return Err(e);
-        }
+        next.save()?;
+        self.series = next;
         log::info!(
             "output {} (t = {}, {} levels)",
             path.display(),
