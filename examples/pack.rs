@@ -17,7 +17,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use quilt::pack::{Extent, Heuristic, Merit, PackOptions, SortOrder, pack, parse_extent, parse_items};
+use quilt::pack::{
+    Extent, Heuristic, Merit, PackOptions, SortOrder, pack, parse_extent, parse_items,
+};
 use serde_json::json;
 
 #[derive(Debug, Parser)]
@@ -61,7 +63,8 @@ fn main() -> Result<()> {
     let args = Args::parse();
     let text = std::fs::read_to_string(&args.items)
         .with_context(|| format!("cannot read items file {}", args.items.display()))?;
-    let items = parse_items(&text).with_context(|| format!("in items file {}", args.items.display()))?;
+    let items =
+        parse_items(&text).with_context(|| format!("in items file {}", args.items.display()))?;
     let mut opts = PackOptions {
         heuristic: args.heuristic,
         merit: args.merit,

@@ -52,11 +52,15 @@ impl OpenBin {
     fn of(bin: usize, state: &BinState) -> Self {
         let mut max_rs = [0; 3];
         for ep in &state.eps {
-            for a in 0..3 {
-                max_rs[a] = max_rs[a].max(ep.rs[a]);
+            for (m, &r) in max_rs.iter_mut().zip(&ep.rs) {
+                *m = (*m).max(r);
             }
         }
-        OpenBin { bin, free_volume: state.free_volume, max_rs }
+        OpenBin {
+            bin,
+            free_volume: state.free_volume,
+            max_rs,
+        }
     }
 
     /// Whether some orientation in `orients` might fit (a necessary test).
@@ -93,7 +97,14 @@ impl PackWorkspace {
             self.orient_start.push(self.orients.len());
             let start = self.orients.len();
             if allow_rotation {
-                for e in [[w, h, d], [w, d, h], [h, w, d], [h, d, w], [d, w, h], [d, h, w]] {
+                for e in [
+                    [w, h, d],
+                    [w, d, h],
+                    [h, w, d],
+                    [h, d, w],
+                    [d, w, h],
+                    [d, h, w],
+                ] {
                     let fits = (0..3).all(|a| e[a] <= bin[a]);
                     if fits && !self.orients[start..].contains(&e) {
                         self.orients.push(e);
@@ -110,7 +121,8 @@ impl PackWorkspace {
     /// smallest remaining side or volume is closed for good.
     fn prepare_suffix_minima(&mut self, items: &[Extent], allow_rotation: bool) {
         self.suffix_min.clear();
-        self.suffix_min.resize(self.order.len() + 1, ([u32::MAX; 3], u64::MAX));
+        self.suffix_min
+            .resize(self.order.len() + 1, ([u32::MAX; 3], u64::MAX));
         for k in (0..self.order.len()).rev() {
             let e = items[self.order[k]];
             let lower = if allow_rotation {
@@ -121,7 +133,11 @@ impl PackWorkspace {
             };
             let (next_e, next_v) = self.suffix_min[k + 1];
             self.suffix_min[k] = (
-                [next_e[0].min(lower[0]), next_e[1].min(lower[1]), next_e[2].min(lower[2])],
+                [
+                    next_e[0].min(lower[0]),
+                    next_e[1].min(lower[1]),
+                    next_e[2].min(lower[2]),
+                ],
                 next_v.min(volume(e)),
             );
         }
@@ -140,7 +156,18 @@ impl PackWorkspace {
 
     /// One EP-FFD or EP-BFD pass. Inputs are validated by the caller: every
     /// item has at least one orientation that fits the bin.
-    pub(crate) fn run(&mut self, items: &[Extent], bin: Extent, pass: Pass) -> Packing {
+    ///
+    /// With `give_up_at`, the pass stops and returns `None` as soon as it
+    /// can no longer finish with fewer bins: when the bins opened plus the
+    /// bins the remaining volume needs beyond the free space of the open
+    /// bins reach `give_up_at`.
+    pub(crate) fn run(
+        &mut self,
+        items: &[Extent],
+        bin: Extent,
+        pass: Pass,
+        give_up_at: Option<usize>,
+    ) -> Option<Packing> {
         sort_items(items, bin, pass.sort, &mut self.order);
         self.prepare_orientations(items, bin, pass.allow_rotation);
         self.prepare_suffix_minima(items, pass.allow_rotation);
@@ -149,9 +176,19 @@ impl PackWorkspace {
         self.placements.clear();
         self.placements.resize(
             items.len(),
-            Placement { item: 0, bin: 0, offset: [0; 3], extent: [0; 3] },
+            Placement {
+                item: 0,
+                bin: 0,
+                offset: [0; 3],
+                extent: [0; 3],
+            },
         );
 
+        let bin_volume = u128::from(volume(bin));
+        let mut remaining: u128 = items.iter().map(|&e| u128::from(volume(e))).sum();
+        // Free cells in open bins: the most the remaining items can use
+        // without opening bins.
+        let mut open_free: u128 = 0;
         for k in 0..self.order.len() {
             let item = self.order[k];
             let item_volume = volume(items[item]);
@@ -163,6 +200,9 @@ impl PackWorkspace {
                 self.open.retain_mut(|o| {
                     let alive = bins[o.bin].prune(min_e, min_v);
                     *o = OpenBin::of(o.bin, &bins[o.bin]);
+                    if !alive {
+                        open_free -= u128::from(o.free_volume);
+                    }
                     alive
                 });
             }
@@ -179,7 +219,14 @@ impl PackWorkspace {
                 let found = if pass.first_fit {
                     first_fit_in(state, orients, b)
                 } else {
-                    best_fit_in(state, orients, b, item_volume, pass.merit, best.map(|c| c.merit))
+                    best_fit_in(
+                        state,
+                        orients,
+                        b,
+                        item_volume,
+                        pass.merit,
+                        best.map(|c| c.merit),
+                    )
                 };
                 if let Some(c) = found {
                     best = Some(c);
@@ -193,6 +240,7 @@ impl PackWorkspace {
                 Some(c) => c,
                 None => {
                     let b = self.open_bin(bin);
+                    open_free += bin_volume;
                     let state = &self.bins[b];
                     let orients = &self.orients[orient_range];
                     let found = if pass.first_fit {
@@ -207,6 +255,8 @@ impl PackWorkspace {
             };
             let state = &mut self.bins[chosen.bin];
             state.place(chosen.pos, chosen.extent, bin);
+            remaining -= u128::from(item_volume);
+            open_free -= u128::from(item_volume);
             let (next_e, next_v) = self.suffix_min[k + 1];
             let alive = state.prune(next_e, next_v);
             let summary = OpenBin::of(chosen.bin, state);
@@ -214,7 +264,14 @@ impl PackWorkspace {
                 if alive {
                     self.open[slot] = summary;
                 } else {
+                    open_free -= u128::from(summary.free_volume);
                     self.open.remove(slot);
+                }
+            }
+            if let Some(limit) = give_up_at {
+                let more = remaining.saturating_sub(open_free).div_ceil(bin_volume) as usize;
+                if self.bins_used + more >= limit {
+                    return None;
                 }
             }
             self.placements[item] = Placement {
@@ -225,11 +282,11 @@ impl PackWorkspace {
             };
         }
 
-        Packing {
+        Some(Packing {
             bin,
             bins_used: self.bins_used,
             placements: self.placements.clone(),
-        }
+        })
     }
 
     /// C-EPBFD: EP-BFD over each ordering, keeping the packing with fewest
@@ -251,10 +308,22 @@ impl PackWorkspace {
         };
         let mut best: Option<Packing> = None;
         for &sort in orders {
-            let pass = Pass { first_fit: false, merit, sort, allow_rotation };
-            let packing = self.run(items, bin, pass);
+            let pass = Pass {
+                first_fit: false,
+                merit,
+                sort,
+                allow_rotation,
+            };
+            // Orderings that cannot beat the best so far are abandoned early.
+            let Some(packing) = self.run(items, bin, pass, best.as_ref().map(|b| b.bins_used))
+            else {
+                log::trace!("C-EPBFD ordering {sort}: abandoned");
+                continue;
+            };
             log::trace!("C-EPBFD ordering {sort}: {} bins", packing.bins_used);
-            let better = best.as_ref().is_none_or(|b| packing.bins_used < b.bins_used);
+            let better = best
+                .as_ref()
+                .is_none_or(|b| packing.bins_used < b.bins_used);
             if better {
                 let optimal = packing.bins_used <= bound.max(packing.lower_bound());
                 best = Some(packing);
@@ -263,7 +332,11 @@ impl PackWorkspace {
                 }
             }
         }
-        best.unwrap_or(Packing { bin, bins_used: 0, placements: Vec::new() })
+        best.unwrap_or(Packing {
+            bin,
+            bins_used: 0,
+            placements: Vec::new(),
+        })
     }
 }
 
@@ -274,7 +347,12 @@ fn first_fit_in(state: &BinState, orients: &[Extent], b: usize) -> Option<Candid
     for ep in &state.eps {
         for &e in orients {
             if ep.admits(e) && state.is_free(ep.pos, e) {
-                return Some(Candidate { merit: (0, 0), bin: b, pos: ep.pos, extent: e });
+                return Some(Candidate {
+                    merit: (0, 0),
+                    bin: b,
+                    pos: ep.pos,
+                    extent: e,
+                });
             }
         }
     }
@@ -298,7 +376,9 @@ fn best_fit_in(
             if !ep.admits(e) {
                 continue;
             }
-            let residual = u64::from(ep.rs[0] - e[0]) + u64::from(ep.rs[1] - e[1]) + u64::from(ep.rs[2] - e[2]);
+            let residual = u64::from(ep.rs[0] - e[0])
+                + u64::from(ep.rs[1] - e[1])
+                + u64::from(ep.rs[2] - e[2]);
             let score = match merit {
                 // Ties between points of equal residual space go to the
                 // fuller bin, which keeps later bins free for large items.
@@ -312,7 +392,12 @@ fn best_fit_in(
             }
             if state.is_free(ep.pos, e) {
                 bound = Some(score);
-                found = Some(Candidate { merit: score, bin: b, pos: ep.pos, extent: e });
+                found = Some(Candidate {
+                    merit: score,
+                    bin: b,
+                    pos: ep.pos,
+                    extent: e,
+                });
             }
         }
     }
@@ -320,7 +405,12 @@ fn best_fit_in(
 }
 
 /// Which single pass a heuristic other than C-EPBFD runs.
-pub(crate) fn single_pass(heuristic: Heuristic, merit: Merit, sort: SortOrder, allow_rotation: bool) -> Pass {
+pub(crate) fn single_pass(
+    heuristic: Heuristic,
+    merit: Merit,
+    sort: SortOrder,
+    allow_rotation: bool,
+) -> Pass {
     Pass {
         first_fit: heuristic == Heuristic::EpFfd,
         merit,

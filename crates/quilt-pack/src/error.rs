@@ -20,7 +20,9 @@ pub enum PackError {
         bin: Extent,
     },
     /// An item has a zero side.
-    #[error("item {item}: extent {extent:?} has a zero side; every item side must be at least 1 cell")]
+    #[error(
+        "item {item}: extent {extent:?} has a zero side; every item side must be at least 1 cell"
+    )]
     EmptyItem {
         /// Index of the item in the input slice.
         item: usize,
@@ -51,7 +53,9 @@ pub enum PackError {
         rotation_allowed: bool,
     },
     /// A patch index past the end of the hierarchy's patches.
-    #[error("item {item}: patch index {index} is out of range (the hierarchy has {patches} patches)")]
+    #[error(
+        "item {item}: patch index {index} is out of range (the hierarchy has {patches} patches)"
+    )]
     UnknownPatch {
         /// Position of the index in the caller's list.
         item: usize,
@@ -85,7 +89,9 @@ impl PackError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ItemsFileError {
     /// A line does not hold exactly three comma-separated fields.
-    #[error("line {line}: expected three comma-separated sizes `w,h,d`, found {found} field(s) in `{text}`")]
+    #[error(
+        "line {line}: expected three comma-separated sizes `w,h,d`, found {found} field(s) in `{text}`"
+    )]
     FieldCount {
         /// 1-based line number.
         line: usize,
@@ -95,7 +101,9 @@ pub enum ItemsFileError {
         text: String,
     },
     /// A field is not a non-negative integer that fits in 32 bits.
-    #[error("line {line}, field {field}: `{text}` is not a cell count (a positive integer below 2^32)")]
+    #[error(
+        "line {line}, field {field}: `{text}` is not a cell count (a positive integer below 2^32)"
+    )]
     NotAnInteger {
         /// 1-based line number.
         line: usize,

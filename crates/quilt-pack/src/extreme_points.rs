@@ -54,7 +54,10 @@ impl BinState {
     pub fn reset(&mut self, bin: Extent) {
         self.boxes.clear();
         self.eps.clear();
-        self.eps.push(ExtremePoint { pos: [0; 3], rs: bin });
+        self.eps.push(ExtremePoint {
+            pos: [0; 3],
+            rs: bin,
+        });
         self.free_volume = volume(bin);
     }
 
@@ -72,7 +75,10 @@ impl BinState {
     /// nothing.
     pub fn place(&mut self, pos: [u32; 3], e: Extent, bin: Extent) {
         debug_assert!(self.is_free(pos, e), "placement overlaps a placed box");
-        debug_assert!((0..3).all(|a| pos[a] + e[a] <= bin[a]), "placement leaves the bin");
+        debug_assert!(
+            (0..3).all(|a| pos[a] + e[a] <= bin[a]),
+            "placement leaves the bin"
+        );
         let new = PlacedBox::new(pos, e);
 
         // Up to six projections of the three far corners, computed against
@@ -117,7 +123,10 @@ impl BinState {
         // Residual spaces of the candidates, again in one pass; a candidate
         // inside a box (a corner may touch a box placed beside it) can host
         // nothing and is dropped.
-        let mut fresh = [ExtremePoint { pos: [0; 3], rs: [0; 3] }; 6];
+        let mut fresh = [ExtremePoint {
+            pos: [0; 3],
+            rs: [0; 3],
+        }; 6];
         let mut alive = [false; 6];
         for k in 0..n {
             let mut p = corners[k];
@@ -141,7 +150,10 @@ impl BinState {
         }
         for k in (0..n).filter(|&k| alive[k]) {
             let key = ExtremePoint::key(fresh[k].pos);
-            if let Err(slot) = self.eps.binary_search_by_key(&key, |ep| ExtremePoint::key(ep.pos)) {
+            if let Err(slot) = self
+                .eps
+                .binary_search_by_key(&key, |ep| ExtremePoint::key(ep.pos))
+            {
                 self.eps.insert(slot, fresh[k]);
             }
         }

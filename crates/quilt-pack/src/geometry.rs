@@ -14,7 +14,9 @@ pub(crate) fn volume(e: Extent) -> u64 {
 
 /// Cells in an extent without overflow, for validation of untrusted input.
 pub(crate) fn checked_volume(e: Extent) -> Option<u64> {
-    u64::from(e[0]).checked_mul(u64::from(e[1]))?.checked_mul(u64::from(e[2]))
+    u64::from(e[0])
+        .checked_mul(u64::from(e[1]))?
+        .checked_mul(u64::from(e[2]))
 }
 
 /// The base area `w·d` (the face orthogonal to the height axis).
@@ -35,7 +37,11 @@ impl PlacedBox {
     pub fn new(offset: [u32; 3], extent: Extent) -> Self {
         PlacedBox {
             lo: offset,
-            hi: [offset[0] + extent[0], offset[1] + extent[1], offset[2] + extent[2]],
+            hi: [
+                offset[0] + extent[0],
+                offset[1] + extent[1],
+                offset[2] + extent[2],
+            ],
         }
     }
 

@@ -38,7 +38,9 @@ impl HierarchyPacking {
     pub fn bins(&self) -> Vec<Vec<(PatchRef, Placement)>> {
         let mut bins = vec![Vec::new(); self.packing.bins_used];
         for (patch, place) in self.patches.iter().zip(&self.packing.placements) {
-            bins[place.bin].push((*patch, *place));
+            if let Some(bin) = bins.get_mut(place.bin) {
+                bin.push((*patch, *place));
+            }
         }
         bins
     }
@@ -98,7 +100,11 @@ pub fn pack_patches(
         .iter()
         .map(|&index| {
             let p = &hierarchy.patches()[index];
-            PatchRef { index, id: p.id(), level: p.level() }
+            PatchRef {
+                index,
+                id: p.id(),
+                level: p.level(),
+            }
         })
         .collect();
     Ok(HierarchyPacking { packing, patches })
@@ -120,7 +126,11 @@ pub fn pack_patches(
 /// assert_eq!(packed.patches.len(), 120);
 /// assert!(packed.packing.bins_used >= packed.packing.lower_bound());
 /// ```
-pub fn pack_hierarchy(hierarchy: &Hierarchy, bin: Extent, opts: &PackOptions) -> Result<HierarchyPacking, PackError> {
+pub fn pack_hierarchy(
+    hierarchy: &Hierarchy,
+    bin: Extent,
+    opts: &PackOptions,
+) -> Result<HierarchyPacking, PackError> {
     let all: Vec<usize> = (0..hierarchy.num_patches()).collect();
     pack_patches(hierarchy, &all, bin, opts, &mut PackWorkspace::new())
 }

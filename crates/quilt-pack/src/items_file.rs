@@ -63,7 +63,10 @@ fn parse_size(field: &str, line: usize, index: usize) -> Result<u32, ItemsFileEr
     };
     if let Some(rest) = field.strip_prefix('-') {
         // Distinguish "-3" (a negative size) from "-x" (not a number).
-        return if !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()) && rest.bytes().any(|b| b != b'0') {
+        return if !rest.is_empty()
+            && rest.bytes().all(|b| b.is_ascii_digit())
+            && rest.bytes().any(|b| b != b'0')
+        {
             Err(ItemsFileError::Negative {
                 line,
                 field: index,
@@ -121,11 +124,32 @@ mod tests {
     #[test]
     fn malformed_lines_name_line_and_field() {
         let e = parse_items("w,h,d\n1,2,3\n1,2\n").unwrap_err();
-        assert_eq!(e, ItemsFileError::FieldCount { line: 3, found: 2, text: "1,2".into() });
+        assert_eq!(
+            e,
+            ItemsFileError::FieldCount {
+                line: 3,
+                found: 2,
+                text: "1,2".into()
+            }
+        );
         let e = parse_items("1,2,3\n4,five,6\n").unwrap_err();
-        assert_eq!(e, ItemsFileError::NotAnInteger { line: 2, field: 2, text: "five".into() });
+        assert_eq!(
+            e,
+            ItemsFileError::NotAnInteger {
+                line: 2,
+                field: 2,
+                text: "five".into()
+            }
+        );
         let e = parse_items("1,2,-3\n").unwrap_err();
-        assert_eq!(e, ItemsFileError::Negative { line: 1, field: 3, text: "-3".into() });
+        assert_eq!(
+            e,
+            ItemsFileError::Negative {
+                line: 1,
+                field: 3,
+                text: "-3".into()
+            }
+        );
         let e = parse_items("1,0,3\n").unwrap_err();
         assert_eq!(e, ItemsFileError::Zero { line: 1, field: 2 });
         let e = parse_items("1,-0,3\n").unwrap_err();

@@ -90,8 +90,11 @@ pub fn pack_with(
     validate(items, bin, opts)?;
     let packing = match opts.heuristic {
         Heuristic::EpFfd | Heuristic::EpBfd => {
-            let pass = ep_fit::single_pass(opts.heuristic, opts.merit, opts.sort, opts.allow_rotation);
-            workspace.run(items, bin, pass)
+            let pass =
+                ep_fit::single_pass(opts.heuristic, opts.merit, opts.sort, opts.allow_rotation);
+            workspace
+                .run(items, bin, pass, None)
+                .expect("a pass without a bin limit always finishes")
         }
         Heuristic::CEpBfd => {
             let orders = opts.c_epbfd_orders();

@@ -29,7 +29,11 @@ use crate::geometry::volume;
 pub fn bins_lower_bound(items: &[Extent], bin: Extent) -> usize {
     let total: u128 = items.iter().map(|&e| u128::from(volume(e))).sum();
     let bin_volume = u128::from(bin[0]) * u128::from(bin[1]) * u128::from(bin[2]);
-    let l0 = if bin_volume == 0 { 0 } else { total.div_ceil(bin_volume) as usize };
+    let l0 = if bin_volume == 0 {
+        0
+    } else {
+        total.div_ceil(bin_volume) as usize
+    };
     let mut sizes = Vec::with_capacity(items.len());
     let mut best = l0;
     for axis in 0..3 {
@@ -38,7 +42,10 @@ pub fn bins_lower_bound(items: &[Extent], bin: Extent) -> usize {
         sizes.extend(
             items
                 .iter()
-                .filter(|e| 2 * u64::from(e[a]) > u64::from(bin[a]) && 2 * u64::from(e[b]) > u64::from(bin[b]))
+                .filter(|e| {
+                    2 * u64::from(e[a]) > u64::from(bin[a])
+                        && 2 * u64::from(e[b]) > u64::from(bin[b])
+                })
                 .map(|e| e[axis]),
         );
         best = best.max(one_dimensional_l2(&sizes, bin[axis]));
@@ -56,7 +63,11 @@ fn one_dimensional_l2(sizes: &[u32], capacity: u32) -> usize {
     }
     let c = u64::from(capacity);
     // Only thresholds equal to an item size (or 0) change the sets.
-    let mut thresholds: Vec<u64> = sizes.iter().map(|&s| u64::from(s)).filter(|&s| 2 * s <= c).collect();
+    let mut thresholds: Vec<u64> = sizes
+        .iter()
+        .map(|&s| u64::from(s))
+        .filter(|&s| 2 * s <= c)
+        .collect();
     thresholds.push(0);
     thresholds.sort_unstable();
     thresholds.dedup();

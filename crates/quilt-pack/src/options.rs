@@ -281,7 +281,13 @@ impl FromStr for SortOrder {
             Some((name, delta)) => (name, Some(delta.trim().parse::<u32>().map_err(|_| err())?)),
             None => (text.as_str(), None),
         };
-        let plain = |order: SortOrder| if delta.is_some() { Err(err()) } else { Ok(order) };
+        let plain = |order: SortOrder| {
+            if delta.is_some() {
+                Err(err())
+            } else {
+                Ok(order)
+            }
+        };
         let delta_percent = delta.unwrap_or(10);
         match name {
             "volume-height" | "vh" => plain(SortOrder::VolumeHeight),

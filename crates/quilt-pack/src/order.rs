@@ -28,9 +28,15 @@ pub(crate) fn sort_items(items: &[Extent], bin: Extent, sort: SortOrder, order: 
             let width = u128::from(delta_percent) * u128::from(base_area(bin));
             Box::new(move |i| (area(i) * 100 / width, h(i), area(i)))
         }
-        SortOrder::ClusteredHeightArea { delta_percent } => clustered_along(items, bin, HEIGHT_AXIS, delta_percent),
-        SortOrder::ClusteredWidthArea { delta_percent } => clustered_along(items, bin, 0, delta_percent),
-        SortOrder::ClusteredDepthArea { delta_percent } => clustered_along(items, bin, 2, delta_percent),
+        SortOrder::ClusteredHeightArea { delta_percent } => {
+            clustered_along(items, bin, HEIGHT_AXIS, delta_percent)
+        }
+        SortOrder::ClusteredWidthArea { delta_percent } => {
+            clustered_along(items, bin, 0, delta_percent)
+        }
+        SortOrder::ClusteredDepthArea { delta_percent } => {
+            clustered_along(items, bin, 2, delta_percent)
+        }
     };
     order.sort_by_cached_key(|&i| std::cmp::Reverse(key(i)));
 }
@@ -49,7 +55,11 @@ fn clustered_along<'a>(
     Box::new(move |i| {
         let e = items[i];
         let side = u128::from(e[axis]);
-        (side * 100 / width, u128::from(e[a]) * u128::from(e[b]), side)
+        (
+            side * 100 / width,
+            u128::from(e[a]) * u128::from(e[b]),
+            side,
+        )
     })
 }
 
@@ -100,8 +110,20 @@ mod tests {
     fn clustered_orderings_along_each_axis_agree() {
         // Turning every item so that its x (or z) side becomes its height
         // turns the width (depth) ordering into the height ordering.
-        let items = [[40, 10, 50], [10, 60, 10], [50, 5, 50], [42, 20, 50], [33, 33, 20], [20, 64, 30]];
-        let swap = |p: [usize; 3]| items.iter().map(|e| [e[p[0]], e[p[1]], e[p[2]]]).collect::<Vec<_>>();
+        let items = [
+            [40, 10, 50],
+            [10, 60, 10],
+            [50, 5, 50],
+            [42, 20, 50],
+            [33, 33, 20],
+            [20, 64, 30],
+        ];
+        let swap = |p: [usize; 3]| {
+            items
+                .iter()
+                .map(|e| [e[p[0]], e[p[1]], e[p[2]]])
+                .collect::<Vec<_>>()
+        };
         let delta_percent = 51;
         let height = SortOrder::ClusteredHeightArea { delta_percent };
         assert_eq!(
@@ -113,7 +135,10 @@ mod tests {
             order_of(&swap([0, 2, 1]), height)
         );
         // δ = 51 %: sides above 32 of 64 come first.
-        assert_eq!(order_of(&items, SortOrder::ClusteredWidthArea { delta_percent })[..4], [3, 4, 0, 2]);
+        assert_eq!(
+            order_of(&items, SortOrder::ClusteredWidthArea { delta_percent })[..4],
+            [3, 4, 0, 2]
+        );
     }
 
     #[test]

@@ -25,12 +25,13 @@ impl Placement {
         self.extent != input
     }
 
-    /// The high corner (exclusive) of the item in its bin.
+    /// The high corner (exclusive) of the item in its bin (saturating at
+    /// `u32::MAX` for placements that could not come from [`crate::pack`]).
     pub fn end(&self) -> [u32; 3] {
         [
-            self.offset[0] + self.extent[0],
-            self.offset[1] + self.extent[1],
-            self.offset[2] + self.extent[2],
+            self.offset[0].saturating_add(self.extent[0]),
+            self.offset[1].saturating_add(self.extent[1]),
+            self.offset[2].saturating_add(self.extent[2]),
         ]
     }
 }
@@ -110,7 +111,10 @@ impl Packing {
 
     /// Cells occupied by items.
     pub fn packed_volume(&self) -> u128 {
-        self.placements.iter().map(|p| u128::from(volume(p.extent))).sum()
+        self.placements
+            .iter()
+            .map(|p| u128::from(volume(p.extent)))
+            .sum()
     }
 
     /// Packed volume over the volume of the bins used, in `[0, 1]`; 0 for an
@@ -132,22 +136,28 @@ impl Packing {
         self.packed_volume().div_ceil(bin) as usize
     }
 
-    /// Fill fraction of each bin, by bin index.
+    /// Fill fraction of each bin, by bin index. Placements naming a bin
+    /// past `bins_used` (which [`Packing::verify`] reports) are left out.
     pub fn fill_per_bin(&self) -> Vec<f64> {
         let mut cells = vec![0u128; self.bins_used];
         for p in &self.placements {
-            cells[p.bin] += u128::from(volume(p.extent));
+            if let Some(c) = cells.get_mut(p.bin) {
+                *c += u128::from(volume(p.extent));
+            }
         }
         let bin = self.bin_volume() as f64;
         cells.into_iter().map(|c| c as f64 / bin).collect()
     }
 
-    /// The items of each bin, by bin index; within a bin in increasing item
-    /// index.
+    /// The items of each bin, by bin index; within a bin in placement
+    /// order, which is increasing item index for packings from
+    /// [`crate::pack`]. Placements naming a bin past `bins_used` are left out.
     pub fn bin_members(&self) -> Vec<Vec<usize>> {
         let mut members = vec![Vec::new(); self.bins_used];
         for p in &self.placements {
-            members[p.bin].push(p.item);
+            if let Some(m) = members.get_mut(p.bin) {
+                m.push(p.item);
+            }
         }
         members
     }
@@ -168,7 +178,10 @@ impl Packing {
         }
         for (index, p) in self.placements.iter().enumerate() {
             if p.item != index {
-                return Err(PackingDefect::Misnumbered { index, item: p.item });
+                return Err(PackingDefect::Misnumbered {
+                    index,
+                    item: p.item,
+                });
             }
             let input = items[index];
             let same = if rotation_allowed {
@@ -181,12 +194,21 @@ impl Packing {
                 p.extent == input
             };
             if !same {
-                return Err(PackingDefect::WrongExtent { item: index, placed: p.extent, input });
+                return Err(PackingDefect::WrongExtent {
+                    item: index,
+                    placed: p.extent,
+                    input,
+                });
             }
             let inside = p.bin < self.bins_used
-                && (0..3).all(|a| u64::from(p.offset[a]) + u64::from(p.extent[a]) <= u64::from(self.bin[a]));
+                && (0..3).all(|a| {
+                    u64::from(p.offset[a]) + u64::from(p.extent[a]) <= u64::from(self.bin[a])
+                });
             if !inside {
-                return Err(PackingDefect::OutsideBin { item: index, bin: p.bin });
+                return Err(PackingDefect::OutsideBin {
+                    item: index,
+                    bin: p.bin,
+                });
             }
         }
         for (bin, members) in self.bin_members().iter().enumerate() {
@@ -194,12 +216,18 @@ impl Packing {
                 return Err(PackingDefect::EmptyBin { bin });
             }
             for (k, &i) in members.iter().enumerate() {
+                // Items are numbered by position (checked above), so `i`
+                // indexes `placements`.
                 let pi = &self.placements[i];
                 let bi = PlacedBox::new(pi.offset, pi.extent);
                 for &j in &members[k + 1..] {
                     let pj = &self.placements[j];
                     if bi.overlaps(pj.offset, pj.end()) {
-                        return Err(PackingDefect::Overlap { first: i, second: j, bin });
+                        return Err(PackingDefect::Overlap {
+                            first: i,
+                            second: j,
+                            bin,
+                        });
                     }
                 }
             }

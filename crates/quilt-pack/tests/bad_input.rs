@@ -30,15 +30,28 @@ fn item_larger_than_the_bin_on_any_axis() {
         assert!(msg.contains("item 2") && msg.contains("65"), "{msg}");
     }
     // Too large in every orientation, with rotation on.
-    let err = pack(&[[65, 10, 10]], [64, 64, 64], &PackOptions { allow_rotation: true, ..Default::default() })
-        .unwrap_err();
+    let err = pack(
+        &[[65, 10, 10]],
+        [64, 64, 64],
+        &PackOptions {
+            allow_rotation: true,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("any orientation"), "{err}");
 }
 
 #[test]
 fn zero_sized_items_and_bins() {
     let err = pack(&[[16, 16, 16], [16, 0, 16]], BIN, &PackOptions::default()).unwrap_err();
-    assert_eq!(err, PackError::EmptyItem { item: 1, extent: [16, 0, 16] });
+    assert_eq!(
+        err,
+        PackError::EmptyItem {
+            item: 1,
+            extent: [16, 0, 16]
+        }
+    );
     assert!(err.to_string().contains("item 1"));
     let err = pack(&[[1, 1, 1]], [64, 0, 64], &PackOptions::default()).unwrap_err();
     assert_eq!(err, PackError::EmptyBin { bin: [64, 0, 64] });
@@ -50,7 +63,10 @@ fn zero_sized_items_and_bins() {
 #[test]
 fn cluster_widths_out_of_range() {
     for delta_percent in [0, 101, u32::MAX] {
-        let opts = PackOptions { sort: SortOrder::ClusteredHeightArea { delta_percent }, ..Default::default() };
+        let opts = PackOptions {
+            sort: SortOrder::ClusteredHeightArea { delta_percent },
+            ..Default::default()
+        };
         assert_eq!(
             pack(&[[16, 16, 16]], BIN, &opts),
             Err(PackError::InvalidClusterWidth { delta_percent })
@@ -64,7 +80,10 @@ fn cluster_widths_out_of_range() {
             pack(&[[16, 16, 16]], BIN, &opts),
             Err(PackError::InvalidClusterWidth { delta_percent })
         );
-        let opts = PackOptions { sort: SortOrder::ClusteredDepthArea { delta_percent }, ..Default::default() };
+        let opts = PackOptions {
+            sort: SortOrder::ClusteredDepthArea { delta_percent },
+            ..Default::default()
+        };
         assert!(pack(&[[16, 16, 16]], BIN, &opts).is_err());
     }
 }

@@ -5,8 +5,8 @@
 
 use proptest::prelude::*;
 use quilt_pack::{
-    Extent, Heuristic, Merit, PackOptions, PackWorkspace, Packing, SortOrder, bins_lower_bound, pack,
-    pack_with,
+    Extent, Heuristic, Merit, PackOptions, PackWorkspace, Packing, SortOrder, bins_lower_bound,
+    pack, pack_with,
 };
 
 fn sort_order() -> impl Strategy<Value = SortOrder> {
@@ -24,19 +24,25 @@ fn sort_order() -> impl Strategy<Value = SortOrder> {
 
 fn options() -> impl Strategy<Value = PackOptions> {
     (
-        prop_oneof![Just(Heuristic::EpFfd), Just(Heuristic::EpBfd), Just(Heuristic::CEpBfd)],
+        prop_oneof![
+            Just(Heuristic::EpFfd),
+            Just(Heuristic::EpBfd),
+            Just(Heuristic::CEpBfd)
+        ],
         prop_oneof![Just(Merit::ResidualSpace), Just(Merit::FreeVolume)],
         sort_order(),
         any::<bool>(),
         prop::collection::vec(sort_order(), 0..5),
     )
-        .prop_map(|(heuristic, merit, sort, allow_rotation, orders)| PackOptions {
-            heuristic,
-            merit,
-            sort,
-            allow_rotation,
-            orders,
-        })
+        .prop_map(
+            |(heuristic, merit, sort, allow_rotation, orders)| PackOptions {
+                heuristic,
+                merit,
+                sort,
+                allow_rotation,
+                orders,
+            },
+        )
 }
 
 /// A bin of at most 20³ cells and items fitting it (in their own
@@ -66,7 +72,11 @@ fn check_cells(packing: &Packing, items: &[Extent], rotation: bool) -> Result<()
         }
         prop_assert_eq!(placed, given, "item {} placed with another extent", i);
         for a in 0..3 {
-            prop_assert!(p.offset[a] + p.extent[a] <= packing.bin[a], "item {} leaves its bin", i);
+            prop_assert!(
+                p.offset[a] + p.extent[a] <= packing.bin[a],
+                "item {} leaves its bin",
+                i
+            );
         }
         let [x0, y0, z0] = p.offset.map(|c| c as usize);
         let [w, h, d] = p.extent.map(|c| c as usize);
@@ -74,14 +84,24 @@ fn check_cells(packing: &Packing, items: &[Extent], rotation: bool) -> Result<()
             for y in y0..y0 + h {
                 for x in x0..x0 + w {
                     let cell = ((p.bin * bd + z) * bh + y) * bw + x;
-                    prop_assert_eq!(grid[cell], u32::MAX, "item {} overlaps item {}", i, grid[cell]);
+                    prop_assert_eq!(
+                        grid[cell],
+                        u32::MAX,
+                        "item {} overlaps item {}",
+                        i,
+                        grid[cell]
+                    );
                     grid[cell] = i as u32;
                 }
             }
         }
     }
     for b in 0..packing.bins_used {
-        prop_assert!(packing.placements.iter().any(|p| p.bin == b), "bin {} is empty", b);
+        prop_assert!(
+            packing.placements.iter().any(|p| p.bin == b),
+            "bin {} is empty",
+            b
+        );
     }
     Ok(())
 }
@@ -121,11 +141,20 @@ proptest! {
         prop_assert_eq!(first, pack(&items, bin, &opts).unwrap());
     }
 
+    /// C-EPBFD returns exactly the first packing of fewest bins among
+    /// EP-BFD runs over its orderings: abandoning hopeless orderings and
+    /// stopping at the lower bound change its time, never its result.
     #[test]
-    fn c_epbfd_is_no_worse_than_its_first_ordering((bin, items) in instance(), opts in options()) {
-        let single = pack(&items, bin, &PackOptions { heuristic: Heuristic::EpBfd, ..opts.clone() }).unwrap();
-        let multi = pack(&items, bin, &PackOptions { heuristic: Heuristic::CEpBfd, ..opts }).unwrap();
-        prop_assert!(multi.bins_used <= single.bins_used);
+    fn c_epbfd_is_the_best_of_its_orderings((bin, items) in instance(), opts in options()) {
+        let multi = pack(&items, bin, &PackOptions { heuristic: Heuristic::CEpBfd, ..opts.clone() }).unwrap();
+        let mut best: Option<Packing> = None;
+        for sort in opts.c_epbfd_orders() {
+            let single = pack(&items, bin, &PackOptions { heuristic: Heuristic::EpBfd, sort, ..opts.clone() }).unwrap();
+            if best.as_ref().is_none_or(|b| single.bins_used < b.bins_used) {
+                best = Some(single);
+            }
+        }
+        prop_assert_eq!(multi, best.unwrap());
     }
 
     /// Patch-like items (sides 16..=64) in 64³ bins, checked by `verify`.
@@ -156,7 +185,11 @@ fn exact_tilings_fill_one_bin() {
     for items in cases {
         for heuristic in [Heuristic::EpFfd, Heuristic::EpBfd, Heuristic::CEpBfd] {
             for merit in [Merit::ResidualSpace, Merit::FreeVolume] {
-                let opts = PackOptions { heuristic, merit, ..Default::default() };
+                let opts = PackOptions {
+                    heuristic,
+                    merit,
+                    ..Default::default()
+                };
                 let packing = pack(&items, bin, &opts).unwrap();
                 assert_eq!(packing.bins_used, 1, "{heuristic}/{merit} on {items:?}");
                 assert!((packing.efficiency() - 1.0).abs() < 1e-12);
@@ -199,13 +232,34 @@ fn rotation_turns_items_when_allowed() {
     let items = [[64, 64, 32], [64, 32, 64]];
     let fixed = pack(&items, [64, 64, 64], &PackOptions::default()).unwrap();
     assert_eq!(fixed.bins_used, 2);
-    let turned = pack(&items, [64, 64, 64], &PackOptions { allow_rotation: true, ..Default::default() }).unwrap();
+    let turned = pack(
+        &items,
+        [64, 64, 64],
+        &PackOptions {
+            allow_rotation: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(turned.bins_used, 1);
     turned.verify(&items, true).unwrap();
-    assert!(turned.placements.iter().any(|p| p.is_rotated(items[p.item])));
+    assert!(
+        turned
+            .placements
+            .iter()
+            .any(|p| p.is_rotated(items[p.item]))
+    );
     // An item that only fits turned is accepted with rotation.
     let long = [[10, 70, 10]];
     assert!(pack(&long, [80, 20, 20], &PackOptions::default()).is_err());
-    let p = pack(&long, [80, 20, 20], &PackOptions { allow_rotation: true, ..Default::default() }).unwrap();
+    let p = pack(
+        &long,
+        [80, 20, 20],
+        &PackOptions {
+            allow_rotation: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(p.placements[0].extent[0], 70);
 }
