@@ -109,6 +109,15 @@ pub enum TagError {
     #[error("refinement ratio {0} is not supported (use 2 or 4)")]
     BadRatio(i32),
 
+    /// A component index past the patch's components.
+    #[error("component {comp} does not exist (the patch has {ncomp})")]
+    NoComponent {
+        /// The component asked for.
+        comp: usize,
+        /// Components of the patch.
+        ncomp: usize,
+    },
+
     /// Component slices of different lengths.
     #[error("component {component} has length {len}, expected {expected}")]
     ComponentLength {

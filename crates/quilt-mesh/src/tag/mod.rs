@@ -5,6 +5,8 @@
 //!   (buffer cells around tags).
 //! * [`TagCriterion`]: a criterion tags cells of one patch from one field
 //!   component given as a plain slice ([`TagInput`]).
+//! * [`TagInput::from_patch`] reads one component of a
+//!   [`crate::PatchData`].
 //! * Built-ins modelled on SAMRAI's Euler example: [`GradientDetector`]
 //!   (density or pressure gradient) and [`ShockDetector`]; user closures via
 //!   [`FnCriterion`]; [`euler_pressure`] derives the pressure field.
@@ -16,6 +18,7 @@ mod criterion;
 mod derived;
 mod detectors;
 mod error;
+mod patch;
 mod tag_box;
 
 #[cfg(test)]
