@@ -162,6 +162,16 @@ impl Packing {
         members
     }
 
+    /// `(bin, offset)` per item, in item order: the form
+    /// `quilt_sweep`'s `BatchLayout::packed` takes. Bin indices saturate at
+    /// `u32::MAX`, far beyond any packing of patches.
+    pub fn bin_offsets(&self) -> Vec<(u32, [u32; 3])> {
+        self.placements
+            .iter()
+            .map(|p| (u32::try_from(p.bin).unwrap_or(u32::MAX), p.offset))
+            .collect()
+    }
+
     /// Checks that `self` is a valid packing of `items`: one placement per
     /// item in item order, extents as given (or permuted when
     /// `rotation_allowed`), every item inside its bin, no two items sharing

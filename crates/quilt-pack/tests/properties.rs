@@ -210,6 +210,12 @@ fn statistics_of_a_small_packing() {
     assert_eq!(packing.lower_bound(), 2);
     assert_eq!(packing.bins_used, 3);
     assert_eq!(packing.bin_members().iter().map(Vec::len).sum::<usize>(), 4);
+    let offsets = packing.bin_offsets();
+    assert_eq!(offsets.len(), 4);
+    assert_eq!(offsets[2], (0, [0, 0, 0]));
+    for (p, (bin, offset)) in packing.placements.iter().zip(&offsets) {
+        assert_eq!((p.bin as u32, p.offset), (*bin, *offset));
+    }
     let fills = packing.fill_per_bin();
     assert_eq!(fills[0], 1.0);
     let total: f64 = fills.iter().sum();
