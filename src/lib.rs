@@ -10,9 +10,11 @@
 //! | [`pack`] | `quilt-pack` | how do patches fill GPU bins? (extreme-point 3D bin packing) |
 //! | [`batch`] | `quilt-batch` | which bins go to the GPU next? (cost model, calibration, knapsack selection) |
 //! | [`sweep`] | `quilt-sweep` | how is a batch advanced? (Euler physics, batch layout, RTVD/TVD/WAF) |
+//! | [`cuda`] | `quilt-cuda` | how is a batch advanced on the GPU? (CUDA kernels, NVRTC, packed bins) |
 #![warn(missing_docs)]
 
 pub use quilt_batch as batch;
+pub use quilt_cuda as cuda;
 pub use quilt_mesh as mesh;
 pub use quilt_pack as pack;
 pub use quilt_sweep as sweep;

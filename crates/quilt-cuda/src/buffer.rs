@@ -1,0 +1,169 @@
+//! Raw device and pinned host buffers with explicit ranges.
+//!
+//! The chunked pipeline copies and computes disjoint ranges of one buffer on
+//! several streams at once, which cudarc's safe slices (one event pair per
+//! allocation) would serialise; these two owners keep the raw pointers and
+//! free them on drop, and every copy names its stream and range.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaStream, result, sys};
+
+use crate::error::{CudaError, DriverContext};
+
+/// `len` values of `T` in device memory.
+pub(crate) struct DeviceBuffer<T> {
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    ctx: Arc<CudaContext>,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: a device pointer is a plain address; access is ordered by streams.
+unsafe impl<T> Send for DeviceBuffer<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for DeviceBuffer<T> {}
+
+impl<T: Copy> DeviceBuffer<T> {
+    /// Uninitialised device memory for `len` values (at least one byte is
+    /// allocated so that the pointer is valid).
+    pub fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self, CudaError> {
+        ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let bytes = (len * std::mem::size_of::<T>()).max(1);
+        // SAFETY: plain allocation, freed in Drop.
+        let ptr = unsafe { result::malloc_sync(bytes) }.call("cuMemAlloc")?;
+        Ok(Self {
+            ptr,
+            len,
+            ctx: ctx.clone(),
+            _t: PhantomData,
+        })
+    }
+
+    /// Values held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Device address of value `i` (`i <= len`).
+    pub fn at(&self, i: usize) -> u64 {
+        debug_assert!(i <= self.len);
+        self.ptr + (i * std::mem::size_of::<T>()) as u64
+    }
+
+    /// Copies `src` to values `at ..` on `stream`. `src` must stay valid
+    /// (and, for overlap, be pinned) until the stream passes this point.
+    pub fn upload(&self, at: usize, src: &[T], stream: &CudaStream) -> Result<(), CudaError> {
+        assert!(at + src.len() <= self.len, "upload out of range");
+        if src.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: range checked; the caller keeps `src` alive until the copy ends.
+        unsafe { result::memcpy_htod_async(self.at(at), src, stream.cu_stream()) }
+            .call("cuMemcpyHtoDAsync")
+    }
+
+    /// Copies values `at .. at + dst.len()` into `dst` on `stream`. `dst`
+    /// must stay valid and untouched until the stream passes this point.
+    pub fn download(&self, at: usize, dst: &mut [T], stream: &CudaStream) -> Result<(), CudaError> {
+        assert!(at + dst.len() <= self.len, "download out of range");
+        if dst.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: range checked; the caller keeps `dst` alive until the copy ends.
+        unsafe { result::memcpy_dtoh_async(dst, self.at(at), stream.cu_stream()) }
+            .call("cuMemcpyDtoHAsync")
+    }
+
+    /// Sets the bytes of values `at .. at + n` to `byte` on `stream`.
+    pub fn fill_bytes(
+        &self,
+        at: usize,
+        n: usize,
+        byte: u8,
+        stream: &CudaStream,
+    ) -> Result<(), CudaError> {
+        assert!(at + n <= self.len, "fill out of range");
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: range checked.
+        unsafe {
+            result::memset_d8_async(
+                self.at(at),
+                byte,
+                n * std::mem::size_of::<T>(),
+                stream.cu_stream(),
+            )
+        }
+        .call("cuMemsetD8Async")
+    }
+}
+
+impl<T> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: allocated by cuMemAlloc, freed once; every stream using it
+            // is synchronised before the owner drops it.
+            if let Err(e) = unsafe { result::free_sync(self.ptr) } {
+                log::warn!("cuMemFree: {e}");
+            }
+        }
+    }
+}
+
+/// `len` values of `T` in page-locked host memory (not write-combined: the
+/// host reads results back from it).
+pub(crate) struct PinnedBuffer<T> {
+    ptr: *mut T,
+    len: usize,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: owned page-locked memory; accesses are ordered by stream events.
+unsafe impl<T: Send> Send for PinnedBuffer<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for PinnedBuffer<T> {}
+
+impl<T: bytemuck::Pod> PinnedBuffer<T> {
+    /// Zeroed pinned memory for `len` values.
+    pub fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self, CudaError> {
+        ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let bytes = (len * std::mem::size_of::<T>()).max(1);
+        // SAFETY: plain allocation, freed in Drop.
+        let ptr = unsafe { result::malloc_host(bytes, 0) }.call("cuMemHostAlloc")? as *mut T;
+        assert!(!ptr.is_null() && ptr.is_aligned());
+        // SAFETY: `bytes` writable bytes; zero is a valid `T` (Pod).
+        unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, bytes) };
+        Ok(Self {
+            ptr,
+            len,
+            ctx: ctx.clone(),
+        })
+    }
+
+    /// The values. The caller makes sure no copy into this memory is in
+    /// flight (stream or event synchronised).
+    pub fn as_slice(&self) -> &[T] {
+        // SAFETY: `len` initialised values (zeroed at allocation).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The values, mutable; same rule as [`PinnedBuffer::as_slice`].
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: as above, uniquely borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: allocated by cuMemHostAlloc, freed once, no copy in flight.
+            if let Err(e) = unsafe { result::free_host(self.ptr.cast()) } {
+                log::warn!("cuMemFreeHost: {e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Contexts and compiled kernel images, created once per process and device.
+//!
+//! An image is one kernel file compiled by NVRTC for the device's own
+//! architecture (`sm_XY` from its compute capability), with FMA contraction
+//! on or off: the cubin NVRTC returns, so the driver does no JIT. Every
+//! solver loads its own module from the cached image (milliseconds), which
+//! gives it a private constant bank for its descriptors.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
+use cudarc::nvrtc::Ptx;
+
+use crate::error::{CudaError, DriverContext};
+use crate::probe::{DeviceInfo, probe_device};
+use crate::source::{CompileOptions, KernelFile, compile};
+
+/// A device with its primary context.
+#[derive(Clone, Debug)]
+pub(crate) struct Device {
+    pub info: DeviceInfo,
+    pub ctx: Arc<CudaContext>,
+}
+
+type ModuleKey = (usize, KernelFile, bool);
+
+fn devices() -> &'static Mutex<HashMap<usize, Device>> {
+    static D: OnceLock<Mutex<HashMap<usize, Device>>> = OnceLock::new();
+    D.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+type ImageCell = Arc<OnceLock<Result<Arc<Image>, String>>>;
+
+/// A compiled kernel file.
+pub(crate) enum Image {
+    Cubin(Vec<u8>),
+    Ptx(String),
+}
+
+fn images() -> &'static Mutex<HashMap<ModuleKey, ImageCell>> {
+    static M: OnceLock<Mutex<HashMap<ModuleKey, ImageCell>>> = OnceLock::new();
+    M.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The device `ordinal`, probed and with its primary context retained.
+pub(crate) fn device(ordinal: usize) -> Result<Device, CudaError> {
+    let mut map = devices().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(d) = map.get(&ordinal) {
+        return Ok(d.clone());
+    }
+    let info = probe_device(ordinal)?;
+    let ctx = CudaContext::new(ordinal).call("cuDevicePrimaryCtxRetain")?;
+    // Streams and buffers of this crate are synchronised explicitly (events
+    // per chunk); cudarc's per-allocation event tracking would serialise
+    // the streams that work on disjoint ranges of one buffer.
+    // SAFETY: no cudarc-managed allocation of this context relies on it.
+    unsafe { ctx.disable_event_tracking() };
+    log::info!("CUDA device {info}");
+    let d = Device { info, ctx };
+    map.insert(ordinal, d.clone());
+    Ok(d)
+}
+
+/// The image of `file` for `dev`, compiled on first use (other threads
+/// asking for the same image wait for that compilation).
+pub(crate) fn image(dev: &Device, file: KernelFile, fma: bool) -> Result<Arc<Image>, CudaError> {
+    let key = (dev.info.ordinal, file, fma);
+    let cell = {
+        let mut map = images().lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(key).or_default().clone()
+    };
+    let res = cell.get_or_init(|| {
+        build(dev, file, fma)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    });
+    res.clone().map_err(|log| CudaError::Compile {
+        file: file.path(),
+        arch: dev.info.arch(),
+        status: "failed earlier in this process".into(),
+        log,
+    })
+}
+
+/// A fresh module of `file` on `dev` (compiling the image on first use).
+pub(crate) fn module(
+    dev: &Device,
+    file: KernelFile,
+    fma: bool,
+) -> Result<Arc<CudaModule>, CudaError> {
+    let img = image(dev, file, fma)?;
+    let ptx = match &*img {
+        Image::Cubin(c) => Ptx::from_binary(c.clone()),
+        Image::Ptx(p) => Ptx::from_src(p.clone()),
+    };
+    dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+    dev.ctx.load_module(ptx).call("cuModuleLoadData")
+}
+
+fn build(dev: &Device, file: KernelFile, fma: bool) -> Result<Image, CudaError> {
+    let t = Instant::now();
+    let opts = CompileOptions::new(dev.info.arch(), fma);
+    let out = compile(file, &opts)?;
+    if !out.log.trim().is_empty() {
+        log::debug!("NVRTC log of {} (fma {fma}):\n{}", file.path(), out.log);
+    }
+    log::info!(
+        "compiled {} for {} (fma {fma}) in {:.1} s",
+        file.path(),
+        dev.info.arch(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(match out.cubin {
+        Some(c) => Image::Cubin(c),
+        None => Image::Ptx(out.ptx),
+    })
+}
+
+/// Compiles several images at once on separate threads (NVRTC is thread
+/// safe); later [`module`] calls load them without compiling.
+pub(crate) fn precompile(dev: &Device, wanted: &[(KernelFile, bool)]) -> Result<(), CudaError> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = wanted
+            .iter()
+            .map(|&(file, fma)| s.spawn(move || image(dev, file, fma).map(|_| ())))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(CudaError::Config("compiler thread panicked".into())))
+            })
+            .collect::<Result<Vec<()>, CudaError>>()
+    })?;
+    Ok(())
+}
+
+/// Loads an entry point.
+pub(crate) fn function(module: &Arc<CudaModule>, name: &str) -> Result<CudaFunction, CudaError> {
+    module.load_function(name).call("cuModuleGetFunction")
+}

@@ -1,0 +1,92 @@
+//! [`CudaError`]: everything the CUDA backend can report.
+
+use cudarc::driver::DriverError;
+use quilt_sweep::{LayoutError, SweepError};
+use thiserror::Error;
+
+/// An error of the CUDA backend: no usable driver, device or compiler, a
+/// failed driver call, a kernel that NVRTC rejected (with its log), a layout
+/// the kernels do not support, or the same step errors as the CPU solver
+/// ([`SweepError`]).
+#[derive(Debug, Error)]
+pub enum CudaError {
+    /// The CUDA driver library (`libcuda.so`) could not be loaded.
+    #[error(
+        "no CUDA driver: libcuda.so could not be loaded (is an NVIDIA driver installed and on the loader path?)"
+    )]
+    NoDriver,
+    /// The run-time compiler (`libnvrtc.so.13`) could not be loaded.
+    #[error(
+        "NVRTC not found: libnvrtc.so.13 could not be loaded (install CUDA 13 or run scripts/nvrtc-venv.sh and put the directory it prints on LD_LIBRARY_PATH)"
+    )]
+    NoNvrtc,
+    /// The driver loaded but reports no usable device.
+    #[error("no usable CUDA device: {0}")]
+    NoDevice(String),
+    /// The requested device ordinal does not exist.
+    #[error("CUDA device {ordinal} does not exist (the driver reports {count})")]
+    DeviceOrdinal {
+        /// Ordinal asked for.
+        ordinal: usize,
+        /// Devices present.
+        count: usize,
+    },
+    /// A driver call failed.
+    #[error("CUDA driver call `{call}` failed: {source}")]
+    Driver {
+        /// What was being done.
+        call: &'static str,
+        /// The driver's error.
+        #[source]
+        source: DriverError,
+    },
+    /// NVRTC rejected a kernel file; `log` is NVRTC's program log.
+    #[error("NVRTC could not compile {file} for {arch} ({status}):\n{log}")]
+    Compile {
+        /// Kernel file (`kernels/rtvd.cu`...).
+        file: &'static str,
+        /// Target architecture option.
+        arch: String,
+        /// NVRTC's status string.
+        status: String,
+        /// NVRTC's program log.
+        log: String,
+    },
+    /// Another NVRTC call failed.
+    #[error("NVRTC call `{call}` failed: {status}")]
+    Nvrtc {
+        /// The call.
+        call: &'static str,
+        /// NVRTC's status string.
+        status: String,
+    },
+    /// The batch layout is valid but outside what the kernels handle.
+    #[error("unsupported layout for the CUDA kernels: {0}")]
+    Unsupported(String),
+    /// A configuration value is out of range.
+    #[error("invalid CUDA solver configuration: {0}")]
+    Config(String),
+    /// The GPU and the CPU reference disagree about a step (a defect).
+    #[error("internal error: {0}")]
+    Internal(String),
+    /// A step error, as the CPU solver reports it.
+    #[error(transparent)]
+    Sweep(#[from] SweepError),
+}
+
+impl From<LayoutError> for CudaError {
+    fn from(e: LayoutError) -> Self {
+        Self::Sweep(SweepError::Layout(e))
+    }
+}
+
+/// Attaches the name of the driver call to a [`DriverError`].
+pub(crate) trait DriverContext<T> {
+    fn call(self, call: &'static str) -> Result<T, CudaError>;
+}
+
+impl<T> DriverContext<T> for Result<T, DriverError> {
+    fn call(self, call: &'static str) -> Result<T, CudaError> {
+        self.map_err(|source| CudaError::Driver { call, source })
+    }
+}

@@ -1,0 +1,93 @@
+//! `#[repr(C)]` twins of the structures the kernels read (see
+//! `kernels/common.cuh`); field order and types must match the C side.
+
+use bytemuck::{Pod, Zeroable};
+use cudarc::driver::DeviceRepr;
+
+use crate::real::GpuReal;
+
+/// `ColItem`: one column (or the first column of a 32-column segment).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub(crate) struct ColItem {
+    pub patch: u32,
+    pub ta: u16,
+    pub tb: u16,
+}
+
+/// `PassInfo`: one pass of a step.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub(crate) struct PassInfo {
+    pub items: u64,
+    pub pstart: u64,
+    pub axis: i32,
+    pub read_halo: i32,
+    pub t_halo: [i32; 3],
+    pub slot: i32,
+    pub stage: i32,
+    pub sub: i32,
+}
+
+const _: () = assert!(std::mem::size_of::<PassInfo>() == 48);
+const _: () = assert!(std::mem::size_of::<ColItem>() == 8);
+
+/// `GasK<T>`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct GasK<T> {
+    pub gamma: T,
+    pub gm1: T,
+    pub inv_gm1: T,
+    pub rho_floor: T,
+    pub p_floor: T,
+}
+
+/// `StepArgs<T>`, passed by value to every sweep kernel.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct StepArgs<T> {
+    pub data: u64,
+    pub flux: u64,
+    pub stage: u64,
+    pub acc: u64,
+    pub descs: u64,
+    pub step: u64,
+    pub counters: u64,
+    pub errors: u64,
+    pub barrier: u64,
+    pub passes: u64,
+    pub q0: u32,
+    pub q1: u32,
+    pub use_const: i32,
+    pub bin_edge: i32,
+    pub opt0: i32,
+    pub opt1: i32,
+    pub pass0: i32,
+    pub npasses: i32,
+    pub k: GasK<T>,
+}
+
+// SAFETY: plain `#[repr(C)]` data matching the kernels' `StepArgs<T>`.
+unsafe impl<T: GpuReal> DeviceRepr for StepArgs<T> {}
+
+/// Values per patch in the per-step table `PatchStep<T>`: `dt/dx` along x,
+/// y, z and the flux-buffer weight.
+pub(crate) const STEP_WORDS: usize = 4;
+
+/// Shared-memory values per column slot of each scheme (`S::SLOT_WORDS`).
+pub(crate) fn slot_words(file: crate::source::KernelFile) -> usize {
+    use crate::source::KernelFile::*;
+    let e = crate::plan::MAX_EDGE as usize;
+    match file {
+        Rtvd | Tvd => 15 * e,
+        Waf => 13 * e,
+    }
+}
+
+/// Values in `c_descs` (`QUILT_CONST_DESCS`).
+pub(crate) const CONST_DESCS: usize = 768;
+
+/// Words of the per-chunk results block: floor counters (2) and the first
+/// bad cell of each error slot (6).
+pub(crate) const RESULT_WORDS: usize = 8;

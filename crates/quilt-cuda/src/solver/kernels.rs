@@ -1,0 +1,130 @@
+//! The entry points of one scheme and precision, with the launch shapes
+//! derived from their occupancy.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaModule};
+
+use crate::device::function;
+use crate::error::{CudaError, DriverContext};
+use crate::params::slot_words;
+use crate::probe::DeviceInfo;
+use crate::real::GpuReal;
+use crate::source::{KernelFile, KernelShape, kernel_name};
+
+/// Threads per block of every sweep kernel (`__launch_bounds__(128, ...)`).
+pub(crate) const BLOCK: u32 = 128;
+
+/// Registers, local memory and occupancy of one kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelInfo {
+    /// Entry point.
+    pub name: String,
+    /// Registers per thread.
+    pub registers: i32,
+    /// Local memory (spills, stack) per thread in bytes.
+    pub local_bytes: i32,
+    /// Dynamic shared memory per block in bytes.
+    pub shared_bytes: u32,
+    /// Resident blocks of [`BLOCK`] threads per multiprocessor.
+    pub blocks_per_sm: u32,
+}
+
+/// One loaded kernel and its launch shape.
+#[derive(Clone, Debug)]
+pub(crate) struct Kernel {
+    pub func: CudaFunction,
+    pub name: String,
+    pub smem: u32,
+    /// Grid size that fills the device once (blocks per SM x SMs).
+    pub full_grid: u32,
+    pub blocks_per_sm: u32,
+}
+
+impl Kernel {
+    fn load(
+        module: &Arc<CudaModule>,
+        name: String,
+        smem: u32,
+        sms: u32,
+    ) -> Result<Self, CudaError> {
+        let func = function(module, &name)?;
+        let blocks_per_sm = func
+            .occupancy_max_active_blocks_per_multiprocessor(BLOCK, smem as usize, None)
+            .call("cuOccupancyMaxActiveBlocksPerMultiprocessor")?
+            .max(1);
+        Ok(Self {
+            func,
+            name,
+            smem,
+            full_grid: blocks_per_sm * sms,
+            blocks_per_sm,
+        })
+    }
+
+    /// Blocks for `units` work units of `per_block` each, at most one full
+    /// device.
+    pub fn grid(&self, units: u64, per_block: u64) -> u32 {
+        units
+            .div_ceil(per_block)
+            .min(u64::from(self.full_grid))
+            .max(1) as u32
+    }
+
+    fn info(&self) -> KernelInfo {
+        KernelInfo {
+            name: self.name.clone(),
+            registers: self.func.num_regs().unwrap_or(-1),
+            local_bytes: self.func.local_size_bytes().unwrap_or(-1),
+            shared_bytes: self.smem,
+            blocks_per_sm: self.blocks_per_sm,
+        }
+    }
+}
+
+/// Every entry point a solver may launch.
+#[derive(Clone, Debug)]
+pub(crate) struct Kernels {
+    pub default: Kernel,
+    pub packed: Kernel,
+    pub rows: Kernel,
+    pub march: Kernel,
+    pub fused: Kernel,
+    pub scan: CudaFunction,
+}
+
+impl Kernels {
+    pub fn load<T: GpuReal>(
+        module: &Arc<CudaModule>,
+        file: KernelFile,
+        dev: &DeviceInfo,
+    ) -> Result<Self, CudaError> {
+        let sms = dev.multiprocessors;
+        let size = std::mem::size_of::<T>() as u32;
+        let slot = slot_words(file) as u32 * size;
+        let k = |shape, slots: u32| {
+            Kernel::load(module, kernel_name(file, shape, T::NAME), slots * slot, sms)
+        };
+        Ok(Self {
+            default: k(KernelShape::Default, 2)?,
+            packed: k(KernelShape::Packed, 2)?,
+            rows: k(KernelShape::Rows, 4)?,
+            march: k(KernelShape::March, 0)?,
+            fused: k(KernelShape::Fused, 4)?,
+            scan: function(module, &format!("scan_{}", T::NAME))?,
+        })
+    }
+
+    pub fn info(&self) -> Vec<KernelInfo> {
+        [
+            &self.default,
+            &self.packed,
+            &self.rows,
+            &self.march,
+            &self.fused,
+        ]
+        .iter()
+        .map(|k| k.info())
+        .collect()
+    }
+}

@@ -1,0 +1,306 @@
+//! [`CudaSolver`]: one step of a [`Batch`] on the GPU, mirroring
+//! [`quilt_sweep::Solver::advance`].
+//!
+//! A step runs, per chunk of bins and on one of several streams: copy of
+//! the chunk from the batch into pinned memory and to the device, the input
+//! scan (bad states, fastest signal for the Courant check), the sweeps of
+//! the chosen [`Variant`], and the copies back. The host then checks the
+//! scan and the sweep error slots of every chunk and, if the step is valid,
+//! copies the new state and the boundary fluxes into the batch; otherwise
+//! the batch is left as it was and the error is the one the CPU solver
+//! reports (input errors are reproduced on the CPU from the untouched
+//! batch).
+
+mod kernels;
+mod report;
+mod run;
+mod state;
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaModule, CudaStream};
+use quilt_sweep::physics::Gas;
+use quilt_sweep::{Batch, Scheme, Solver, StepReport, SweepError, SweepOrder};
+
+use crate::device::{self, Device};
+use crate::error::{CudaError, DriverContext};
+use crate::probe::DeviceInfo;
+use crate::real::GpuReal;
+use crate::source::KernelFile;
+
+pub use kernels::KernelInfo;
+
+use kernels::Kernels;
+use run::DtSpec;
+use state::LayoutState;
+
+/// How the kernels are organised (the three bars of the paper's Figure 10,
+/// and one step between the last two).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// The paper's default scheme: batches of `n_fixed` patches (in the
+    /// layout the caller built, normally one patch per bin) on rotating
+    /// streams, one thread block of 2 x 64 threads per patch running every
+    /// pass of the step with block barriers between phases.
+    Default,
+    /// Packed bins (paper sec. 3.1): one launch per pass in which all thread
+    /// blocks stride over the columns of every bin, two columns per block,
+    /// block barriers.
+    Packed,
+    /// Packed bins with a warp per column (two cells per lane, warp barriers
+    /// only) and descriptors in constant memory; y and z columns are read
+    /// with a stride, as in the two variants above.
+    PackedWarp,
+    /// [`Variant::PackedWarp`] for x sweeps; y and z sweeps by warps of 32
+    /// neighbouring columns, one thread marching each column, so that every
+    /// access is coalesced (paper sec. 3.4). The fastest measured; the
+    /// default.
+    PackedOpt,
+}
+
+impl Variant {
+    /// Every variant.
+    pub const ALL: [Variant; 4] = [
+        Self::Default,
+        Self::Packed,
+        Self::PackedWarp,
+        Self::PackedOpt,
+    ];
+
+    /// Short name for tables and logs.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::Packed => "packed",
+            Self::PackedWarp => "packed+warp",
+            Self::PackedOpt => "packed+kopt",
+        }
+    }
+
+    fn uses_constant_descriptors(self) -> bool {
+        matches!(self, Self::PackedWarp | Self::PackedOpt)
+    }
+}
+
+/// Configuration of a [`CudaSolver`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CudaConfig {
+    /// Kernel organisation.
+    pub variant: Variant,
+    /// [`Variant::PackedOpt`] only: every pass of a step in one cooperative
+    /// launch with grid barriers, instead of one launch per pass.
+    pub fused: bool,
+    /// CUDA streams the chunks rotate over (the paper's default uses 4).
+    pub streams: usize,
+    /// [`Variant::Default`]: patches per chunk (`n_fixed`); `None` takes
+    /// `streams x multiprocessors`, the paper's choice.
+    pub n_fixed: Option<usize>,
+    /// Packed variants: chunks of bins per batch, pipelined over the streams
+    /// (copies of one chunk overlap the kernels of another).
+    pub chunks: usize,
+    /// Let NVRTC contract multiply-adds into FMAs. Off (the default)
+    /// reproduces the CPU reference bit for bit.
+    pub fma: bool,
+    /// Device ordinal.
+    pub device: usize,
+}
+
+impl Default for CudaConfig {
+    fn default() -> Self {
+        Self {
+            variant: Variant::PackedOpt,
+            fused: false,
+            streams: 4,
+            n_fixed: None,
+            chunks: 4,
+            fma: false,
+            device: 0,
+        }
+    }
+}
+
+impl CudaConfig {
+    /// The default configuration with another variant.
+    pub fn variant(variant: Variant) -> Self {
+        Self {
+            variant,
+            ..Self::default()
+        }
+    }
+
+    fn validate(&self) -> Result<(), CudaError> {
+        if self.streams == 0 || self.streams > 64 {
+            return Err(CudaError::Config(format!(
+                "streams = {} must lie in 1..=64",
+                self.streams
+            )));
+        }
+        if self.chunks == 0 {
+            return Err(CudaError::Config("chunks must be at least 1".into()));
+        }
+        if self.n_fixed == Some(0) {
+            return Err(CudaError::Config("n_fixed must be at least 1".into()));
+        }
+        if self.fused && self.variant != Variant::PackedOpt {
+            return Err(CudaError::Config(format!(
+                "fused launches exist for the {} variant only, not {}",
+                Variant::PackedOpt.name(),
+                self.variant.name()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Times of the last step, from CUDA events (milliseconds) and host clocks.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepTiming {
+    /// First to last GPU operation of the step.
+    pub total_ms: f64,
+    /// Input scan kernels (summed over chunks).
+    pub scan_ms: f64,
+    /// Sweep kernels (summed over chunks; chunks on different streams may
+    /// overlap, so with several chunks this can exceed the wall time).
+    pub sweep_ms: f64,
+    /// Host-to-device copies (summed over chunks).
+    pub upload_ms: f64,
+    /// Device-to-host copies (summed over chunks).
+    pub download_ms: f64,
+    /// Host copies between the batch and pinned memory.
+    pub host_ms: f64,
+}
+
+/// The solver of one scheme and precision on one device.
+///
+/// Owns its streams, a module with its own constant bank, and the device
+/// buffers of the last layout it saw (rebuilt when the layout changes, kept
+/// otherwise, so that steps over batches of one layout allocate nothing).
+pub struct CudaSolver<T: GpuReal> {
+    cpu: Solver,
+    config: CudaConfig,
+    dev: Device,
+    module: Arc<CudaModule>,
+    kernels: Kernels,
+    streams: Vec<Arc<CudaStream>>,
+    state: Option<LayoutState<T>>,
+    /// The device holds a batch uploaded by [`CudaSolver::upload`].
+    resident: bool,
+    timing: StepTiming,
+}
+
+impl<T: GpuReal> CudaSolver<T> {
+    /// A solver for `scheme` and `gas` (validated as by
+    /// [`quilt_sweep::Solver::new`]) on the configured device. Probes the
+    /// driver first, compiles the scheme's kernel file on first use in the
+    /// process, and creates the streams.
+    pub fn new(scheme: Scheme, gas: Gas, config: CudaConfig) -> Result<Self, CudaError> {
+        config.validate()?;
+        let cpu = Solver::new(scheme, gas).map_err(SweepError::from)?;
+        let dev = device::device(config.device)?;
+        let file = match scheme {
+            Scheme::Rtvd { .. } => KernelFile::Rtvd,
+            Scheme::Tvd { .. } => KernelFile::Tvd,
+            Scheme::Waf { .. } => KernelFile::Waf,
+        };
+        let module = device::module(&dev, file, config.fma)?;
+        let kernels = Kernels::load::<T>(&module, file, &dev.info)?;
+        let streams = (0..config.streams)
+            .map(|_| dev.ctx.new_stream().call("cuStreamCreate"))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            cpu,
+            config,
+            dev,
+            module,
+            kernels,
+            streams,
+            state: None,
+            resident: false,
+            timing: StepTiming::default(),
+        })
+    }
+
+    /// The CPU solver with the same scheme and gas (the reference).
+    pub fn cpu(&self) -> &Solver {
+        &self.cpu
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CudaConfig {
+        &self.config
+    }
+
+    /// The device.
+    pub fn device(&self) -> &DeviceInfo {
+        &self.dev.info
+    }
+
+    /// Registers, local memory and occupancy of the loaded kernels.
+    pub fn kernel_info(&self) -> Vec<KernelInfo> {
+        self.kernels.info()
+    }
+
+    /// Times of the last step.
+    pub fn last_timing(&self) -> StepTiming {
+        self.timing
+    }
+
+    /// Advances every patch of `batch` by `dt` with the sweeps in `order`:
+    /// the same results (bit for bit with `fma` off), boundary fluxes,
+    /// floor counts, Courant number and errors as
+    /// [`quilt_sweep::Solver::advance`]. On an input error (bad state, time
+    /// step above the CFL limit) the batch is unchanged; after a non-finite
+    /// state in a sweep its interior is unspecified.
+    pub fn advance(
+        &mut self,
+        batch: &mut Batch<T>,
+        dt: f64,
+        order: SweepOrder,
+    ) -> Result<StepReport, CudaError> {
+        self.resident = false;
+        self.run_io(batch, DtSpec::Uniform(dt), order)
+    }
+
+    /// As [`CudaSolver::advance`], with the time step of each patch taken
+    /// from `dt_by_level[patch.level]`.
+    pub fn advance_levels(
+        &mut self,
+        batch: &mut Batch<T>,
+        dt_by_level: &[f64],
+        order: SweepOrder,
+    ) -> Result<StepReport, CudaError> {
+        self.resident = false;
+        self.run_io(batch, DtSpec::Levels(dt_by_level), order)
+    }
+
+    /// Copies `batch` to the device and keeps it there for
+    /// [`CudaSolver::step_resident`] (benchmarks: steps without transfers).
+    pub fn upload(&mut self, batch: &Batch<T>) -> Result<(), CudaError> {
+        self.upload_resident(batch)?;
+        self.resident = true;
+        Ok(())
+    }
+
+    /// Advances the batch held on the device (see [`CudaSolver::upload`]).
+    /// Input errors are reported as by [`CudaSolver::advance`] and leave the
+    /// device state unchanged.
+    pub fn step_resident(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, CudaError> {
+        if !self.resident {
+            return Err(CudaError::Config(
+                "step_resident needs a batch uploaded with upload()".into(),
+            ));
+        }
+        self.run_resident(DtSpec::Uniform(dt), order)
+    }
+
+    /// Copies the device's batch (state and flux buffer) into `batch`, which
+    /// must have the uploaded layout.
+    pub fn download(&mut self, batch: &mut Batch<T>) -> Result<(), CudaError> {
+        if !self.resident {
+            return Err(CudaError::Config(
+                "download needs a batch uploaded with upload()".into(),
+            ));
+        }
+        self.download_resident(batch)
+    }
+}

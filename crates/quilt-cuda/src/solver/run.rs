@@ -1,0 +1,588 @@
+//! The step pipeline: per-step constants, chunks on streams, kernel
+//! launches, and the host side of copies and checks.
+
+use std::time::Instant;
+
+use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use quilt_sweep::{Batch, BatchLayout, PatchDesc, Scheme, StepReport, SweepError, SweepOrder};
+use rayon::prelude::*;
+
+use super::report::{decode_sweep_error, input_error};
+use super::state::{ERROR_SLOTS, LayoutState};
+use super::{CudaSolver, Variant};
+use crate::error::{CudaError, DriverContext};
+use crate::params::{GasK, STEP_WORDS, StepArgs};
+use crate::plan::{Chunk, Chunking, TableKind};
+use crate::real::GpuReal;
+use crate::solver::kernels::BLOCK;
+
+/// The time step of every patch: one for all, or one per level.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum DtSpec<'a> {
+    Uniform(f64),
+    Levels(&'a [f64]),
+}
+
+impl DtSpec<'_> {
+    fn of(&self, d: &PatchDesc) -> Result<f64, SweepError> {
+        match *self {
+            Self::Uniform(dt) => Ok(dt),
+            Self::Levels(l) => l
+                .get(d.level as usize)
+                .copied()
+                .ok_or(SweepError::MissingLevel {
+                    patch: d.id,
+                    level: d.level,
+                    levels: l.len(),
+                }),
+        }
+    }
+}
+
+/// Copies in parallel: the host side of a step moves hundreds of megabytes
+/// between the batch and pinned memory.
+fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    const PIECE: usize = 1 << 16;
+    dst.par_chunks_mut(PIECE)
+        .zip(src.par_chunks(PIECE))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+fn ms(a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent) -> Result<f64, CudaError> {
+    Ok(f64::from(a.elapsed_ms(b).call("cuEventElapsedTime")?))
+}
+
+/// Data-array range of a chunk's bins.
+fn data_range(c: &Chunk, bin_edge: u32) -> std::ops::Range<usize> {
+    let per_bin = 5 * (bin_edge as usize).pow(3);
+    c.bin0 as usize * per_bin..c.bin1 as usize * per_bin
+}
+
+impl<T: GpuReal> CudaSolver<T> {
+    /// Makes the device state match `layout` (rebuilding it if the layout
+    /// changed).
+    fn ensure_state(&mut self, layout: &BatchLayout) -> Result<(), CudaError> {
+        if self.state.as_ref().is_some_and(|s| s.plan.matches(layout)) {
+            return Ok(());
+        }
+        self.state = None;
+        let chunking = match self.config.variant {
+            Variant::Default => Chunking::Patches(
+                self.config
+                    .n_fixed
+                    .unwrap_or(self.config.streams * self.dev.info.multiprocessors as usize),
+            ),
+            _ if self.config.fused => Chunking::Bins(1),
+            _ => Chunking::Bins(self.config.chunks),
+        };
+        let variant = self.config.variant;
+        self.state = Some(LayoutState::new(
+            &self.dev.ctx,
+            &self.module,
+            &self.streams[0],
+            layout,
+            &self.cpu.scheme(),
+            chunking,
+            variant == Variant::PackedOpt,
+            variant.uses_constant_descriptors(),
+        )?);
+        Ok(())
+    }
+
+    /// Validates the time steps and fills the per-patch step constants
+    /// (`dt/dx` and the flux weight, rounded to `T` as on the CPU).
+    fn prepare_step(&mut self, dt: DtSpec<'_>) -> Result<(), CudaError> {
+        let tvd = matches!(self.cpu.scheme(), Scheme::Tvd { .. });
+        let st = self.state.as_mut().expect("state built");
+        let h = st.h_step.as_mut_slice();
+        for (p, d) in st.plan.descs.iter().enumerate() {
+            let dt = dt.of(d)?;
+            if !(dt.is_finite() && dt > 0.0) {
+                return Err(SweepError::TimeStep(dt).into());
+            }
+            st.dt[p] = dt;
+            let w = &mut h[STEP_WORDS * p..STEP_WORDS * (p + 1)];
+            for a in 0..3 {
+                w[a] = T::lit(dt / d.dx[a]);
+            }
+            w[3] = if tvd { T::lit(0.5 * dt) } else { T::lit(dt) };
+        }
+        Ok(())
+    }
+
+    /// Starts a step on stream 0: step constants up, counters and error
+    /// slots reset; the other streams wait for it.
+    fn begin_step(&self) -> Result<(), CudaError> {
+        let st = self.state.as_ref().expect("state built");
+        let s0 = &self.streams[0];
+        st.start.record(s0).call("cuEventRecord")?;
+        st.d_step.upload(0, st.h_step.as_slice(), s0)?;
+        st.d_rates.fill_bytes(0, st.d_rates.len(), 0, s0)?;
+        st.d_bad.fill_bytes(0, st.d_bad.len(), 0, s0)?;
+        st.d_counters.fill_bytes(0, st.d_counters.len(), 0, s0)?;
+        st.d_errors.fill_bytes(0, st.d_errors.len(), 0xff, s0)?;
+        st.ready.record(s0).call("cuEventRecord")?;
+        for s in &self.streams[1..] {
+            s.wait(&st.ready).call("cuStreamWaitEvent")?;
+        }
+        Ok(())
+    }
+
+    /// Stream 0 waits for every chunk, then records the end event and the
+    /// host waits for it.
+    fn end_step(&self) -> Result<(), CudaError> {
+        let st = self.state.as_ref().expect("state built");
+        let s0 = &self.streams[0];
+        for ev in &st.events {
+            s0.wait(&ev.done).call("cuStreamWaitEvent")?;
+        }
+        st.end.record(s0).call("cuEventRecord")?;
+        st.end.synchronize().call("cuEventSynchronize")
+    }
+
+    fn stream_of(&self, c: usize) -> &std::sync::Arc<CudaStream> {
+        &self.streams[c % self.streams.len()]
+    }
+
+    fn step_args(&self, c: usize, order: SweepOrder) -> StepArgs<T> {
+        let st = self.state.as_ref().expect("state built");
+        let chunk = &st.plan.chunks[c];
+        let k = self.cpu.gas().consts::<T>();
+        let (opt0, opt1) = scheme_options(&self.cpu.scheme());
+        StepArgs {
+            data: st.d_data.at(0),
+            flux: st.d_flux.at(0),
+            stage: st.d_stage.as_ref().map_or(0, |b| b.at(0)),
+            acc: st.d_acc.as_ref().map_or(0, |b| b.at(0)),
+            descs: st.d_descs.at(0),
+            step: st.d_step.at(0),
+            counters: st.d_counters.at(2 * c),
+            errors: st.d_errors.at(ERROR_SLOTS * c),
+            barrier: st.d_barrier.at(0),
+            passes: st.steps[&order].d_passes.at(0),
+            q0: chunk.q0,
+            q1: chunk.q1,
+            use_const: i32::from(st.use_const),
+            bin_edge: st.plan.bin_edge as i32,
+            opt0,
+            opt1,
+            pass0: 0,
+            npasses: st.steps[&order].passes.len() as i32,
+            k: GasK {
+                gamma: k.gamma,
+                gm1: k.gm1,
+                inv_gm1: k.inv_gm1,
+                rho_floor: k.rho_floor,
+                p_floor: k.p_floor,
+            },
+        }
+    }
+
+    /// The input scan of chunk `c`.
+    fn launch_scan(&self, c: usize, stream: &CudaStream) -> Result<(), CudaError> {
+        let st = self.state.as_ref().expect("state built");
+        let chunk = &st.plan.chunks[c];
+        if chunk.q1 == chunk.q0 {
+            return Ok(());
+        }
+        let (data, descs, order) = (st.d_data.at(0), st.d_descs.at(0), st.d_order.at(0));
+        let (rates, bad) = (st.d_rates.at(0), st.d_bad.at(0));
+        let b = st.plan.bin_edge as i32;
+        let gamma = self.cpu.gas().gamma;
+        let cfg = LaunchConfig {
+            grid_dim: (chunk.q1 - chunk.q0, st.plan.bin_edge, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut l = stream.launch_builder(&self.kernels.scan);
+        l.arg(&data)
+            .arg(&descs)
+            .arg(&order)
+            .arg(&chunk.q0)
+            .arg(&chunk.q1)
+            .arg(&b)
+            .arg(&gamma)
+            .arg(&rates)
+            .arg(&bad);
+        // SAFETY: arguments match `scan_T`'s signature; buffers cover every
+        // index the kernel derives from the uploaded descriptors.
+        unsafe { l.launch(cfg) }.call("cuLaunchKernel(scan)")?;
+        Ok(())
+    }
+
+    /// The sweeps of chunk `c` for one step in `order`.
+    fn launch_sweeps(
+        &self,
+        c: usize,
+        order: SweepOrder,
+        stream: &CudaStream,
+    ) -> Result<(), CudaError> {
+        let st = self.state.as_ref().expect("state built");
+        let chunk = &st.plan.chunks[c];
+        if chunk.q1 == chunk.q0 {
+            return Ok(());
+        }
+        let base = self.step_args(c, order);
+        let passes = &st.steps[&order].passes;
+        let launch = |k: &super::kernels::Kernel,
+                      grid: u32,
+                      args: StepArgs<T>,
+                      coop: bool|
+         -> Result<(), CudaError> {
+            let cfg = LaunchConfig {
+                grid_dim: (grid, 1, 1),
+                block_dim: (BLOCK, 1, 1),
+                shared_mem_bytes: k.smem,
+            };
+            let mut l = stream.launch_builder(&k.func);
+            l.arg(&args);
+            // SAFETY: `StepArgs<T>` is the kernels' parameter block; every
+            // pointer in it covers the ranges the tables and descriptors
+            // address (built together in LayoutState::new).
+            if coop {
+                unsafe { l.launch_cooperative(cfg) }.call("cuLaunchCooperativeKernel")?;
+            } else {
+                unsafe { l.launch(cfg) }.call("cuLaunchKernel")?;
+            }
+            Ok(())
+        };
+        let kern = &self.kernels;
+        match self.config.variant {
+            Variant::Default => launch(&kern.default, chunk.q1 - chunk.q0, base, false)?,
+            _ if self.config.fused => {
+                st.d_barrier.fill_bytes(0, 1, 0, stream)?;
+                launch(&kern.fused, kern.fused.full_grid, base, true)?;
+            }
+            variant => {
+                for (i, p) in passes.iter().enumerate() {
+                    let items = st.items(p, chunk.q0, chunk.q1);
+                    if items == 0 {
+                        continue;
+                    }
+                    let args = StepArgs {
+                        pass0: i as i32,
+                        npasses: 1,
+                        ..base
+                    };
+                    match (variant, p.kind) {
+                        (Variant::Packed, _) => {
+                            launch(&kern.packed, kern.packed.grid(items, 2), args, false)?
+                        }
+                        (_, TableKind::Segments) => {
+                            launch(&kern.march, kern.march.grid(items, 4), args, false)?
+                        }
+                        _ => launch(&kern.rows, kern.rows.grid(items, 4), args, false)?,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues the copies of chunk `c`'s results (rates, bad flags, counters,
+    /// error slots) into pinned memory.
+    fn download_results(&mut self, c: usize, scan: bool, sweeps: bool) -> Result<(), CudaError> {
+        let stream = self.stream_of(c).clone();
+        let st = self.state.as_mut().expect("state built");
+        let chunk = st.plan.chunks[c].clone();
+        let (q0, q1) = (chunk.q0 as usize, chunk.q1 as usize);
+        if scan {
+            st.d_rates
+                .download(q0, &mut st.h_rates.as_mut_slice()[q0..q1], &stream)?;
+            st.d_bad
+                .download(q0, &mut st.h_bad.as_mut_slice()[q0..q1], &stream)?;
+        }
+        if sweeps {
+            st.d_counters.download(
+                2 * c,
+                &mut st.h_counters.as_mut_slice()[2 * c..2 * c + 2],
+                &stream,
+            )?;
+            let e = ERROR_SLOTS * c;
+            st.d_errors.download(
+                e,
+                &mut st.h_errors.as_mut_slice()[e..e + ERROR_SLOTS],
+                &stream,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Whether any scanned patch is bad, and the largest Courant number.
+    fn scan_verdict(&self) -> (bool, f64) {
+        let st = self.state.as_ref().expect("state built");
+        let bad = st.h_bad.as_slice().iter().any(|&b| b != 0);
+        let mut courant = 0.0f64;
+        for (q, &bits) in st.h_rates.as_slice().iter().enumerate() {
+            let p = st.plan.order[q] as usize;
+            courant = courant.max(st.dt[p] * f64::from_bits(bits));
+        }
+        (bad, courant)
+    }
+
+    fn cfl_exceeded(&self, courant: f64) -> bool {
+        courant > self.cpu.cfl_limit() * (1.0 + 1e-12)
+    }
+
+    /// The first sweep error over all chunks, decoded.
+    fn sweep_error(&self, order: SweepOrder) -> Option<SweepError> {
+        let st = self.state.as_ref().expect("state built");
+        let errs = st.h_errors.as_slice();
+        let nchunks = st.plan.chunks.len();
+        (0..ERROR_SLOTS).find_map(|slot| {
+            let key = (0..nchunks).map(|c| errs[ERROR_SLOTS * c + slot]).min()?;
+            (key != u64::MAX)
+                .then(|| decode_sweep_error(&st.plan.descs, &st.steps[&order].passes, slot, key))
+        })
+    }
+
+    fn floor_counts(&self) -> quilt_sweep::physics::FloorCounts {
+        let st = self.state.as_ref().expect("state built");
+        let h = st.h_counters.as_slice();
+        let mut f = quilt_sweep::physics::FloorCounts::default();
+        for c in 0..st.plan.chunks.len() {
+            f.density += h[2 * c];
+            f.pressure += h[2 * c + 1];
+        }
+        f
+    }
+
+    fn report(&self, courant: f64) -> StepReport {
+        let st = self.state.as_ref().expect("state built");
+        let floors = self.floor_counts();
+        let scheme = self.cpu.scheme();
+        if floors.total() > 0 {
+            log::warn!(
+                "{} step: floors applied {} times (density {}, pressure {})",
+                scheme.name(),
+                floors.total(),
+                floors.density,
+                floors.pressure
+            );
+        }
+        StepReport {
+            floors,
+            courant,
+            cells: st.plan.descs.iter().map(PatchDesc::interior_cells).sum(),
+        }
+    }
+
+    /// One step with transfers (see [`CudaSolver::advance`]).
+    pub(super) fn run_io(
+        &mut self,
+        batch: &mut Batch<T>,
+        dt: DtSpec<'_>,
+        order: SweepOrder,
+    ) -> Result<StepReport, CudaError> {
+        self.cpu.check_layout(batch.layout())?;
+        self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        self.ensure_state(batch.layout())?;
+        self.prepare_step(dt)?;
+        let ctx = self.dev.ctx.clone();
+        self.state
+            .as_mut()
+            .expect("state built")
+            .ensure_staging(&ctx)?;
+        self.begin_step()?;
+        let mut host_ms = 0.0;
+        let nchunks = self.state.as_ref().expect("state built").plan.chunks.len();
+        for c in 0..nchunks {
+            let stream = self.stream_of(c).clone();
+            {
+                let st = self.state.as_mut().expect("state built");
+                let chunk = st.plan.chunks[c].clone();
+                let range = data_range(&chunk, st.plan.bin_edge);
+                let t = Instant::now();
+                let h = st.h_data.as_mut().expect("staging").as_mut_slice();
+                par_copy(&mut h[range.clone()], &batch.data()[range.clone()]);
+                host_ms += t.elapsed().as_secs_f64() * 1e3;
+                st.events[c].up0.record(&stream).call("cuEventRecord")?;
+                st.d_data.upload(range.start, &h[range], &stream)?;
+                st.events[c].k0.record(&stream).call("cuEventRecord")?;
+            }
+            self.launch_scan(c, &stream)?;
+            let st = self.state.as_ref().expect("state built");
+            st.events[c].scanned.record(&stream).call("cuEventRecord")?;
+            self.launch_sweeps(c, order, &stream)?;
+            let st = self.state.as_mut().expect("state built");
+            st.events[c].k1.record(&stream).call("cuEventRecord")?;
+            let chunk = st.plan.chunks[c].clone();
+            let range = data_range(&chunk, st.plan.bin_edge);
+            let h = st.h_data.as_mut().expect("staging").as_mut_slice();
+            st.d_data.download(range.start, &mut h[range], &stream)?;
+            let hf = st.h_flux.as_mut().expect("staging").as_mut_slice();
+            for &(s, l) in &chunk.flux_runs {
+                st.d_flux.download(s, &mut hf[s..s + l], &stream)?;
+            }
+            self.download_results(c, true, true)?;
+            let st = self.state.as_ref().expect("state built");
+            st.events[c].done.record(&stream).call("cuEventRecord")?;
+        }
+        self.end_step()?;
+
+        let (bad, courant) = self.scan_verdict();
+        let failed = bad || self.cfl_exceeded(courant) || self.sweep_error(order).is_some();
+        if failed {
+            // The batch is untouched: the CPU reproduces its own error.
+            let gpu_err = self.sweep_error(order);
+            return Err(input_error(
+                &self.cpu, batch, dt, order, bad, courant, gpu_err,
+            ));
+        }
+        let t = Instant::now();
+        {
+            let st = self.state.as_ref().expect("state built");
+            let (_, data, flux) = batch.buffers_mut();
+            par_copy(data, st.h_data.as_ref().expect("staging").as_slice());
+            par_copy(flux, st.h_flux.as_ref().expect("staging").as_slice());
+        }
+        host_ms += t.elapsed().as_secs_f64() * 1e3;
+        self.timing = self.collect_timing(true, host_ms)?;
+        Ok(self.report(courant))
+    }
+
+    /// One step of the resident batch: scan, host check, sweeps.
+    pub(super) fn run_resident(
+        &mut self,
+        dt: DtSpec<'_>,
+        order: SweepOrder,
+    ) -> Result<StepReport, CudaError> {
+        self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        self.prepare_step(dt)?;
+        self.begin_step()?;
+        let nchunks = self.state.as_ref().expect("state built").plan.chunks.len();
+        for c in 0..nchunks {
+            let stream = self.stream_of(c).clone();
+            let st = self.state.as_ref().expect("state built");
+            st.events[c].k0.record(&stream).call("cuEventRecord")?;
+            self.launch_scan(c, &stream)?;
+            let st = self.state.as_ref().expect("state built");
+            st.events[c].scanned.record(&stream).call("cuEventRecord")?;
+            self.download_results(c, true, false)?;
+            let st = self.state.as_ref().expect("state built");
+            st.events[c].up0.record(&stream).call("cuEventRecord")?;
+        }
+        for c in 0..nchunks {
+            let st = self.state.as_ref().expect("state built");
+            st.events[c].up0.synchronize().call("cuEventSynchronize")?;
+        }
+        let (bad, courant) = self.scan_verdict();
+        if bad || self.cfl_exceeded(courant) {
+            // Nothing was swept: reproduce the error on the CPU from a copy.
+            let mut copy = self.resident_batch()?;
+            self.download_resident(&mut copy)?;
+            return Err(input_error(&self.cpu, &copy, dt, order, bad, courant, None));
+        }
+        let s0 = self.streams[0].clone();
+        {
+            let st = self.state.as_ref().expect("state built");
+            st.sweeps.record(&s0).call("cuEventRecord")?;
+            for s in &self.streams[1..] {
+                s.wait(&st.sweeps).call("cuStreamWaitEvent")?;
+            }
+        }
+        for c in 0..nchunks {
+            let stream = self.stream_of(c).clone();
+            self.launch_sweeps(c, order, &stream)?;
+            let st = self.state.as_ref().expect("state built");
+            st.events[c].k1.record(&stream).call("cuEventRecord")?;
+            self.download_results(c, false, true)?;
+            let st = self.state.as_ref().expect("state built");
+            st.events[c].done.record(&stream).call("cuEventRecord")?;
+        }
+        self.end_step()?;
+        if let Some(e) = self.sweep_error(order) {
+            return Err(e.into());
+        }
+        self.timing = self.collect_timing(false, 0.0)?;
+        Ok(self.report(courant))
+    }
+
+    fn collect_timing(&self, io: bool, host_ms: f64) -> Result<super::StepTiming, CudaError> {
+        let st = self.state.as_ref().expect("state built");
+        let mut t = super::StepTiming {
+            total_ms: ms(&st.start, &st.end)?,
+            host_ms,
+            ..Default::default()
+        };
+        for ev in &st.events {
+            t.scan_ms += ms(&ev.k0, &ev.scanned)?;
+            if io {
+                t.upload_ms += ms(&ev.up0, &ev.k0)?;
+                t.sweep_ms += ms(&ev.scanned, &ev.k1)?;
+                t.download_ms += ms(&ev.k1, &ev.done)?;
+            }
+        }
+        if !io {
+            t.sweep_ms = ms(&st.sweeps, &st.end)?;
+        }
+        Ok(t)
+    }
+
+    /// An empty batch with the resident layout.
+    fn resident_batch(&self) -> Result<Batch<T>, CudaError> {
+        let st = self.state.as_ref().expect("state built");
+        let layout =
+            BatchLayout::from_descs(st.plan.bin_edge, 5, st.plan.nbins, st.plan.descs.clone())?;
+        Ok(Batch::new(layout))
+    }
+
+    pub(super) fn upload_resident(&mut self, batch: &Batch<T>) -> Result<(), CudaError> {
+        self.cpu.check_layout(batch.layout())?;
+        self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        self.ensure_state(batch.layout())?;
+        let s0 = self.streams[0].clone();
+        let st = self.state.as_ref().expect("state built");
+        st.d_data.upload(0, batch.data(), &s0)?;
+        st.d_flux.fill_bytes(0, st.d_flux.len(), 0, &s0)?;
+        s0.synchronize().call("cuStreamSynchronize")
+    }
+
+    pub(super) fn download_resident(&mut self, batch: &mut Batch<T>) -> Result<(), CudaError> {
+        let st = self.state.as_ref().expect("state built");
+        if !st.plan.matches(batch.layout()) {
+            return Err(CudaError::Config(
+                "download: the batch's layout differs from the uploaded one".into(),
+            ));
+        }
+        self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let s0 = self.streams[0].clone();
+        let (_, data, flux) = batch.buffers_mut();
+        st.d_data.download(0, data, &s0)?;
+        st.d_flux.download(0, flux, &s0)?;
+        s0.synchronize().call("cuStreamSynchronize")
+    }
+}
+
+/// The integer codes of the scheme options (`opt0`, `opt1` in the kernels).
+fn scheme_options(s: &Scheme) -> (i32, i32) {
+    use quilt_sweep::scheme::{RtvdLimiter, SlopeLimiter, TvdFlux, WafLimiter};
+    match *s {
+        Scheme::Rtvd { limiter } => (
+            match limiter {
+                RtvdLimiter::VanLeer => 0,
+                RtvdLimiter::Minmod => 1,
+            },
+            0,
+        ),
+        Scheme::Tvd { slope, flux } => (
+            match slope {
+                SlopeLimiter::Minmod => 0,
+                SlopeLimiter::Mc => 1,
+            },
+            match flux {
+                TvdFlux::Hll => 0,
+                TvdFlux::Llf => 1,
+            },
+        ),
+        Scheme::Waf { limiter } => (
+            match limiter {
+                WafLimiter::Superbee => 0,
+                WafLimiter::VanLeer => 1,
+                WafLimiter::VanAlbada => 2,
+                WafLimiter::Minbee => 3,
+            },
+            0,
+        ),
+    }
+}

@@ -1,0 +1,216 @@
+//! Device and pinned buffers of one layout, built when a solver first sees
+//! the layout and kept while batches of that layout follow.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaEvent, CudaModule, CudaStream, sys};
+use quilt_sweep::{BatchLayout, PatchDesc, Scheme, SweepOrder};
+
+use crate::buffer::{DeviceBuffer, PinnedBuffer};
+use crate::error::{CudaError, DriverContext};
+use crate::params::{CONST_DESCS, ColItem, PassInfo, RESULT_WORDS, STEP_WORDS};
+use crate::plan::{Chunking, HostPlan, PassSpec, TableKind, TablePtrs, pass_infos, step_passes};
+use crate::real::GpuReal;
+
+/// Error slots per chunk in the results (the rest of [`RESULT_WORDS`] are
+/// the two floor counters).
+pub(crate) const ERROR_SLOTS: usize = RESULT_WORDS - 2;
+
+/// The passes of one sweep order and their device table.
+pub(crate) struct StepPlan {
+    pub passes: Vec<PassSpec>,
+    pub d_passes: DeviceBuffer<PassInfo>,
+}
+
+/// Timing events of one chunk.
+pub(crate) struct ChunkEvents {
+    pub up0: CudaEvent,
+    pub k0: CudaEvent,
+    pub scanned: CudaEvent,
+    pub k1: CudaEvent,
+    pub done: CudaEvent,
+}
+
+pub(crate) struct LayoutState<T> {
+    pub plan: HostPlan,
+    pub use_const: bool,
+    pub d_descs: DeviceBuffer<PatchDesc>,
+    pub d_order: DeviceBuffer<u32>,
+    /// Uploaded tables, kept alive for the pointers in `steps`.
+    _tables: Vec<(DeviceBuffer<ColItem>, DeviceBuffer<u32>)>,
+    /// Host copy of every table's `pstart`, for item counts per chunk.
+    pub pstart: HashMap<(crate::plan::PassGeom, TableKind), Vec<u32>>,
+    pub steps: HashMap<SweepOrder, StepPlan>,
+    pub d_data: DeviceBuffer<T>,
+    pub d_flux: DeviceBuffer<T>,
+    pub d_stage: Option<DeviceBuffer<T>>,
+    pub d_acc: Option<DeviceBuffer<T>>,
+    pub d_step: DeviceBuffer<T>,
+    pub h_step: PinnedBuffer<T>,
+    pub d_rates: DeviceBuffer<u64>,
+    pub h_rates: PinnedBuffer<u64>,
+    pub d_bad: DeviceBuffer<u32>,
+    pub h_bad: PinnedBuffer<u32>,
+    pub d_counters: DeviceBuffer<u64>,
+    pub h_counters: PinnedBuffer<u64>,
+    pub d_errors: DeviceBuffer<u64>,
+    pub h_errors: PinnedBuffer<u64>,
+    pub d_barrier: DeviceBuffer<u32>,
+    pub h_data: Option<PinnedBuffer<T>>,
+    pub h_flux: Option<PinnedBuffer<T>>,
+    pub start: CudaEvent,
+    pub ready: CudaEvent,
+    pub sweeps: CudaEvent,
+    pub end: CudaEvent,
+    pub events: Vec<ChunkEvents>,
+    /// Time step per patch of the current step.
+    pub dt: Vec<f64>,
+}
+
+fn timing_event(ctx: &Arc<CudaContext>) -> Result<CudaEvent, CudaError> {
+    ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+        .call("cuEventCreate")
+}
+
+impl<T: GpuReal> LayoutState<T> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        ctx: &Arc<CudaContext>,
+        module: &Arc<CudaModule>,
+        stream: &Arc<CudaStream>,
+        layout: &BatchLayout,
+        scheme: &Scheme,
+        chunking: Chunking,
+        segments_yz: bool,
+        const_descs: bool,
+    ) -> Result<Self, CudaError> {
+        let plan = HostPlan::new(layout, chunking)?;
+        let n = plan.descs.len();
+        let d_descs = DeviceBuffer::new(ctx, n)?;
+        d_descs.upload(0, &plan.descs, stream)?;
+        let d_order = DeviceBuffer::new(ctx, n)?;
+        d_order.upload(0, &plan.order, stream)?;
+        let use_const = const_descs && n <= CONST_DESCS;
+        if use_const && n > 0 {
+            let mut sym = module
+                .get_global("c_descs", stream)
+                .call("cuModuleGetGlobal")?;
+            let bytes: &[u8] = bytemuck::cast_slice(&plan.descs);
+            let mut view = sym.try_slice_mut(0..bytes.len()).ok_or_else(|| {
+                CudaError::Config("c_descs is smaller than the descriptor table".into())
+            })?;
+            stream
+                .memcpy_htod(bytes, &mut view)
+                .call("cuMemcpyHtoDAsync")?;
+        }
+
+        // Tables of every pass of both sweep orders.
+        let mut tables = Vec::new();
+        let mut ptrs: TablePtrs = HashMap::new();
+        let mut pstart = HashMap::new();
+        let mut steps = HashMap::new();
+        for order in [SweepOrder::Xyz, SweepOrder::Zyx] {
+            let passes = step_passes(scheme, order, segments_yz);
+            for p in &passes {
+                let key = (p.geom, p.kind);
+                if ptrs.contains_key(&key) {
+                    continue;
+                }
+                let t = plan.table(&p.geom, p.kind)?;
+                let d_items = DeviceBuffer::new(ctx, t.items.len())?;
+                d_items.upload(0, &t.items, stream)?;
+                let d_pstart = DeviceBuffer::new(ctx, t.pstart.len())?;
+                d_pstart.upload(0, &t.pstart, stream)?;
+                ptrs.insert(key, (d_items.at(0), d_pstart.at(0)));
+                pstart.insert(key, t.pstart);
+                tables.push((d_items, d_pstart));
+            }
+            let infos = pass_infos(&passes, &ptrs);
+            let d_passes = DeviceBuffer::new(ctx, infos.len())?;
+            d_passes.upload(0, &infos, stream)?;
+            steps.insert(order, StepPlan { passes, d_passes });
+        }
+
+        let data_len = layout.data_len();
+        let tvd = matches!(scheme, Scheme::Tvd { .. });
+        let nchunks = plan.chunks.len();
+        let state = Self {
+            use_const,
+            d_descs,
+            d_order,
+            _tables: tables,
+            pstart,
+            steps,
+            d_data: DeviceBuffer::new(ctx, data_len)?,
+            d_flux: DeviceBuffer::new(ctx, layout.flux_len())?,
+            d_stage: if tvd {
+                Some(DeviceBuffer::new(ctx, data_len)?)
+            } else {
+                None
+            },
+            d_acc: if tvd {
+                Some(DeviceBuffer::new(ctx, data_len)?)
+            } else {
+                None
+            },
+            d_step: DeviceBuffer::new(ctx, STEP_WORDS * n)?,
+            h_step: PinnedBuffer::new(ctx, STEP_WORDS * n)?,
+            d_rates: DeviceBuffer::new(ctx, n)?,
+            h_rates: PinnedBuffer::new(ctx, n)?,
+            d_bad: DeviceBuffer::new(ctx, n)?,
+            h_bad: PinnedBuffer::new(ctx, n)?,
+            d_counters: DeviceBuffer::new(ctx, 2 * nchunks)?,
+            h_counters: PinnedBuffer::new(ctx, 2 * nchunks)?,
+            d_errors: DeviceBuffer::new(ctx, ERROR_SLOTS * nchunks)?,
+            h_errors: PinnedBuffer::new(ctx, ERROR_SLOTS * nchunks)?,
+            d_barrier: DeviceBuffer::new(ctx, 1)?,
+            h_data: None,
+            h_flux: None,
+            start: timing_event(ctx)?,
+            ready: timing_event(ctx)?,
+            sweeps: timing_event(ctx)?,
+            end: timing_event(ctx)?,
+            events: (0..nchunks)
+                .map(|_| {
+                    Ok(ChunkEvents {
+                        up0: timing_event(ctx)?,
+                        k0: timing_event(ctx)?,
+                        scanned: timing_event(ctx)?,
+                        k1: timing_event(ctx)?,
+                        done: timing_event(ctx)?,
+                    })
+                })
+                .collect::<Result<_, CudaError>>()?,
+            dt: vec![0.0; n],
+            plan,
+        };
+        stream.synchronize().call("cuStreamSynchronize")?;
+        log::debug!(
+            "layout on device: {} patches, {} bins, {} chunks, descriptors in {} memory",
+            n,
+            layout.nbins(),
+            nchunks,
+            if use_const { "constant" } else { "global" }
+        );
+        Ok(state)
+    }
+
+    /// Allocates the pinned staging of state and fluxes (first
+    /// [`CudaSolver::advance`](super::CudaSolver::advance) only).
+    pub fn ensure_staging(&mut self, ctx: &Arc<CudaContext>) -> Result<(), CudaError> {
+        if self.h_data.is_none() {
+            self.h_data = Some(PinnedBuffer::new(ctx, self.d_data.len())?);
+        }
+        if self.h_flux.is_none() {
+            self.h_flux = Some(PinnedBuffer::new(ctx, self.d_flux.len())?);
+        }
+        Ok(())
+    }
+
+    /// Items of table `(geom, kind)` for patch positions `[q0, q1)`.
+    pub fn items(&self, p: &PassSpec, q0: u32, q1: u32) -> u64 {
+        let ps = &self.pstart[&(p.geom, p.kind)];
+        u64::from(ps[q1 as usize] - ps[q0 as usize])
+    }
+}

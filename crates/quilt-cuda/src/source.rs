@@ -1,0 +1,315 @@
+//! The CUDA C sources of `kernels/`, embedded in the binary, and their
+//! compilation with NVRTC.
+//!
+//! Each scheme file (`rtvd.cu`, `tvd.cu`, `waf.cu`) includes the shared
+//! header `common.cuh`, handed to NVRTC as a named header, and defines the
+//! entry points of both precisions: `{scheme}_{shape}_{f32|f64}` for the
+//! shapes of [`KernelShape`], plus `scan_f32` / `scan_f64`.
+
+use std::ffi::{CStr, CString, c_char};
+use std::ptr;
+
+use cudarc::nvrtc::sys::{self, nvrtcProgram, nvrtcResult};
+
+use crate::error::CudaError;
+use crate::probe::nvrtc_available;
+
+/// `kernels/common.cuh`.
+pub const COMMON_CUH: &str = include_str!("../../../kernels/common.cuh");
+
+/// One kernel file of `kernels/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KernelFile {
+    /// `kernels/rtvd.cu`.
+    Rtvd,
+    /// `kernels/tvd.cu`.
+    Tvd,
+    /// `kernels/waf.cu`.
+    Waf,
+}
+
+impl KernelFile {
+    /// Every kernel file.
+    pub const ALL: [KernelFile; 3] = [Self::Rtvd, Self::Tvd, Self::Waf];
+
+    /// File name inside `kernels/`.
+    pub const fn file_name(self) -> &'static str {
+        match self {
+            Self::Rtvd => "rtvd.cu",
+            Self::Tvd => "tvd.cu",
+            Self::Waf => "waf.cu",
+        }
+    }
+
+    /// Path relative to the repository root, for messages.
+    pub const fn path(self) -> &'static str {
+        match self {
+            Self::Rtvd => "kernels/rtvd.cu",
+            Self::Tvd => "kernels/tvd.cu",
+            Self::Waf => "kernels/waf.cu",
+        }
+    }
+
+    /// Prefix of the kernel names (`rtvd`, `tvd`, `waf`).
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            Self::Rtvd => "rtvd",
+            Self::Tvd => "tvd",
+            Self::Waf => "waf",
+        }
+    }
+
+    /// The embedded source.
+    pub const fn source(self) -> &'static str {
+        match self {
+            Self::Rtvd => include_str!("../../../kernels/rtvd.cu"),
+            Self::Tvd => include_str!("../../../kernels/tvd.cu"),
+            Self::Waf => include_str!("../../../kernels/waf.cu"),
+        }
+    }
+
+    /// Every entry point the file defines.
+    pub fn entry_points(self) -> Vec<String> {
+        let mut out = Vec::new();
+        for prec in ["f32", "f64"] {
+            for shape in KernelShape::ALL {
+                out.push(kernel_name(self, shape, prec));
+            }
+            out.push(format!("scan_{prec}"));
+        }
+        out
+    }
+}
+
+/// The thread organisations each scheme file instantiates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelShape {
+    /// One block per patch, every pass of the step (the paper's default scheme).
+    Default,
+    /// All blocks over the columns of one pass of all bins, block barriers.
+    Packed,
+    /// A warp per column, warp barriers only.
+    Rows,
+    /// A warp per segment of 32 columns, one thread marching each column.
+    March,
+    /// Rows for x passes, march for y and z, one cooperative launch per step.
+    Fused,
+}
+
+impl KernelShape {
+    /// Every shape.
+    pub const ALL: [KernelShape; 5] = [
+        Self::Default,
+        Self::Packed,
+        Self::Rows,
+        Self::March,
+        Self::Fused,
+    ];
+
+    /// Name part of the entry points.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::Packed => "packed",
+            Self::Rows => "rows",
+            Self::March => "march",
+            Self::Fused => "fused",
+        }
+    }
+}
+
+/// `{scheme}_{shape}_{precision}`, e.g. `rtvd_march_f32`.
+pub fn kernel_name(file: KernelFile, shape: KernelShape, precision: &str) -> String {
+    format!("{}_{}_{precision}", file.prefix(), shape.name())
+}
+
+/// NVRTC options of one compilation.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CompileOptions {
+    /// `--gpu-architecture` value: `sm_XY` (a real architecture: NVRTC also
+    /// returns a cubin) or `compute_XY` (PTX only).
+    pub arch: String,
+    /// Contract multiply-adds into FMAs (`--fmad`). Off reproduces the CPU
+    /// reference bit for bit; on is the fast path.
+    pub fma: bool,
+    /// Extra `-D` definitions, `(name, value)`.
+    pub defines: Vec<(String, String)>,
+}
+
+impl CompileOptions {
+    /// Options for architecture `arch` with FMA contraction `fma`.
+    pub fn new(arch: impl Into<String>, fma: bool) -> Self {
+        Self {
+            arch: arch.into(),
+            fma,
+            defines: Vec::new(),
+        }
+    }
+
+    fn to_args(&self) -> Vec<String> {
+        let mut args = vec![
+            format!("--gpu-architecture={}", self.arch),
+            format!("--fmad={}", self.fma),
+            "--std=c++17".to_string(),
+            // IEEE division and square root, no flush to zero: the defaults,
+            // spelled out because bitwise agreement with the CPU needs them.
+            "--prec-div=true".to_string(),
+            "--prec-sqrt=true".to_string(),
+            "--ftz=false".to_string(),
+        ];
+        if self.arch.starts_with("sm_") {
+            // Register and spill report in the program log.
+            args.push("--ptxas-options=--verbose".to_string());
+        }
+        for (k, v) in &self.defines {
+            args.push(format!("-D{k}={v}"));
+        }
+        args
+    }
+}
+
+/// What NVRTC produced.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// PTX text.
+    pub ptx: String,
+    /// Cubin, for a real architecture.
+    pub cubin: Option<Vec<u8>>,
+    /// The program log (warnings; ptxas' register report for `sm_*`).
+    pub log: String,
+}
+
+/// A program handle destroyed on drop.
+struct Program(nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: created by nvrtcCreateProgram, destroyed once.
+        let r = unsafe { sys::nvrtcDestroyProgram(&mut self.0) };
+        if r != nvrtcResult::NVRTC_SUCCESS {
+            log::warn!("nvrtcDestroyProgram: {r:?}");
+        }
+    }
+}
+
+fn status(r: nvrtcResult) -> String {
+    // SAFETY: returns a static string.
+    let s = unsafe { sys::nvrtcGetErrorString(r) };
+    if s.is_null() {
+        format!("{r:?}")
+    } else {
+        // SAFETY: NUL-terminated static string.
+        unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+    }
+}
+
+fn check(call: &'static str, r: nvrtcResult) -> Result<(), CudaError> {
+    if r == nvrtcResult::NVRTC_SUCCESS {
+        Ok(())
+    } else {
+        Err(CudaError::Nvrtc {
+            call,
+            status: status(r),
+        })
+    }
+}
+
+/// Reads a sized byte product of a program (log, PTX, cubin).
+fn read_bytes(
+    prog: &Program,
+    size_call: &'static str,
+    size: unsafe fn(nvrtcProgram, *mut usize) -> nvrtcResult,
+    get_call: &'static str,
+    get: unsafe fn(nvrtcProgram, *mut c_char) -> nvrtcResult,
+) -> Result<Vec<u8>, CudaError> {
+    let mut n = 0usize;
+    // SAFETY: valid program, writes one usize.
+    check(size_call, unsafe { size(prog.0, &mut n) })?;
+    let mut buf = vec![0u8; n];
+    if n > 0 {
+        // SAFETY: the buffer holds the size NVRTC asked for.
+        check(get_call, unsafe { get(prog.0, buf.as_mut_ptr().cast()) })?;
+    }
+    Ok(buf)
+}
+
+fn text(mut bytes: Vec<u8>) -> String {
+    while bytes.last() == Some(&0) {
+        bytes.pop();
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Compiles one kernel file with NVRTC. Errors: [`CudaError::NoNvrtc`] if
+/// the library does not load, [`CudaError::Compile`] with the program log if
+/// the source does not compile.
+pub fn compile(file: KernelFile, opts: &CompileOptions) -> Result<Compiled, CudaError> {
+    if !nvrtc_available() {
+        return Err(CudaError::NoNvrtc);
+    }
+    let src = CString::new(file.source())
+        .map_err(|_| CudaError::Config(format!("{} contains a NUL", file.path())))?;
+    let name = CString::new(file.file_name()).expect("static name");
+    let header = CString::new(COMMON_CUH)
+        .map_err(|_| CudaError::Config("common.cuh contains a NUL".into()))?;
+    let header_name = CString::new("common.cuh").expect("static name");
+    let headers = [header.as_ptr()];
+    let header_names = [header_name.as_ptr()];
+    let mut raw: nvrtcProgram = ptr::null_mut();
+    // SAFETY: all strings outlive the program's creation (NVRTC copies them).
+    check("nvrtcCreateProgram", unsafe {
+        sys::nvrtcCreateProgram(
+            &mut raw,
+            src.as_ptr(),
+            name.as_ptr(),
+            1,
+            headers.as_ptr(),
+            header_names.as_ptr(),
+        )
+    })?;
+    let prog = Program(raw);
+    let args: Vec<CString> = opts
+        .to_args()
+        .into_iter()
+        .map(|a| {
+            CString::new(a).map_err(|_| CudaError::Config("compile option contains a NUL".into()))
+        })
+        .collect::<Result<_, _>>()?;
+    let argv: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    // SAFETY: argv points to live C strings.
+    let r = unsafe { sys::nvrtcCompileProgram(prog.0, argv.len() as i32, argv.as_ptr()) };
+    let log = text(read_bytes(
+        &prog,
+        "nvrtcGetProgramLogSize",
+        sys::nvrtcGetProgramLogSize,
+        "nvrtcGetProgramLog",
+        sys::nvrtcGetProgramLog,
+    )?);
+    if r != nvrtcResult::NVRTC_SUCCESS {
+        return Err(CudaError::Compile {
+            file: file.path(),
+            arch: opts.arch.clone(),
+            status: status(r),
+            log,
+        });
+    }
+    let ptx = text(read_bytes(
+        &prog,
+        "nvrtcGetPTXSize",
+        sys::nvrtcGetPTXSize,
+        "nvrtcGetPTX",
+        sys::nvrtcGetPTX,
+    )?);
+    let cubin = if opts.arch.starts_with("sm_") {
+        Some(read_bytes(
+            &prog,
+            "nvrtcGetCUBINSize",
+            sys::nvrtcGetCUBINSize,
+            "nvrtcGetCUBIN",
+            sys::nvrtcGetCUBIN,
+        )?)
+    } else {
+        None
+    };
+    Ok(Compiled { ptx, cubin, log })
+}

@@ -1,0 +1,127 @@
+//! CI compile check, no GPU needed: every kernel file compiles with NVRTC
+//! to PTX and defines every entry point of both precisions. With
+//! `QUILT_NVRTC_PTXAS=1` every file also goes through ptxas for sm_90 in
+//! both FMA modes (slower: about a minute on two cores), which also checks
+//! the register budget (no spills in the kernels that must have none).
+//!
+//! Skipped with a message when `libnvrtc.so.13` cannot be loaded, unless
+//! `QUILT_REQUIRE_NVRTC=1` (then the test fails). `scripts/nvrtc-venv.sh`
+//! installs NVRTC from PyPI and prints the `LD_LIBRARY_PATH` to export.
+
+use quilt_cuda::probe::{nvrtc_available, nvrtc_version};
+use quilt_cuda::source::{CompileOptions, KernelFile, compile};
+
+fn nvrtc_or_skip() -> bool {
+    if nvrtc_available() {
+        return true;
+    }
+    let required = std::env::var("QUILT_REQUIRE_NVRTC").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "QUILT_REQUIRE_NVRTC=1 but libnvrtc.so.13 cannot be loaded (run scripts/nvrtc-venv.sh and export the LD_LIBRARY_PATH it prints)"
+    );
+    eprintln!(
+        "skipping the NVRTC compile check: libnvrtc.so.13 cannot be loaded (scripts/nvrtc-venv.sh installs it; QUILT_REQUIRE_NVRTC=1 makes this an error)"
+    );
+    false
+}
+
+#[test]
+fn every_kernel_compiles_to_ptx_in_both_precisions() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    eprintln!("NVRTC {:?}", nvrtc_version().expect("version"));
+    let jobs: Vec<(KernelFile, bool)> = KernelFile::ALL.iter().map(|&f| (f, false)).collect();
+    let results: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = jobs
+            .iter()
+            .map(|&(file, fma)| {
+                s.spawn(move || {
+                    (
+                        file,
+                        fma,
+                        compile(file, &CompileOptions::new("compute_90", fma)),
+                    )
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("compile thread"))
+            .collect()
+    });
+    for (file, fma, out) in results {
+        let out = out.unwrap_or_else(|e| panic!("{} (fma {fma}): {e}", file.path()));
+        assert!(
+            out.cubin.is_none(),
+            "a virtual architecture yields PTX only"
+        );
+        for name in file.entry_points() {
+            assert!(
+                out.ptx.contains(&format!(".entry {name}(")),
+                "{} (fma {fma}) lacks the entry point {name}",
+                file.path()
+            );
+        }
+        // With contraction off the PTX holds no fma: division and square
+        // root stay div.rn / sqrt.rn and ptxas expands them.
+        assert!(
+            !out.ptx.contains("fma.rn"),
+            "{} contracted a multiply-add with --fmad=false",
+            file.path()
+        );
+        eprintln!("{}: {} bytes of PTX", file.path(), out.ptx.len());
+    }
+}
+
+/// Kernels that must not touch local memory: the cell-parallel shapes
+/// (their per-thread state is a few cells). The marching and fused shapes
+/// of the f64 schemes may spill a little; their cost is measured on the
+/// GPU (docs/quilt-cuda.md).
+const NO_SPILL: [&str; 3] = ["_default_", "_packed_", "scan_"];
+
+#[test]
+fn every_kernel_assembles_for_sm_90() {
+    if !nvrtc_or_skip() || std::env::var("QUILT_NVRTC_PTXAS").map_or(true, |v| v != "1") {
+        eprintln!("skipping the ptxas check (set QUILT_NVRTC_PTXAS=1)");
+        return;
+    }
+    for file in KernelFile::ALL {
+        for fma in [false, true] {
+            let out =
+                compile(file, &CompileOptions::new("sm_90", fma)).unwrap_or_else(|e| panic!("{e}"));
+            let cubin = out.cubin.expect("a real architecture yields a cubin");
+            assert!(cubin.starts_with(b"\x7fELF"), "cubin is an ELF image");
+            // ptxas' report: "Compiling entry function 'X'" ... "N bytes spill stores".
+            let mut entry = String::new();
+            for line in out.log.lines() {
+                if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+                    entry = rest.split('\'').next().unwrap_or("").to_string();
+                }
+                if line.contains("spill stores") && NO_SPILL.iter().any(|p| entry.contains(p)) {
+                    assert!(
+                        line.contains(" 0 bytes spill stores"),
+                        "{entry} (fma {fma}) spills: {line}"
+                    );
+                }
+            }
+            eprintln!("{} fma {fma}:\n{}", file.path(), out.log);
+        }
+    }
+}
+
+#[test]
+fn a_broken_kernel_reports_the_nvrtc_log() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // The options are validated by NVRTC: an unknown architecture fails with
+    // NVRTC's message in the error.
+    let err =
+        compile(KernelFile::Waf, &CompileOptions::new("compute_1", false)).expect_err("bad arch");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("kernels/waf.cu") && msg.contains("compute_1"),
+        "{msg}"
+    );
+}

@@ -1,0 +1,593 @@
+// Shared part of quilt's CUDA kernels: the batch layout (descriptors, column
+// geometry, flux-buffer indexing), the Euler physics with the floating-point
+// operation order of the CPU reference (crates/quilt-sweep), the input scan,
+// counters, error keys and the grid barrier of the fused kernels.
+//
+// Every expression that produces a value compared with the CPU is written in
+// the same order as its Rust twin, so that with NVRTC's --fmad=false the
+// kernels reproduce quilt-sweep bit for bit (see docs/quilt-cuda.md).
+//
+// Compiled by NVRTC at run time; the host passes this file as the header
+// "common.cuh" of every scheme file.
+#ifndef QUILT_COMMON_CUH
+#define QUILT_COMMON_CUH
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef long long i64;
+
+// Largest column (bin edge) the kernels handle: shared-memory columns and
+// the 6-bit cell coordinates of error keys are sized for it.
+#define QUILT_MAX_EDGE 64
+// Descriptors that fit the constant bank next to the other constants.
+#define QUILT_CONST_DESCS 768
+#define QUILT_NO_ERROR 0xffffffffffffffffull
+
+// quilt_sweep::PatchDesc, byte for byte (80 bytes, no padding).
+struct PatchDesc {
+    u64 id;
+    double dx[3];
+    u64 flux_offset;
+    u32 bin;
+    u32 offset[3];
+    u32 extent[3];
+    u32 ghost;
+    u32 level;
+    u32 user;
+};
+
+__constant__ PatchDesc c_descs[QUILT_CONST_DESCS];
+
+template <class T> struct GasK {
+    T gamma, gm1, inv_gm1, rho_floor, p_floor;
+};
+
+// Per-patch step constants, rounded to T on the host like the CPU driver
+// (dt/dx per axis, then the flux-buffer weight dt or dt/2).
+template <class T> struct PatchStep {
+    T dtdx[3];
+    T wflux;
+};
+
+// One work item of a pass: a column (cell-parallel kernels) or the first of
+// up to 32 neighbouring columns (marching kernels), patch-local transverse
+// coordinates, ghosts included.
+struct ColItem {
+    u32 patch;
+    unsigned short ta, tb;
+};
+
+// One pass: a directional sweep (split schemes) or one axis of one TVD stage.
+struct PassInfo {
+    u64 items;   // const ColItem*
+    u64 pstart;  // const u32*: first item of each patch position, n+1 entries
+    int axis, read_halo;
+    int th0, th1, th2;  // transverse ghost rows covered along x, y, z
+    int slot;    // error slot (sweep index, or TVD stage)
+    int stage;   // TVD stage 0/1
+    int sub;     // TVD: 0 = acc = du, 1 = acc += du, 2 = stage update
+};
+
+#define QUILT_MAX_PASSES 6
+
+template <class T> struct StepArgs {
+    u64 data, flux, stage, acc;  // T*
+    u64 descs;                   // const PatchDesc*
+    u64 step;                    // const PatchStep<T>*
+    u64 counters;                // u64[2]: density, pressure floors
+    u64 errors;                  // u64[QUILT_MAX_PASSES]: first bad cell per slot
+    u64 barrier;                 // u32: grid-barrier counter (fused kernels)
+    u64 passes;                  // const PassInfo*: the passes of the step
+    u32 q0, q1;                  // patch positions [q0, q1) of this chunk
+    int use_const;               // descriptors read from c_descs
+    int bin_edge;
+    int opt0, opt1;              // scheme options (limiter, TVD flux)
+    int pass0, npasses;          // passes [pass0, pass0 + npasses) of this launch
+    GasK<T> k;
+};
+
+// ---------------------------------------------------------------- math ----
+// Overloads that keep IEEE semantics (NVRTC defaults: prec-div, prec-sqrt,
+// no flush to zero) and the NaN rules of Rust's min/max.
+__device__ __forceinline__ float q_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double q_sqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ float q_abs(float x) { return fabsf(x); }
+__device__ __forceinline__ double q_abs(double x) { return fabs(x); }
+__device__ __forceinline__ float q_min(float a, float b) { return fminf(a, b); }
+__device__ __forceinline__ double q_min(double a, double b) { return fmin(a, b); }
+__device__ __forceinline__ float q_max(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double q_max(double a, double b) { return fmax(a, b); }
+__device__ __forceinline__ bool q_finite(float x) { return isfinite(x); }
+__device__ __forceinline__ bool q_finite(double x) { return isfinite(x); }
+
+// ------------------------------------------------------------- physics ----
+// Column order [rho, m_n, m_t1, m_t2, E] (quilt_sweep::physics::column).
+
+template <class T> __device__ __forceinline__ T pressure_of(const GasK<T>& k, const T u[5]) {
+    T inv = T(1) / u[0];
+    T ke = T(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
+    return k.gm1 * (u[4] - ke);
+}
+
+template <class T>
+__device__ __forceinline__ void signal_speed(const GasK<T>& k, const T u[5], T& vn, T& p, T& cs) {
+    T inv = T(1) / u[0];
+    vn = u[1] * inv;
+    T ke = T(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
+    p = q_max(k.gm1 * (u[4] - ke), k.p_floor);
+    cs = q_sqrt(k.gamma * p * inv);
+}
+
+template <class T> __device__ __forceinline__ void euler_flux(const T u[5], T vn, T p, T f[5]) {
+    f[0] = u[1];
+    f[1] = u[1] * vn + p;
+    f[2] = u[2] * vn;
+    f[3] = u[3] * vn;
+    f[4] = (u[4] + p) * vn;
+}
+
+// Floor counters of one thread, flushed once at the end of a kernel.
+struct Floors {
+    u32 density, pressure;
+};
+
+template <class T> __device__ __forceinline__ void apply_floors(const GasK<T>& k, T u[5], Floors& c) {
+    if (u[0] < k.rho_floor) {
+        u[0] = k.rho_floor;
+        c.density += 1;
+    }
+    T p = pressure_of(k, u);
+    if (p < k.p_floor) {
+        T inv = T(1) / u[0];
+        T ke = T(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
+        u[4] = ke + k.p_floor * k.inv_gm1;
+        c.pressure += 1;
+    }
+}
+
+__device__ __forceinline__ void flush_floors(const Floors& c, u64 counters) {
+    u32 d = c.density, p = c.pressure;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        d += __shfl_xor_sync(0xffffffffu, d, o);
+        p += __shfl_xor_sync(0xffffffffu, p, o);
+    }
+    if ((threadIdx.x & 31) == 0 && (d | p) != 0) {
+        u64* ctr = (u64*)counters;
+        if (d) atomicAdd(ctr, (u64)d);
+        if (p) atomicAdd(ctr + 1, (u64)p);
+    }
+}
+
+// --------------------------------------------------------- descriptors ----
+
+__device__ __forceinline__ const PatchDesc& desc_of(int use_const, u64 descs, u32 p) {
+    return use_const ? c_descs[p] : ((const PatchDesc*)descs)[p];
+}
+
+// Where one column lives (quilt_sweep's driver::column::Column). Plain
+// scalars only: a run-time index into a small array would put it in local
+// memory.
+struct Col {
+    i64 base;      // data index of column cell 0, component 0
+    i64 stride;    // data-index distance of neighbouring column cells
+    i64 cstride;   // B^3: distance of components
+    i64 face0;     // flux index of component 0 at the low interior face, -1 if none
+    i64 face1;     // ... at the high interior face
+    i64 fstride;   // flux-buffer distance of components
+    int len;       // cells in the column (0: idle slot)
+    int face_lo;   // column index of the face before the first interior cell
+    int face_hi;   // ... after the last interior cell
+    int fx, fy, fz;  // patch-local coordinates of column cell 0 (error keys)
+    u32 patch;
+};
+
+// x, y or z by a run-time axis, without an array.
+template <class V> __device__ __forceinline__ V pick(int axis, V x, V y, V z) {
+    return axis == 0 ? x : (axis == 1 ? y : z);
+}
+
+// Column component v of a sweep along `axis` is batch component comp_of(axis, v).
+__device__ __forceinline__ int comp_of(int axis, int v) {
+    if (v == 0 || v == 4) return v;
+    int c = axis + v;  // 1 + (axis + v - 1) % 3
+    return c > 3 ? c - 3 : c;
+}
+
+__device__ __forceinline__ Col make_col(const PatchDesc& d, u32 patch, const PassInfo& ps, int ta, int tb, int B) {
+    Col c;
+    const int axis = ps.axis;
+    const int g = (int)d.ghost;
+    const int n0 = (int)d.extent[0] - 2 * g, n1 = (int)d.extent[1] - 2 * g, n2 = (int)d.extent[2] - 2 * g;
+    // transverse axes (a, b) in increasing order: x -> (y, z), y -> (x, z), z -> (x, y)
+    const int nax = pick(axis, n0, n1, n2);
+    const int na = axis == 0 ? n1 : n0;
+    const int nb = axis == 2 ? n1 : n2;
+    const int fa = g - ps.read_halo;
+    c.fx = axis == 0 ? fa : ta;
+    c.fy = axis == 1 ? fa : (axis == 0 ? ta : tb);
+    c.fz = axis == 2 ? fa : tb;
+    const i64 bb = B;
+    c.cstride = bb * bb * bb;
+    c.base = ((i64)d.bin * 5 * bb + (i64)(d.offset[2] + c.fz)) * bb * bb + (i64)(d.offset[1] + c.fy) * bb +
+             (i64)(d.offset[0] + c.fx);
+    c.stride = pick<i64>(axis, 1, bb, bb * bb);
+    c.len = nax + 2 * ps.read_halo;
+    c.fstride = (i64)na * nb;
+    c.face_lo = ps.read_halo - 1;
+    c.face_hi = c.face_lo + nax;
+    c.patch = patch;
+    const bool inside = ta >= g && ta < g + na && tb >= g && tb < g + nb;
+    if (inside) {
+        // face_offset of quilt_sweep::layout::flux, 5 components
+        const i64 a0 = (i64)n1 * n2, a1 = (i64)n0 * n2, a2 = (i64)n0 * n1;
+        const i64 before = pick<i64>(axis, 0, a0, a0 + a1);
+        const i64 area = pick(axis, a0, a1, a2);
+        const i64 lo = (i64)d.flux_offset + 5 * (2 * before) + (i64)(tb - g) * na + (ta - g);
+        c.face0 = lo;
+        c.face1 = lo + 5 * area;
+    } else {
+        c.face0 = -1;
+        c.face1 = -1;
+    }
+    return c;
+}
+
+__device__ __forceinline__ Col idle_col() {
+    Col c;
+    c.base = c.stride = c.cstride = c.fstride = 0;
+    c.face0 = c.face1 = -1;
+    c.len = 0;
+    c.face_lo = c.face_hi = -1;
+    c.fx = c.fy = c.fz = 0;
+    c.patch = 0;
+    return c;
+}
+
+// Upper end of the transverse range of axis `a` covered by a pass.
+__device__ __forceinline__ int t_hi(const PatchDesc& d, const PassInfo& ps, int a) {
+    return (int)pick(a, d.extent[0], d.extent[1], d.extent[2]) - (int)d.ghost + pick(a, ps.th0, ps.th1, ps.th2);
+}
+
+// ----------------------------------------------------------- error keys ----
+// First non-finite value of a slot: atomicMin over
+//   patch << 23 | (tb, ta, i: 6 bits each) << 5 | component << 2 | class
+// with (tb, ta) the column's transverse coordinates and i the column cell,
+// class 0 NaN, 1 +inf, 2 -inf. The order of the keys is the CPU driver's
+// (patch, column group, column, cell), so the host reports the same cell as
+// quilt-sweep (SweepError::BadState).
+
+template <class T>
+__device__ __forceinline__ void check_finite(const Col& c, int axis, int i, const T w[5], u64 errors, int slot) {
+    bool ok = q_finite(w[0]) && q_finite(w[1]) && q_finite(w[2]) && q_finite(w[3]) && q_finite(w[4]);
+    if (ok) return;
+    int first = 5;
+    T val = T(0);
+#pragma unroll
+    for (int v = 4; v >= 0; --v) {
+        if (!q_finite(w[v])) {
+            first = v;
+            val = w[v];
+        }
+    }
+    u64 cls = val != val ? 0 : (val > T(0) ? 1 : 2);
+    u64 ta = axis == 0 ? c.fy : c.fx;
+    u64 tb = axis == 2 ? c.fy : c.fz;
+    u64 lin = (tb << 12) | (ta << 6) | (u64)i;
+    u64 key = ((u64)c.patch << 23) | (lin << 5) | ((u64)comp_of(axis, first) << 2) | cls;
+    atomicMin(((u64*)errors) + slot, key);
+}
+
+// ------------------------------------------------------------- columns ----
+
+template <class T> __device__ __forceinline__ void load_cell(const T* src, const Col& c, int axis, int i, T u[5]) {
+    i64 at = c.base + (i64)i * c.stride;
+#pragma unroll
+    for (int v = 0; v < 5; ++v) u[v] = src[at + comp_of(axis, v) * c.cstride];
+}
+
+template <class T> __device__ __forceinline__ void store_cell(T* dst, const Col& c, int axis, int i, const T u[5]) {
+    i64 at = c.base + (i64)i * c.stride;
+#pragma unroll
+    for (int v = 0; v < 5; ++v) dst[at + comp_of(axis, v) * c.cstride] = u[v];
+}
+
+// Records weight * flux (or adds it) at face `side` of a column.
+template <class T>
+__device__ __forceinline__ void record_face(T* flux, const Col& c, int axis, int side, const T f[5], T weight, bool add) {
+    const i64 face = side == 0 ? c.face0 : c.face1;
+    if (face < 0) return;
+#pragma unroll
+    for (int v = 0; v < 5; ++v) {
+        i64 idx = face + (i64)comp_of(axis, v) * c.fstride;
+        T val = weight * f[v];
+        flux[idx] = add ? flux[idx] + val : val;
+    }
+}
+
+// --------------------------------------------------------- grid barrier ----
+// Barrier of a cooperative launch: every block arrives once per epoch on a
+// monotonic counter (zeroed before the launch).
+
+__device__ __forceinline__ void grid_barrier(u64 counter, u32 epoch) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile u32* ctr = (volatile u32*)counter;
+        __threadfence();
+        atomicAdd((u32*)counter, 1u);
+        u32 target = epoch * gridDim.x;
+        while (*ctr < target) {
+            __nanosleep(64);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// ----------------------------------------------------------- input scan ----
+// quilt_sweep's driver::check::scan_patch on the GPU: the state must be finite
+// with positive density and pressure everywhere in a patch (bad[q] = 1
+// otherwise; the host then reproduces the exact error on the CPU), and the
+// fastest signal max_d (|v_d| + c_s) / dx_d over interior cells, in f64 as on
+// the CPU, goes to rate[q] as the bits of a non-negative double.
+// Grid: (patch positions of the chunk, z planes); block: any size.
+
+template <class T>
+__device__ __forceinline__ void scan_body(const T* data, const PatchDesc* descs, const u32* order, u32 q0, u32 q1, int B, double gamma,
+                          u64* rate, u32* bad) {
+    u32 q = q0 + blockIdx.x;
+    if (q >= q1) return;
+    u32 p = order[q];
+    const PatchDesc& d = descs[p];
+    int k = blockIdx.y;
+    if (k >= (int)d.extent[2]) return;
+    int ex = d.extent[0], ey = d.extent[1];
+    int g = d.ghost;
+    i64 bb = B;
+    i64 cs = bb * bb * bb;
+    double best = 0.0;
+    bool is_bad = false;
+    bool zin = k >= g && k < (int)d.extent[2] - g;
+    for (int t = threadIdx.x; t < ex * ey; t += blockDim.x) {
+        int j = t / ex, i = t - j * ex;
+        i64 at = ((i64)d.bin * 5 * bb + (d.offset[2] + k)) * bb * bb + (i64)(d.offset[1] + j) * bb + (d.offset[0] + i);
+        double u[5];
+        for (int v = 0; v < 5; ++v) u[v] = (double)data[at + v * cs];
+        bool fin = isfinite(u[0]) && isfinite(u[1]) && isfinite(u[2]) && isfinite(u[3]) && isfinite(u[4]);
+        if (!fin || !(u[0] > 0.0)) {
+            is_bad = true;
+            continue;
+        }
+        double vel[3] = {u[1] / u[0], u[2] / u[0], u[3] / u[0]};
+        double ke = 0.5 * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]);
+        double pr = (gamma - 1.0) * (u[4] - ke);
+        if (!(pr > 0.0)) {
+            is_bad = true;
+            continue;
+        }
+        bool interior = zin && j >= g && j < ey - g && i >= g && i < ex - g;
+        if (interior) {
+            double c = sqrt(gamma * pr / u[0]);
+            for (int a = 0; a < 3; ++a) {
+                double r = (fabs(vel[a]) + c) / d.dx[a];
+                best = fmax(best, r);
+            }
+        }
+    }
+    // Warp maxima, then one atomic per warp (non-negative doubles order as u64).
+    u64 bits = (u64)__double_as_longlong(best);
+    for (int o = 16; o > 0; o >>= 1) {
+        u64 other = __shfl_xor_sync(0xffffffffu, bits, o);
+        bits = other > bits ? other : bits;
+    }
+    int any_bad = __any_sync(0xffffffffu, is_bad);
+    if ((threadIdx.x & 31) == 0) {
+        if (bits) atomicMax(rate + q, bits);
+        if (any_bad) atomicOr(bad + q, 1u);
+    }
+}
+
+#define QUILT_SCAN_KERNEL(T, NAME)                                                                           \
+    extern "C" __global__ void NAME(const T* data, const PatchDesc* descs, const u32* order, u32 q0, u32 q1, \
+                                    int B, double gamma, u64* rate, u32* bad) {                              \
+        scan_body<T>(data, descs, order, q0, q1, B, gamma, rate, bad);                                       \
+    }
+
+QUILT_SCAN_KERNEL(float, scan_f32)
+QUILT_SCAN_KERNEL(double, scan_f64)
+
+// ------------------------------------------------------ launch helpers ----
+
+template <class T> __device__ __forceinline__ const PatchStep<T>& step_of(const StepArgs<T>& a, u32 p) {
+    return ((const PatchStep<T>*)a.step)[p];
+}
+
+template <class T> __device__ __forceinline__ PassInfo pass_of(const StepArgs<T>& a, int i) {
+    return ((const PassInfo*)a.passes)[i];
+}
+
+// Item range [s0, s1) of the chunk's patches in a pass table.
+__device__ __forceinline__ void item_range(const PassInfo& ps, u32 q0, u32 q1, u32& s0, u32& s1) {
+    const u32* pst = (const u32*)ps.pstart;
+    s0 = pst[q0];
+    s1 = pst[q1];
+}
+
+__device__ __forceinline__ ColItem item_at(const PassInfo& ps, u32 i) { return ((const ColItem*)ps.items)[i]; }
+
+#define QUILT_SYNC(WARP) \
+    do {                  \
+        if (WARP)         \
+            __syncwarp(); \
+        else              \
+            __syncthreads(); \
+    } while (0)
+
+// ------------------------------------------------------------- shells ----
+// The thread organisations of the three variants, shared by the schemes. A
+// scheme S provides
+//   S::SLOT_WORDS                       shared-memory values per column slot
+//   S::par<T, G, CPT, WARP>(...)        one column, G threads x CPT cells,
+//                                       phases separated by block (WARP =
+//                                       false) or warp barriers
+//   S::march<T>(...)                    one column marched by one thread
+
+// Default scheme (paper's baseline): one block of 2 x 64 threads per patch,
+// every pass of the step in one launch, block barriers between phases.
+template <class S, class T> __device__ __forceinline__ void shell_default(const StepArgs<T>& A) {
+    extern __shared__ __align__(16) unsigned char qsm[];
+    int slot = threadIdx.x >> 6, t = threadIdx.x & 63;
+    T* sm = (T*)qsm + slot * S::SLOT_WORDS;
+    u32 q = A.q0 + blockIdx.x;
+    Floors fc = {0, 0};
+    for (int pi = A.pass0; pi < A.pass0 + A.npasses; ++pi) {
+        PassInfo ps = pass_of(A, pi);
+        const u32* pst = (const u32*)ps.pstart;
+        u32 s0 = pst[q], s1 = pst[q + 1];
+        for (u32 base = s0; base < s1; base += 2) {
+            u32 it = base + slot;
+            Col c = idle_col();
+            if (it < s1) {
+                ColItem ci = item_at(ps, it);
+                c = make_col(desc_of(A.use_const, A.descs, ci.patch), ci.patch, ps, ci.ta, ci.tb, A.bin_edge);
+            }
+            S::template par<T, 64, 1, false>(A, ps, c, t, sm, fc);
+        }
+        __syncthreads();
+    }
+    flush_floors(fc, A.counters);
+}
+
+// Packed bins (paper sec. 3.1): all blocks stride together over the columns
+// of one pass of every bin of the chunk, two columns per block at a time.
+template <class S, class T> __device__ __forceinline__ void shell_packed(const StepArgs<T>& A) {
+    extern __shared__ __align__(16) unsigned char qsm[];
+    int slot = threadIdx.x >> 6, t = threadIdx.x & 63;
+    T* sm = (T*)qsm + slot * S::SLOT_WORDS;
+    PassInfo ps = pass_of(A, A.pass0);
+    u32 s0, s1;
+    item_range(ps, A.q0, A.q1, s0, s1);
+    Floors fc = {0, 0};
+    for (u32 base = s0 + 2 * blockIdx.x; base < s1; base += 2 * gridDim.x) {
+        u32 it = base + slot;
+        Col c = idle_col();
+        if (it < s1) {
+            ColItem ci = item_at(ps, it);
+            c = make_col(desc_of(A.use_const, A.descs, ci.patch), ci.patch, ps, ci.ta, ci.tb, A.bin_edge);
+        }
+        S::template par<T, 64, 1, false>(A, ps, c, t, sm, fc);
+    }
+    flush_floors(fc, A.counters);
+}
+
+// Kernel-optimised x sweep (paper sec. 3.4): a warp per row, two cells per
+// lane, warp barriers only; rows are contiguous, so reads coalesce.
+template <class S, class T>
+__device__ __forceinline__ void row_item(const StepArgs<T>& A, const PassInfo& ps, u32 it, int lane, T* sm, Floors& fc) {
+    ColItem ci = item_at(ps, it);
+    Col c = make_col(desc_of(A.use_const, A.descs, ci.patch), ci.patch, ps, ci.ta, ci.tb, A.bin_edge);
+    S::template par<T, 32, 2, true>(A, ps, c, lane, sm, fc);
+}
+
+// Kernel-optimised y and z sweeps: a warp per segment of up to 32
+// neighbouring columns of one patch, one thread marching along each column;
+// neighbouring lanes read neighbouring x cells, so every load coalesces.
+template <class S, class T>
+__device__ __forceinline__ void march_item(const StepArgs<T>& A, const PassInfo& ps, u32 it, int lane, Floors& fc) {
+    ColItem ci = item_at(ps, it);
+    const PatchDesc& d = desc_of(A.use_const, A.descs, ci.patch);
+    int a = ps.axis == 0 ? 1 : 0;
+    int ta = (int)ci.ta + lane;
+    if (ta < t_hi(d, ps, a)) {
+        Col c = make_col(d, ci.patch, ps, ta, ci.tb, A.bin_edge);
+        S::template march<T>(A, ps, c, fc);
+    }
+}
+
+template <class S, class T> __device__ __forceinline__ void shell_rows(const StepArgs<T>& A) {
+    extern __shared__ __align__(16) unsigned char qsm[];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    u32 nw = blockDim.x >> 5;
+    T* sm = (T*)qsm + warp * S::SLOT_WORDS;
+    PassInfo ps = pass_of(A, A.pass0);
+    u32 s0, s1;
+    item_range(ps, A.q0, A.q1, s0, s1);
+    Floors fc = {0, 0};
+    for (u32 it = s0 + blockIdx.x * nw + warp; it < s1; it += gridDim.x * nw) row_item<S, T>(A, ps, it, lane, sm, fc);
+    flush_floors(fc, A.counters);
+}
+
+template <class S, class T> __device__ __forceinline__ void shell_march(const StepArgs<T>& A) {
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    u32 nw = blockDim.x >> 5;
+    PassInfo ps = pass_of(A, A.pass0);
+    u32 s0, s1;
+    item_range(ps, A.q0, A.q1, s0, s1);
+    Floors fc = {0, 0};
+    for (u32 it = s0 + blockIdx.x * nw + warp; it < s1; it += gridDim.x * nw) march_item<S, T>(A, ps, it, lane, fc);
+    flush_floors(fc, A.counters);
+}
+
+// Every pass of the step in one cooperative launch, a grid barrier between
+// passes; x passes as rows, y and z passes marched.
+template <class S, class T> __device__ __forceinline__ void shell_fused(const StepArgs<T>& A) {
+    extern __shared__ __align__(16) unsigned char qsm[];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    u32 nw = blockDim.x >> 5;
+    T* sm = (T*)qsm + warp * S::SLOT_WORDS;
+    Floors fc = {0, 0};
+    for (int k = 0; k < A.npasses; ++k) {
+        PassInfo ps = pass_of(A, A.pass0 + k);
+        u32 s0, s1;
+        item_range(ps, A.q0, A.q1, s0, s1);
+        for (u32 it = s0 + blockIdx.x * nw + warp; it < s1; it += gridDim.x * nw) {
+            if (ps.axis == 0)
+                row_item<S, T>(A, ps, it, lane, sm, fc);
+            else
+                march_item<S, T>(A, ps, it, lane, fc);
+        }
+        if (k + 1 < A.npasses) grid_barrier(A.barrier, (u32)(k + 1));
+    }
+    flush_floors(fc, A.counters);
+}
+
+// Minimum resident blocks of 128 threads per multiprocessor asked of ptxas
+// (__launch_bounds__): without it ptxas spends up to 255 registers on
+// instruction-level parallelism and leaves too few warps to hide memory
+// latency. Overridable with -D at compile time (the host does for tuning).
+#ifndef QUILT_MINB_F32
+#define QUILT_MINB_F32 4
+#endif
+#ifndef QUILT_MINB_F64
+#define QUILT_MINB_F64 3
+#endif
+// The marching kernels hold a register window per column.
+#ifndef QUILT_MARCH_MINB_F32
+#define QUILT_MARCH_MINB_F32 3
+#endif
+#ifndef QUILT_MARCH_MINB_F64
+#define QUILT_MARCH_MINB_F64 2
+#endif
+
+#define QUILT_KERNEL_SET(S, NAME, T, SUF, MINB, MMINB)                                                                 \
+    extern "C" __global__ void __launch_bounds__(128, MINB) NAME##_default_##SUF(const StepArgs<T> a) {       \
+        shell_default<S, T>(a);                                                                                 \
+    }                                                                                                           \
+    extern "C" __global__ void __launch_bounds__(128, MINB) NAME##_packed_##SUF(const StepArgs<T> a) {        \
+        shell_packed<S, T>(a);                                                                                  \
+    }                                                                                                           \
+    extern "C" __global__ void __launch_bounds__(128, MINB) NAME##_rows_##SUF(const StepArgs<T> a) {          \
+        shell_rows<S, T>(a);                                                                                    \
+    }                                                                                                           \
+    extern "C" __global__ void __launch_bounds__(128, MMINB) NAME##_march_##SUF(const StepArgs<T> a) {         \
+        shell_march<S, T>(a);                                                                                   \
+    }                                                                                                           \
+    extern "C" __global__ void __launch_bounds__(128, MMINB) NAME##_fused_##SUF(const StepArgs<T> a) {         \
+        shell_fused<S, T>(a);                                                                                   \
+    }
+
+#define QUILT_KERNELS(S, NAME)                               \
+    QUILT_KERNEL_SET(S, NAME, float, f32, QUILT_MINB_F32, QUILT_MARCH_MINB_F32)    \
+    QUILT_KERNEL_SET(S, NAME, double, f64, QUILT_MINB_F64, QUILT_MARCH_MINB_F64)
+
+#endif

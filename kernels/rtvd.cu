@@ -1,0 +1,230 @@
+// Relaxing TVD (Trac & Pen 2003; GAMER, Schive et al. 2010): one
+// directional sweep of a column, the GPU twin of quilt_sweep::scheme::rtvd.
+//
+//   1. split fluxes F_R = (c U + F)/2, F_L = (c U - F)/2 of U^n, c = |v_n| + c_s;
+//      half step U^{n+1/2}_i = U_i - dt/2dx ((F_R,i - F_L,i+1) - (F_R,i-1 - F_L,i))
+//   2. split fluxes of U^{n+1/2}, limited second-order face fluxes
+//   3. full step from U^n on cells 3 .. len-4.
+//
+// Two organisations compute exactly the same values: `par` (a group of
+// threads per column, one or two cells per thread, shared memory between
+// phases) and `march` (one thread per column, a register window sliding
+// along it).
+#include "common.cuh"
+
+template <class T> __device__ __forceinline__ T rtvd_limit(int lim, T a, T b) {
+    T ab = a * b;
+    if (ab <= T(0)) return T(0);
+    if (lim == 0) return T(2) * ab / (a + b);  // van Leer
+    return q_abs(a) < q_abs(b) ? a : b;        // minmod
+}
+
+template <class T> __device__ __forceinline__ void split_flux(const GasK<T>& k, const T u[5], T fr[5], T fl[5]) {
+    T vn, p, cs;
+    signal_speed(k, u, vn, p, cs);
+    T c = q_abs(vn) + cs;
+    T f[5];
+    euler_flux(u, vn, p, f);
+#pragma unroll
+    for (int v = 0; v < 5; ++v) {
+        T cu = c * u[v];
+        fr[v] = T(0.5) * (cu + f[v]);
+        fl[v] = T(0.5) * (cu - f[v]);
+    }
+}
+
+// Limited face flux between cells f and f+1 from the half-step split fluxes
+// HR_{f-1..f+1} and HL_{f..f+2}.
+template <class T>
+__device__ __forceinline__ T rtvd_face(int lim, T rm, T r0, T rp, T l0, T l1, T l2) {
+    T right = r0 + T(0.5) * rtvd_limit(lim, r0 - rm, rp - r0);
+    T left = l1 - T(0.5) * rtvd_limit(lim, l1 - l0, l2 - l1);
+    return right - left;
+}
+
+#define COPY5(dst, src)                                \
+    do {                                               \
+        _Pragma("unroll") for (int v_ = 0; v_ < 5; ++v_) \
+            (dst)[v_] = (src)[v_];                     \
+    } while (0)
+
+struct Rtvd {
+    static const int E = QUILT_MAX_EDGE;
+    // fr, fl, face fluxes
+    static const int SLOT_WORDS = 15 * E;
+
+    template <class T, int G, int CPT, bool WARP>
+    static __device__ __forceinline__ void par(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int t, T* sm, Floors& fc) {
+        T* sfr = sm;
+        T* sfl = sm + 5 * E;
+        T* sfx = sm + 10 * E;
+        const int axis = ps.axis;
+        const GasK<T> k = A.k;
+        T* data = (T*)A.data;
+        const int len = c.len;
+        T dtdx = T(0), wf = T(0);
+        if (len > 0) {
+            const PatchStep<T>& st = step_of(A, c.patch);
+            dtdx = st.dtdx[axis];
+            wf = st.wflux;
+        }
+        const T hdtdx = T(0.5) * dtdx;
+        T u[CPT][5];
+#pragma unroll
+        for (int q = 0; q < CPT; ++q) {
+            int i = t + q * G;
+            if (i < len) {
+                load_cell(data, c, axis, i, u[q]);
+                T fr[5], fl[5];
+                split_flux(k, u[q], fr, fl);
+#pragma unroll
+                for (int v = 0; v < 5; ++v) {
+                    sfr[v * E + i] = fr[v];
+                    sfl[v * E + i] = fl[v];
+                }
+            }
+        }
+        QUILT_SYNC(WARP);
+        T uh[CPT][5];
+#pragma unroll
+        for (int q = 0; q < CPT; ++q) {
+            int i = t + q * G;
+            if (i >= 1 && i <= len - 2) {
+#pragma unroll
+                for (int v = 0; v < 5; ++v) {
+                    T fp = sfr[v * E + i] - sfl[v * E + i + 1];
+                    T fm = sfr[v * E + i - 1] - sfl[v * E + i];
+                    uh[q][v] = u[q][v] - hdtdx * (fp - fm);
+                }
+                apply_floors(k, uh[q], fc);
+            }
+        }
+        QUILT_SYNC(WARP);
+#pragma unroll
+        for (int q = 0; q < CPT; ++q) {
+            int i = t + q * G;
+            if (i >= 1 && i <= len - 2) {
+                T fr[5], fl[5];
+                split_flux(k, uh[q], fr, fl);
+#pragma unroll
+                for (int v = 0; v < 5; ++v) {
+                    sfr[v * E + i] = fr[v];
+                    sfl[v * E + i] = fl[v];
+                }
+            }
+        }
+        QUILT_SYNC(WARP);
+#pragma unroll
+        for (int q = 0; q < CPT; ++q) {
+            int f = t + q * G;
+            if (f >= 2 && f <= len - 4) {
+#pragma unroll
+                for (int v = 0; v < 5; ++v) {
+                    const T* r = sfr + v * E;
+                    const T* l = sfl + v * E;
+                    sfx[v * E + f] = rtvd_face(A.opt0, r[f - 1], r[f], r[f + 1], l[f], l[f + 1], l[f + 2]);
+                }
+            }
+        }
+        QUILT_SYNC(WARP);
+#pragma unroll
+        for (int q = 0; q < CPT; ++q) {
+            int i = t + q * G;
+            if (i >= 3 && i <= len - 4) {
+                T w[5];
+#pragma unroll
+                for (int v = 0; v < 5; ++v) w[v] = u[q][v] - dtdx * (sfx[v * E + i] - sfx[v * E + i - 1]);
+                apply_floors(k, w, fc);
+                check_finite(c, axis, i, w, A.errors, ps.slot);
+                store_cell(data, c, axis, i, w);
+            }
+            if (len > 0 && (i == c.face_lo || i == c.face_hi)) {
+                T f[5];
+#pragma unroll
+                for (int v = 0; v < 5; ++v) f[v] = sfx[v * E + i];
+                record_face((T*)A.flux, c, axis, i == c.face_lo ? 0 : 1, f, wf, false);
+            }
+        }
+        QUILT_SYNC(WARP);
+    }
+
+    // One thread, one column. At step j (cell j read) the window holds
+    // U_{j-1..j}, the half-step split fluxes HR_{j-4..j-1}, HL_{j-3..j-1};
+    // face j-3 and cell j-3 are finished (U_{j-3} is read again, from the
+    // cache, rather than kept in registers).
+    template <class T>
+    static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc) {
+        const int axis = ps.axis;
+        const GasK<T> k = A.k;
+        const int lim = A.opt0;
+        T* data = (T*)A.data;
+        const PatchStep<T>& st = step_of(A, c.patch);
+        const T dtdx = st.dtdx[axis], wf = st.wflux;
+        const T hdtdx = T(0.5) * dtdx;
+        const int len = c.len;
+        T u2[5], u3[5];
+        T nx[5];
+        T frp[5], fsp[5];
+        T hr0[5], hr1[5], hr2[5], hr3[5];
+        T hl1[5], hl2[5], hl3[5];
+        T fxp[5];
+#pragma unroll
+        for (int v = 0; v < 5; ++v) {
+            u2[v] = u3[v] = T(0);
+            frp[v] = fsp[v] = fxp[v] = T(0);
+            hr0[v] = hr1[v] = hr2[v] = hr3[v] = T(0);
+            hl1[v] = hl2[v] = hl3[v] = T(0);
+        }
+        load_cell(data, c, axis, 0, nx);
+#pragma unroll 1
+        for (int j = 0; j < len; ++j) {
+            COPY5(u2, u3);
+            COPY5(u3, nx);
+            if (j + 1 < len) load_cell(data, c, axis, j + 1, nx);
+            T fr[5], fl[5];
+            split_flux(k, u3, fr, fl);
+            if (j >= 1) {
+                T fs[5];  // F*_{j-1} = F_R,j-1 - F_L,j
+#pragma unroll
+                for (int v = 0; v < 5; ++v) fs[v] = frp[v] - fl[v];
+                if (j >= 2) {
+                    T uh[5];
+#pragma unroll
+                    for (int v = 0; v < 5; ++v) uh[v] = u2[v] - hdtdx * (fs[v] - fsp[v]);
+                    apply_floors(k, uh, fc);
+                    T hr[5], hl[5];
+                    split_flux(k, uh, hr, hl);
+                    COPY5(hr0, hr1);
+                    COPY5(hr1, hr2);
+                    COPY5(hr2, hr3);
+                    COPY5(hr3, hr);
+                    COPY5(hl1, hl2);
+                    COPY5(hl2, hl3);
+                    COPY5(hl3, hl);
+                    const int f = j - 3;
+                    if (f >= 2 && f <= len - 4) {
+                        T fx[5];
+#pragma unroll
+                        for (int v = 0; v < 5; ++v) fx[v] = rtvd_face(lim, hr0[v], hr1[v], hr2[v], hl1[v], hl2[v], hl3[v]);
+                        if (f == c.face_lo) record_face((T*)A.flux, c, axis, 0, fx, wf, false);
+                        if (f == c.face_hi) record_face((T*)A.flux, c, axis, 1, fx, wf, false);
+                        if (f >= 3) {
+                            T w[5];
+                            load_cell(data, c, axis, f, w);
+#pragma unroll
+                            for (int v = 0; v < 5; ++v) w[v] = w[v] - dtdx * (fx[v] - fxp[v]);
+                            apply_floors(k, w, fc);
+                            check_finite(c, axis, f, w, A.errors, ps.slot);
+                            store_cell(data, c, axis, f, w);
+                        }
+                        COPY5(fxp, fx);
+                    }
+                }
+                COPY5(fsp, fs);
+            }
+            COPY5(frp, fr);
+        }
+    }
+};
+
+QUILT_KERNELS(Rtvd, rtvd)

@@ -1,0 +1,246 @@
+// MUSCL-type TVD scheme of Enzo's GPU solver (Wang, Abel & Kaehler 2010):
+// one RK stage's flux difference along one axis for a column, the GPU twin
+// of quilt_sweep::scheme::tvd, and the stage combination of the unsplit
+// driver (three axis passes per stage, SSP-RK2):
+//
+//   sub 0: acc = dU_a,   sub 1: acc += dU_b,
+//   sub 2: stage 0: U* = U^n + (acc + dU_c)            (floors)
+//          stage 1: U^{n+1} = (U^n + (U* + (acc + dU_c))) / 2   (floors)
+#include "common.cuh"
+
+template <class T> __device__ __forceinline__ void primitive(const GasK<T>& k, const T u[5], T w[5]) {
+    T inv = T(1) / u[0];
+    T ke = T(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
+    T p = q_max(k.gm1 * (u[4] - ke), k.p_floor);
+    w[0] = u[0];
+    w[1] = u[1] * inv;
+    w[2] = u[2] * inv;
+    w[3] = u[3] * inv;
+    w[4] = p;
+}
+
+// lim 0: minmod, 1: monotonized central.
+template <class T> __device__ __forceinline__ T tvd_slope(int lim, T a, T b) {
+    if (a * b <= T(0)) return T(0);
+    if (lim == 0) return q_abs(a) < q_abs(b) ? a : b;
+    T m = q_min(q_min(T(2) * q_abs(a), T(2) * q_abs(b)), T(0.5) * q_abs(a + b));
+    return a > T(0) ? m : -m;
+}
+
+template <class T> __device__ __forceinline__ T conserved(const GasK<T>& k, const T w[5], T u[5]) {
+    T rho = w[0];
+    T ke = T(0.5) * rho * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3]));
+    u[0] = rho;
+    u[1] = rho * w[1];
+    u[2] = rho * w[2];
+    u[3] = rho * w[3];
+    u[4] = w[4] * k.inv_gm1 + ke;
+    return q_sqrt(k.gamma * w[4] / rho);
+}
+
+// kind 0: HLL with Davis speeds, 1: local Lax-Friedrichs.
+template <class T>
+__device__ __forceinline__ void tvd_face_flux(const GasK<T>& k, int kind, const T wl[5], const T wr[5], T f[5]) {
+    T ul[5], ur[5];
+    T cl = conserved(k, wl, ul);
+    T cr = conserved(k, wr, ur);
+    T fl[5], fr[5];
+    euler_flux(ul, wl[1], wl[4], fl);
+    euler_flux(ur, wr[1], wr[4], fr);
+    if (kind == 0) {
+        T sl = q_min(wl[1] - cl, wr[1] - cr);
+        T sr = q_max(wl[1] + cl, wr[1] + cr);
+        if (sl >= T(0)) {
+#pragma unroll
+            for (int v = 0; v < 5; ++v) f[v] = fl[v];
+        } else if (sr <= T(0)) {
+#pragma unroll
+            for (int v = 0; v < 5; ++v) f[v] = fr[v];
+        } else {
+            T inv = T(1) / (sr - sl);
+#pragma unroll
+            for (int v = 0; v < 5; ++v) f[v] = (sr * fl[v] - sl * fr[v] + sl * sr * (ur[v] - ul[v])) * inv;
+        }
+    } else {
+        T a = q_max(q_abs(wl[1]) + cl, q_abs(wr[1]) + cr);
+#pragma unroll
+        for (int v = 0; v < 5; ++v) f[v] = T(0.5) * ((fl[v] + fr[v]) - a * (ur[v] - ul[v]));
+    }
+}
+
+// Applies dU of column cell i according to the pass (see the file header).
+template <class T>
+__device__ __forceinline__ void tvd_combine(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int i, const T du[5],
+                                            Floors& fc) {
+    const int axis = ps.axis;
+    T* acc = (T*)A.acc;
+    const i64 at = c.base + (i64)i * c.stride;
+    if (ps.sub == 0) {
+#pragma unroll
+        for (int v = 0; v < 5; ++v) acc[at + comp_of(axis, v) * c.cstride] = du[v];
+    } else if (ps.sub == 1) {
+#pragma unroll
+        for (int v = 0; v < 5; ++v) {
+            const i64 idx = at + comp_of(axis, v) * c.cstride;
+            acc[idx] = acc[idx] + du[v];
+        }
+    } else {
+        T un[5], a[5], w[5];
+        load_cell((const T*)A.data, c, axis, i, un);
+        load_cell((const T*)acc, c, axis, i, a);
+        if (ps.stage == 0) {
+#pragma unroll
+            for (int v = 0; v < 5; ++v) w[v] = un[v] + (a[v] + du[v]);
+            apply_floors(A.k, w, fc);
+            check_finite(c, axis, i, w, A.errors, ps.slot);
+            store_cell((T*)A.stage, c, axis, i, w);
+        } else {
+            T us[5];
+            load_cell((const T*)A.stage, c, axis, i, us);
+#pragma unroll
+            for (int v = 0; v < 5; ++v) w[v] = T(0.5) * (un[v] + (us[v] + (a[v] + du[v])));
+            apply_floors(A.k, w, fc);
+            check_finite(c, axis, i, w, A.errors, ps.slot);
+            store_cell((T*)A.data, c, axis, i, w);
+        }
+    }
+}
+
+#define COPY5(dst, src)                                  \
+    do {                                                 \
+        _Pragma("unroll") for (int v_ = 0; v_ < 5; ++v_) \
+            (dst)[v_] = (src)[v_];                       \
+    } while (0)
+
+struct Tvd {
+    static const int E = QUILT_MAX_EDGE;
+    // primitives, slopes, face fluxes
+    static const int SLOT_WORDS = 15 * E;
+
+    template <class T, int G, int CPT, bool WARP>
+    static __device__ __forceinline__ void par(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int t, T* sm,
+                                               Floors& fc) {
+        T* sw = sm;
+        T* sdw = sm + 5 * E;
+        T* sfx = sm + 10 * E;
+        const int axis = ps.axis;
+        const GasK<T> k = A.k;
+        const T* src = (const T*)(ps.stage == 0 ? A.data : A.stage);
+        const int len = c.len;
+        T dtdx = T(0), wf = T(0);
+        if (len > 0) {
+            const PatchStep<T>& st = step_of(A, c.patch);
+            dtdx = st.dtdx[axis];
+            wf = st.wflux;
+        }
+#pragma unroll
+        for (int q = 0; q < CPT; ++q) {
+            int i = t + q * G;
+            if (i < len) {
+                T u[5], w[5];
+                load_cell(src, c, axis, i, u);
+                primitive(k, u, w);
+#pragma unroll
+                for (int v = 0; v < 5; ++v) sw[v * E + i] = w[v];
+            }
+        }
+        QUILT_SYNC(WARP);
+#pragma unroll
+        for (int q = 0; q < CPT; ++q) {
+            int i = t + q * G;
+            if (i >= 1 && i <= len - 2) {
+#pragma unroll
+                for (int v = 0; v < 5; ++v) {
+                    const T* w = sw + v * E;
+                    sdw[v * E + i] = tvd_slope(A.opt0, w[i] - w[i - 1], w[i + 1] - w[i]);
+                }
+            }
+        }
+        QUILT_SYNC(WARP);
+#pragma unroll
+        for (int q = 0; q < CPT; ++q) {
+            int f = t + q * G;
+            if (f >= 1 && f <= len - 3) {
+                T wl[5], wr[5], fx[5];
+#pragma unroll
+                for (int v = 0; v < 5; ++v) {
+                    wl[v] = sw[v * E + f] + T(0.5) * sdw[v * E + f];
+                    wr[v] = sw[v * E + f + 1] - T(0.5) * sdw[v * E + f + 1];
+                }
+                tvd_face_flux(k, A.opt1, wl, wr, fx);
+#pragma unroll
+                for (int v = 0; v < 5; ++v) sfx[v * E + f] = fx[v];
+            }
+        }
+        QUILT_SYNC(WARP);
+#pragma unroll
+        for (int q = 0; q < CPT; ++q) {
+            int i = t + q * G;
+            if (i >= 2 && i <= len - 3) {
+                T du[5];
+#pragma unroll
+                for (int v = 0; v < 5; ++v) du[v] = dtdx * (sfx[v * E + i - 1] - sfx[v * E + i]);
+                tvd_combine(A, ps, c, i, du, fc);
+            }
+            if (len > 0 && (i == c.face_lo || i == c.face_hi)) {
+                T f[5];
+#pragma unroll
+                for (int v = 0; v < 5; ++v) f[v] = sfx[v * E + i];
+                record_face((T*)A.flux, c, axis, i == c.face_lo ? 0 : 1, f, wf, ps.stage == 1);
+            }
+        }
+        QUILT_SYNC(WARP);
+    }
+
+    // One thread, one column: at step j the window holds W_{j-2..j} and
+    // dW_{j-2..j-1}; face j-2 and cell j-2 are finished.
+    template <class T>
+    static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc) {
+        const int axis = ps.axis;
+        const GasK<T> k = A.k;
+        const T* src = (const T*)(ps.stage == 0 ? A.data : A.stage);
+        const PatchStep<T>& st = step_of(A, c.patch);
+        const T dtdx = st.dtdx[axis], wf = st.wflux;
+        const bool add = ps.stage == 1;
+        const int len = c.len;
+        T w0[5], w1[5], w2[5], dw0[5], dw1[5], fxp[5], nx[5];
+#pragma unroll
+        for (int v = 0; v < 5; ++v) w0[v] = w1[v] = w2[v] = dw0[v] = dw1[v] = fxp[v] = T(0);
+        load_cell(src, c, axis, 0, nx);
+#pragma unroll 1
+        for (int j = 0; j < len; ++j) {
+            COPY5(w0, w1);
+            COPY5(w1, w2);
+            T u[5];
+            COPY5(u, nx);
+            if (j + 1 < len) load_cell(src, c, axis, j + 1, nx);
+            primitive(k, u, w2);
+            if (j >= 2) {
+                COPY5(dw0, dw1);
+#pragma unroll
+                for (int v = 0; v < 5; ++v) dw1[v] = tvd_slope(A.opt0, w1[v] - w0[v], w2[v] - w1[v]);
+            }
+            if (j >= 3) {
+                const int f = j - 2;
+                T wl[5], wr[5], fx[5];
+#pragma unroll
+                for (int v = 0; v < 5; ++v) {
+                    wl[v] = w0[v] + T(0.5) * dw0[v];
+                    wr[v] = w1[v] - T(0.5) * dw1[v];
+                }
+                tvd_face_flux(k, A.opt1, wl, wr, fx);
+                if (f == c.face_lo) record_face((T*)A.flux, c, axis, 0, fx, wf, add);
+                if (f == c.face_hi) record_face((T*)A.flux, c, axis, 1, fx, wf, add);
+                if (f >= 2 && f <= len - 3) {
+                    T du[5];
+#pragma unroll
+                    for (int v = 0; v < 5; ++v) du[v] = dtdx * (fxp[v] - fx[v]);
+                    tvd_combine(A, ps, c, f, du, fc);
+                }
+                COPY5(fxp, fx);
+            }
+        }
+    }
+};
+
+QUILT_KERNELS(Tvd, tvd)
