@@ -8,10 +8,12 @@
 
 pub mod cluster;
 pub mod error;
+pub mod fill;
 pub mod geometry;
 pub mod hierarchy;
 pub mod hierarchy_file;
 pub mod index;
+pub mod interp;
 pub mod patch_data;
 pub mod real;
 pub mod synthetic;

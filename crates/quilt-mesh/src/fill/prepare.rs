@@ -1,0 +1,392 @@
+//! Prepare and ghost fill of one patch.
+
+use rayon::prelude::*;
+
+use super::boundary::{self, BoundaryConditions};
+use super::plan::{FillPlan, PatchPlan};
+use super::target::FillTarget;
+use crate::error::MeshError;
+use crate::hierarchy::{GhostCounts, Hierarchy, HierarchyData};
+use crate::index::{IndexBox, IntVect, iv};
+use crate::interp::{self, CoarseScratch, InterpWork, Limiter};
+use crate::patch_data::{PatchData, PatchState};
+use crate::real::Real;
+
+/// Read access to the old (time-`n`) state of every patch, by patch index.
+/// Implemented for [`HierarchyData`] (its `old` states) and for slices and
+/// vectors of patch data.
+pub trait OldData<T> {
+    /// Old data of patch `index`, if there is one.
+    fn old_patch(&self, index: usize) -> Option<&PatchData<T>>;
+}
+
+impl<T: Real> OldData<T> for HierarchyData<T> {
+    fn old_patch(&self, index: usize) -> Option<&PatchData<T>> {
+        self.get(index).map(|s| &s.old)
+    }
+}
+
+impl<T> OldData<T> for [PatchData<T>] {
+    fn old_patch(&self, index: usize) -> Option<&PatchData<T>> {
+        self.get(index)
+    }
+}
+
+impl<T> OldData<T> for Vec<PatchData<T>> {
+    fn old_patch(&self, index: usize) -> Option<&PatchData<T>> {
+        self.get(index)
+    }
+}
+
+impl<T> OldData<T> for [&PatchData<T>] {
+    fn old_patch(&self, index: usize) -> Option<&PatchData<T>> {
+        self.get(index).copied()
+    }
+}
+
+impl<T> OldData<T> for Vec<&PatchData<T>> {
+    fn old_patch(&self, index: usize) -> Option<&PatchData<T>> {
+        self.get(index).copied()
+    }
+}
+
+/// Every old state but one (the patch being filled in place).
+struct AllBut<'a, T> {
+    before: &'a [PatchState<T>],
+    after: &'a [PatchState<T>],
+}
+
+impl<T> OldData<T> for AllBut<'_, T> {
+    fn old_patch(&self, index: usize) -> Option<&PatchData<T>> {
+        let n = self.before.len();
+        if index < n {
+            Some(&self.before[index].old)
+        } else if index > n {
+            self.after.get(index - n - 1).map(|s| &s.old)
+        } else {
+            None
+        }
+    }
+}
+
+/// What one prepare wrote: interior cells and ghost cells by source.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FillCounts {
+    /// Interior cells copied (zero for a ghost-only fill).
+    pub interior: i64,
+    /// Ghost cells copied, interpolated and set by boundary conditions.
+    pub ghosts: GhostCounts,
+}
+
+impl FillCounts {
+    /// Every cell written.
+    pub fn total(&self) -> i64 {
+        self.interior + self.ghosts.total()
+    }
+}
+
+/// Scratch memory of one filling thread (coarse values and interpolation
+/// work arrays); reused from patch to patch without allocating.
+#[derive(Debug, Clone)]
+pub struct FillScratch<T> {
+    coarse: CoarseScratch<T>,
+    work: InterpWork<T>,
+}
+
+impl<T: Real> Default for FillScratch<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Real> FillScratch<T> {
+    /// Empty scratch; it grows to the largest patch on first use.
+    pub fn new() -> Self {
+        Self {
+            coarse: CoarseScratch::new(),
+            work: InterpWork::new(),
+        }
+    }
+}
+
+/// Ghost fill for one hierarchy: its plans, boundary conditions and
+/// interpolation limiter. Build it once per regrid; it holds no field data,
+/// so any number of threads may fill through it at once.
+#[derive(Debug, Clone)]
+pub struct GhostFill<T> {
+    plan: FillPlan,
+    bc: BoundaryConditions<T>,
+    limiter: Limiter,
+}
+
+impl<T: Real> GhostFill<T> {
+    /// Plans for `h` with boundary conditions `bc` (checked against the
+    /// geometry) and `limiter` for coarse–fine interpolation.
+    pub fn new(
+        h: &Hierarchy,
+        bc: BoundaryConditions<T>,
+        limiter: Limiter,
+    ) -> Result<Self, MeshError> {
+        bc.check(h.geometry())?;
+        Ok(Self {
+            plan: FillPlan::new(h)?,
+            bc,
+            limiter,
+        })
+    }
+
+    /// The plans.
+    pub fn plan(&self) -> &FillPlan {
+        &self.plan
+    }
+
+    /// The boundary conditions.
+    pub fn boundary_conditions(&self) -> &BoundaryConditions<T> {
+        &self.bc
+    }
+
+    /// The interpolation limiter.
+    pub fn limiter(&self) -> Limiter {
+        self.limiter
+    }
+
+    /// Prepares patch `patch`: copies its old interior into `target` and
+    /// fills the target's ghost cells (siblings, then coarse interpolation,
+    /// then physical boundaries), reading only old state. `target` must
+    /// cover exactly the patch's ghost-grown box. `time` is passed to user
+    /// boundary conditions.
+    pub fn prepare<D: OldData<T> + ?Sized>(
+        &self,
+        old: &D,
+        patch: usize,
+        time: f64,
+        target: &mut FillTarget<'_, T>,
+        scratch: &mut FillScratch<T>,
+    ) -> Result<FillCounts, MeshError> {
+        let p = self.check(patch, target)?;
+        let src = old.old_patch(patch).ok_or_else(|| missing(patch, p))?;
+        self.check_source(src, patch, target.ncomp())?;
+        copy_rows(src, &p.interior, &iv(0, 0, 0), target);
+        let ghosts = self.fill_checked(old, patch, p, time, target, scratch)?;
+        Ok(FillCounts {
+            interior: p.interior.num_cells(),
+            ghosts,
+        })
+    }
+
+    /// Fills only the ghost cells of `target`, whose interior must already
+    /// hold patch `patch`'s old interior (periodic self-images and
+    /// boundary conditions read it from there).
+    pub fn fill_ghosts<D: OldData<T> + ?Sized>(
+        &self,
+        old: &D,
+        patch: usize,
+        time: f64,
+        target: &mut FillTarget<'_, T>,
+        scratch: &mut FillScratch<T>,
+    ) -> Result<GhostCounts, MeshError> {
+        let p = self.check(patch, target)?;
+        self.fill_checked(old, patch, p, time, target, scratch)
+    }
+
+    /// Fills the ghost cells of patch `patch`'s old state in place, reading
+    /// the other patches' old interiors.
+    pub fn fill_in_place(
+        &self,
+        data: &mut HierarchyData<T>,
+        patch: usize,
+        time: f64,
+        scratch: &mut FillScratch<T>,
+    ) -> Result<GhostCounts, MeshError> {
+        if patch >= data.len() {
+            return Err(MeshError::LayoutMismatch {
+                why: format!(
+                    "patch index {patch}, but the data holds {} patches",
+                    data.len()
+                ),
+            });
+        }
+        let (before, rest) = data.states_mut().split_at_mut(patch);
+        let (me, after) = rest.split_first_mut().expect("index checked above");
+        let others = AllBut { before, after };
+        let mut target = FillTarget::patch(&mut me.old);
+        self.fill_ghosts(&others, patch, time, &mut target, scratch)
+    }
+
+    /// Fills the old ghost cells of every patch in place (e.g. before
+    /// tagging or output). Every patch reads only interiors, so the order
+    /// does not matter.
+    pub fn fill_all_in_place(
+        &self,
+        data: &mut HierarchyData<T>,
+        time: f64,
+    ) -> Result<(), MeshError> {
+        let mut scratch = FillScratch::new();
+        for i in 0..data.len() {
+            self.fill_in_place(data, i, time, &mut scratch)?;
+        }
+        Ok(())
+    }
+
+    /// Prepares many patches in parallel (rayon, one scratch per worker):
+    /// `jobs` pairs patch indices with their targets, e.g. from
+    /// [`super::split_bins`]. Returns the counts in job order.
+    pub fn prepare_many<D: OldData<T> + Sync + ?Sized>(
+        &self,
+        old: &D,
+        time: f64,
+        jobs: &mut [(usize, FillTarget<'_, T>)],
+    ) -> Result<Vec<FillCounts>, MeshError> {
+        jobs.par_iter_mut()
+            .map_init(FillScratch::new, |s, (i, t)| {
+                self.prepare(old, *i, time, t, s)
+            })
+            .collect()
+    }
+
+    fn check(&self, patch: usize, target: &FillTarget<'_, T>) -> Result<&PatchPlan, MeshError> {
+        let p = self
+            .plan
+            .patch(patch)
+            .ok_or_else(|| MeshError::LayoutMismatch {
+                why: format!(
+                    "patch index {patch}, but the hierarchy has {} patches",
+                    self.plan.len()
+                ),
+            })?;
+        if target.bx() != p.ghost_box {
+            return Err(MeshError::BadAccess {
+                field: format!("fill target of patch {} (level {})", p.id, p.level),
+                why: format!(
+                    "the target covers {}, the patch's ghost-grown box is {}",
+                    target.bx(),
+                    p.ghost_box
+                ),
+            });
+        }
+        self.bc.check_ncomp(target.ncomp())?;
+        Ok(p)
+    }
+
+    fn check_source(
+        &self,
+        src: &PatchData<T>,
+        index: usize,
+        ncomp: usize,
+    ) -> Result<(), MeshError> {
+        let p = &self.plan.patches[index];
+        if src.interior() != p.interior || src.ncomp() != ncomp {
+            return Err(MeshError::LayoutMismatch {
+                why: format!(
+                    "patch index {index} (id {}): data interior {} with {} components, layout interior {} and a target with {ncomp}",
+                    p.id,
+                    src.interior(),
+                    src.ncomp(),
+                    p.interior
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn fill_checked<D: OldData<T> + ?Sized>(
+        &self,
+        old: &D,
+        patch: usize,
+        p: &PatchPlan,
+        time: f64,
+        t: &mut FillTarget<'_, T>,
+        scratch: &mut FillScratch<T>,
+    ) -> Result<GhostCounts, MeshError> {
+        let ncomp = t.ncomp();
+        let mut counts = GhostCounts::default();
+        // 1. Siblings (and periodic images, the patch itself included).
+        for o in &p.copies {
+            if o.source == patch {
+                copy_self(&p.interior, &o.region, &o.shift, t);
+            } else {
+                let src = old
+                    .old_patch(o.source)
+                    .ok_or_else(|| missing(o.source, p))?;
+                self.check_source(src, o.source, ncomp)?;
+                copy_rows(src, &o.region, &o.shift, t);
+            }
+            counts.copied += o.region.num_cells();
+        }
+        // 2. Coarse–fine ghosts: gather the coarse cells, then interpolate.
+        if !p.interp.is_empty() {
+            let FillScratch { coarse, work } = scratch;
+            coarse.reset(p.coarse_box, ncomp)?;
+            for o in &p.gather {
+                let src = old
+                    .old_patch(o.source)
+                    .ok_or_else(|| missing(o.source, p))?;
+                self.check_source(src, o.source, ncomp)?;
+                coarse.copy_unchecked(src, &o.region, &o.shift);
+            }
+            for g in &p.interp {
+                interp::interpolate(coarse, p.ratio, self.limiter, g, t, work)?;
+                counts.interpolated += g.num_cells();
+            }
+        }
+        // 3. Physical boundaries, axis after axis (corners last).
+        let lg = &self.plan.levels[p.level];
+        for s in &p.physical {
+            boundary::apply(&self.bc, s, lg, p.id, time, t);
+            counts.physical += s.region.num_cells();
+        }
+        Ok(counts)
+    }
+}
+
+fn missing(index: usize, p: &PatchPlan) -> MeshError {
+    MeshError::LayoutMismatch {
+        why: format!(
+            "filling patch {} (level {}) needs old data of patch index {index}, which is missing",
+            p.id, p.level
+        ),
+    }
+}
+
+/// Copies `region` of every component from `src` (cell `p − shift`) into
+/// the target, row by row. The caller has checked that `region − shift`
+/// lies in the source's interior and `region` in the target.
+fn copy_rows<T: Real>(
+    src: &PatchData<T>,
+    region: &IndexBox,
+    shift: &IntVect,
+    t: &mut FillTarget<'_, T>,
+) {
+    let nx = region.size().x as usize;
+    let sdb = src.data_box();
+    for c in 0..t.ncomp() {
+        let s = src.comp(c);
+        for k in region.lo.z..=region.hi.z {
+            for j in region.lo.y..=region.hi.y {
+                let os = sdb.offset(&iv(region.lo.x - shift.x, j - shift.y, k - shift.z));
+                t.row_mut(c, region.lo.x, j, k, nx)
+                    .copy_from_slice(&s[os..os + nx]);
+            }
+        }
+    }
+}
+
+/// A periodic self-image: `region` (ghost cells) from the target's own
+/// interior at `p − shift`.
+fn copy_self<T: Real>(
+    interior: &IndexBox,
+    region: &IndexBox,
+    shift: &IntVect,
+    t: &mut FillTarget<'_, T>,
+) {
+    debug_assert!(interior.contains_box(&region.shift(&-shift)));
+    let nx = region.size().x as usize;
+    for c in 0..t.ncomp() {
+        for k in region.lo.z..=region.hi.z {
+            for j in region.lo.y..=region.hi.y {
+                let d = iv(region.lo.x, j, k);
+                t.copy_row_within(c, d - shift, d, nx);
+            }
+        }
+    }
+}
