@@ -15,6 +15,30 @@ use rand_chacha::ChaCha8Rng;
 
 const N: i32 = 128;
 
+/// Nanoseconds this thread has run on a CPU (Linux `schedstat`), so that a
+/// measurement on a shared, loaded machine counts only our own work.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Criterion `iter_custom` body timing `iters` calls of `f` in on-CPU time
+/// (wall time where `schedstat` is missing).
+fn cpu_time<R>(iters: u64, mut f: impl FnMut() -> R) -> Duration {
+    let (c0, w0) = (thread_cpu_ns(), std::time::Instant::now());
+    for _ in 0..iters {
+        black_box(f());
+    }
+    match (c0, thread_cpu_ns()) {
+        (Some(a), Some(b)) => Duration::from_nanos(b - a),
+        _ => w0.elapsed(),
+    }
+}
+
 fn domain() -> IndexBox {
     IndexBox::new(iv(0, 0, 0), iv(N - 1, N - 1, N - 1))
 }
@@ -124,6 +148,15 @@ fn bench_cluster(c: &mut Criterion) {
                     .unwrap()
             })
         });
+        g.bench_function(format!("{name}_cpu"), |b| {
+            b.iter_custom(|iters| {
+                cpu_time(iters, || {
+                    clusterer
+                        .cluster(std::slice::from_ref(&tags), &nesting)
+                        .unwrap()
+                })
+            })
+        });
     }
     g.finish();
 }
@@ -133,11 +166,13 @@ fn bench_tagging(c: &mut Criterion) {
     // Buffer of 2 cells around the shell over the whole 128³ level.
     let tags = shell();
     g.throughput(Throughput::Elements(domain().num_cells() as u64));
-    g.bench_function("buffer2_shell_128", |b| {
-        b.iter(|| {
-            let mut t = tags.clone();
-            t.buffer(2, &domain()).unwrap();
-            t
+    g.bench_function("buffer2_shell_128_cpu", |b| {
+        b.iter_custom(|iters| {
+            cpu_time(iters, || {
+                let mut t = tags.clone();
+                t.buffer(2, &domain()).unwrap();
+                t
+            })
         })
     });
     // Shock detector on one 64³ patch (2 ghost cells) holding a spherical shock.
@@ -156,12 +191,14 @@ fn bench_tagging(c: &mut Criterion) {
     let input = TagInput::new(&v, data, interior, [1.0 / 128.0; 3]).unwrap();
     let det = ShockDetector::new(1.0, DEFAULT_SHOCK_ONSET).unwrap();
     g.throughput(Throughput::Elements(interior.num_cells() as u64));
-    g.bench_function("shock_detector_64", |b| {
+    g.bench_function("shock_detector_64_cpu", |b| {
         let mut t = TagBox::new(interior).unwrap();
-        b.iter(|| {
-            t.clear();
-            det.tag(&input, &mut t).unwrap();
-            t.count()
+        b.iter_custom(|iters| {
+            cpu_time(iters, || {
+                t.clear();
+                det.tag(&input, &mut t).unwrap();
+                t.count()
+            })
         })
     });
     g.finish();

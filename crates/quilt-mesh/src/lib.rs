@@ -16,6 +16,7 @@ pub mod index;
 pub mod interp;
 pub mod patch_data;
 pub mod real;
+pub mod regrid;
 pub mod synthetic;
 pub mod tag;
 

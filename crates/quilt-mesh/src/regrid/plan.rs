@@ -1,0 +1,164 @@
+//! New level boxes from tags, finest level first.
+//!
+//! Berger & Oliger's regrid keeps level 0 and rebuilds every finer level.
+//! Tags on old level `k` (plus buffer cells) are clustered into the boxes of
+//! new level `k + 1`, from the finest tagged level down. Proper nesting is
+//! obtained by construction rather than by clipping: when level `k` is
+//! clustered, the cells under every new level-`k + 2` box, grown by the
+//! nesting buffer, are tagged too, so the new level `k + 1` covers them.
+//! Level 0 covers the domain, so the region a level may occupy is never
+//! smaller than its domain and clustering runs with
+//! [`Nesting::whole_domain`]; every box it returns is therefore at least the
+//! minimum size.
+
+use crate::cluster::{ClusterOptions, Clusterer, Nesting};
+use crate::hierarchy::Hierarchy;
+use crate::index::{BoxList, IndexBox};
+use crate::tag::TagBox;
+
+use super::{RegridError, RegridOptions};
+
+/// Disjoint boxes covering the union of `boxes`.
+fn disjoint_union(boxes: &[IndexBox]) -> Vec<IndexBox> {
+    let mut out: Vec<IndexBox> = Vec::new();
+    for b in boxes {
+        let mut rest = BoxList::from_box(*b);
+        rest.subtract_all(out.iter().filter(|o| o.intersects(b)));
+        out.extend(rest.into_boxes());
+    }
+    out
+}
+
+/// The clustering options for level `k + 1` of `h` at ratio `ratio`.
+pub(crate) fn cluster_options(h: &Hierarchy, ratio: i32, o: &RegridOptions) -> ClusterOptions {
+    ClusterOptions {
+        ratio,
+        efficiency: o.efficiency,
+        combine_efficiency: o.combine_efficiency,
+        min_patch: h.limits().min,
+        max_patch: h.limits().max,
+        ghost: h.ghost(),
+        nesting_buffer: o.nesting_buffer,
+        undo_unprofitable_cuts: o.undo_unprofitable_cuts,
+    }
+}
+
+/// The interiors of every level of the new hierarchy (level 0 as in `h`),
+/// from `tags[i]`, the tags of patch `i` of `h` in its level's index space.
+/// Trailing levels without boxes are left out.
+pub fn new_level_boxes(
+    h: &Hierarchy,
+    tags: &[TagBox],
+    o: &RegridOptions,
+) -> Result<Vec<Vec<IndexBox>>, RegridError> {
+    o.validate()?;
+    if tags.len() != h.num_patches() {
+        return Err(RegridError::TagCount {
+            tags: tags.len(),
+            patches: h.num_patches(),
+        });
+    }
+    let g = h.geometry();
+    let max_levels = o.max_levels.min(g.num_levels());
+    // Tags on level k make level k + 1.
+    let tag_levels = h.num_levels().min(max_levels.saturating_sub(1));
+    let mut levels: Vec<Vec<IndexBox>> = vec![Vec::new(); tag_levels + 1];
+    levels[0] = h.level_patches(0).iter().map(|p| p.interior()).collect();
+    let ratios = g.ratios();
+    for k in (0..tag_levels).rev() {
+        let domain = g.level(k)?.domain;
+        let ratio = ratios[k + 1];
+        let copts = cluster_options(h, ratio, o);
+        let mut clusterer = Clusterer::new(copts)?;
+
+        // Cells under the new level k + 2, grown by its nesting buffer.
+        let mut cover = Vec::new();
+        if k + 2 <= tag_levels {
+            let fine_domain = g.level(k + 1)?.domain;
+            let r2 = ratios[k + 2];
+            let buf = cluster_options(h, r2, o).effective_nesting_buffer();
+            for b in &levels[k + 2] {
+                cover.push(
+                    b.coarsen(r2)
+                        .grow(buf)
+                        .intersect(&fine_domain)
+                        .coarsen(ratio),
+                );
+            }
+        }
+
+        // Tag fields over the old patches (grown by the tag buffer) and the
+        // cover boxes, made disjoint.
+        let patches = h.level_patches(k);
+        let mut regions: Vec<IndexBox> = patches
+            .iter()
+            .map(|p| p.interior().grow(o.tag_buffer).intersect(&domain))
+            .collect();
+        regions.extend(cover.iter().copied());
+        let mut fields: Vec<TagBox> = disjoint_union(&regions)
+            .into_iter()
+            .map(TagBox::new)
+            .collect::<Result<_, _>>()?;
+
+        let start = h.level_range(k).start;
+        for (n, p) in patches.iter().enumerate() {
+            let user = &tags[start + n];
+            if !user.any() {
+                continue;
+            }
+            let mut t = TagBox::new(p.interior().grow(o.tag_buffer).intersect(&domain))?;
+            t.union_with(user);
+            t.buffer(o.tag_buffer, &domain)?;
+            for f in fields
+                .iter_mut()
+                .filter(|f| f.region().intersects(&t.region()))
+            {
+                f.union_with(&t);
+            }
+        }
+        for c in &cover {
+            for f in fields.iter_mut().filter(|f| f.region().intersects(c)) {
+                f.set_box(c);
+            }
+        }
+
+        let out = clusterer.cluster(&fields, &Nesting::whole_domain(domain)?)?;
+        log::debug!(
+            "regrid: level {k} tags {} (+{} cover boxes) -> {} level-{} boxes, efficiency {:.3}",
+            out.tagged,
+            cover.len(),
+            out.fine_boxes.len(),
+            k + 1,
+            out.efficiency()
+        );
+        levels[k + 1] = out.fine_boxes;
+    }
+    while levels.len() > 1 && levels.last().is_some_and(Vec::is_empty) {
+        levels.pop();
+    }
+    Ok(levels)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::iv;
+
+    #[test]
+    fn disjoint_union_covers_exactly() {
+        let a = IndexBox::new(iv(0, 0, 0), iv(5, 5, 5));
+        let b = IndexBox::new(iv(3, 3, 3), iv(9, 9, 9));
+        let c = IndexBox::new(iv(20, 0, 0), iv(21, 1, 1));
+        let u = disjoint_union(&[a, b, c]);
+        let total: i64 = u.iter().map(IndexBox::num_cells).sum();
+        assert_eq!(
+            total,
+            a.num_cells() + b.num_cells() - a.intersect(&b).num_cells() + c.num_cells()
+        );
+        for (i, x) in u.iter().enumerate() {
+            for y in &u[i + 1..] {
+                assert!(!x.intersects(y));
+            }
+        }
+    }
+}

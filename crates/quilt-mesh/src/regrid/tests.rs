@@ -1,0 +1,329 @@
+//! Regrid checks: layout invariants and conservation of the moved data.
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::geometry::Geometry;
+use crate::hierarchy::{PatchId, PatchSpec, SizeLimits};
+use crate::index::{IndexBox, IntVect, iv};
+use crate::tag::{GradientDetector, TagCriterion, TagInput};
+
+const NCOMP: usize = 2;
+
+/// 32³ base cells in 2³ patches of 16³, ratios 2 then `r2`, ghost 2.
+fn base(r2: i32) -> Hierarchy {
+    let g = Geometry::with_cubic_cells(iv(32, 32, 32), &[2, r2]).unwrap();
+    let mut specs = Vec::new();
+    for k in 0..2 {
+        for j in 0..2 {
+            for i in 0..2 {
+                let lo = iv(16 * i, 16 * j, 16 * k);
+                specs.push(PatchSpec {
+                    id: PatchId(specs.len() as u32),
+                    interior: IndexBox::from_lo_size(lo, iv(16, 16, 16)),
+                    parent: None,
+                });
+            }
+        }
+    }
+    Hierarchy::new(g, 2, SizeLimits::default(), vec![specs]).unwrap()
+}
+
+/// A smooth background with a density jump on a sphere.
+fn init(h: &Hierarchy) -> HierarchyData<f64> {
+    let mut d = HierarchyData::new(h, NCOMP).unwrap();
+    d.init_with(h, |lg, p, v| {
+        let x = lg.cell_center(p);
+        let r = ((x.x - 0.5).powi(2) + (x.y - 0.45).powi(2) + (x.z - 0.5).powi(2)).sqrt();
+        v[0] = 1.0 + 0.3 * (4.0 * x.x).sin() * x.y + if r < 0.25 { 2.0 } else { 0.0 };
+        v[1] = 0.5 + x.z * x.z - 0.2 * x.x;
+    })
+    .unwrap();
+    d
+}
+
+/// Per-patch tags from the gradient detector on component 0.
+fn detector_tags(h: &Hierarchy, d: &HierarchyData<f64>, tol: f64) -> Vec<TagBox> {
+    let det = GradientDetector::new(tol).unwrap();
+    h.patches()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let lg = h.level_geometry(p.level()).unwrap();
+            let input = TagInput::from_patch(d.old(i), 0, [lg.dx.x, lg.dx.y, lg.dx.z]).unwrap();
+            let mut t = TagBox::new(p.interior()).unwrap();
+            det.tag(&input, &mut t).unwrap();
+            t
+        })
+        .collect()
+}
+
+/// Tags where `f(level, cell)` holds.
+fn analytic_tags(h: &Hierarchy, f: impl Fn(usize, IntVect) -> bool) -> Vec<TagBox> {
+    h.patches()
+        .iter()
+        .map(|p| {
+            let mut t = TagBox::new(p.interior()).unwrap();
+            for c in p.interior().iter() {
+                if f(p.level(), c) {
+                    t.set(&c).unwrap();
+                }
+            }
+            t
+        })
+        .collect()
+}
+
+/// Checks the moved data: level 0 unchanged, old same-level data copied
+/// exactly, every other fine cell interpolated conservatively from the new
+/// coarser level. Returns the largest relative conservation error.
+fn check_transfer(old_h: &Hierarchy, old: &HierarchyData<f64>, r: &Regridded<f64>) -> f64 {
+    let (h, d) = (&r.hierarchy, &r.data);
+    for i in h.level_range(0) {
+        assert_eq!(d.old(i), old.old(i), "level 0 patch {i} changed");
+    }
+    let mut worst = 0.0f64;
+    for l in 1..h.num_levels() {
+        let ratio = h.geometry().ratios()[l];
+        let (mut copied, mut interpolated) = (0i64, 0i64);
+        for (n, p) in h.level_patches(l).iter().enumerate() {
+            let i = h.level_range(l).start + n;
+            let fine = d.old(i);
+            assert_eq!(fine, &d.states()[i].new, "both time levels hold the result");
+            let olds = if l < old_h.num_levels() {
+                old_h.patches_intersecting(l, &p.interior())
+            } else {
+                Vec::new()
+            };
+            for c in p.interior().coarsen(ratio).iter() {
+                let cells = IndexBox::new(c, c).refine(ratio);
+                let covered = olds
+                    .iter()
+                    .filter(|&&o| old_h.patches()[o].interior().contains_box(&cells))
+                    .count();
+                if covered > 0 {
+                    let o = olds
+                        .iter()
+                        .copied()
+                        .find(|&o| old_h.patches()[o].interior().contains_box(&cells))
+                        .unwrap();
+                    for f in cells.iter() {
+                        for k in 0..NCOMP {
+                            assert_eq!(
+                                fine.get(k, &f),
+                                old.old(o).get(k, &f),
+                                "copied value at {f:?}"
+                            );
+                        }
+                    }
+                    copied += cells.num_cells();
+                    continue;
+                }
+                // Old fine patches are aligned to the ratio, so a coarse
+                // cell's fine cells are either all old or all new.
+                assert!(
+                    olds.iter()
+                        .all(|&o| !old_h.patches()[o].interior().intersects(&cells))
+                );
+                interpolated += cells.num_cells();
+                let q = h.patches_intersecting(l - 1, &IndexBox::new(c, c))[0];
+                for k in 0..NCOMP {
+                    let cv = d.old(q).get(k, &c);
+                    let mean = cells.iter().map(|f| fine.get(k, &f)).sum::<f64>()
+                        / cells.num_cells() as f64;
+                    worst = worst.max((mean - cv).abs() / cv.abs().max(1e-300));
+                }
+            }
+        }
+        assert_eq!(r.stats.copied[l], copied, "level {l} copied cells");
+        assert_eq!(
+            r.stats.interpolated[l], interpolated,
+            "level {l} interpolated cells"
+        );
+    }
+    worst
+}
+
+/// The volume-weighted total of component `k` over the cells of level `l`
+/// not covered by level `l + 1`, summed over levels (the composite integral).
+fn composite_integral(h: &Hierarchy, d: &HierarchyData<f64>, k: usize) -> f64 {
+    let mut total = 0.0;
+    for l in 0..h.num_levels() {
+        let vol = h.level_geometry(l).unwrap().cell_volume();
+        for (n, p) in h.level_patches(l).iter().enumerate() {
+            let i = h.level_range(l).start + n;
+            let mut sum = d.old(i).interior_sum(k);
+            if l + 1 < h.num_levels() {
+                let r = h.geometry().ratios()[l + 1];
+                for c in &h.level_patches(l + 1).to_vec() {
+                    let under = c.interior().coarsen(r).intersect(&p.interior());
+                    sum -= d.old(i).region_sum(k, &under);
+                }
+            }
+            total += sum * vol;
+        }
+    }
+    total
+}
+
+#[test]
+fn two_regrids_nest_and_conserve() {
+    let h0 = base(4);
+    let d0 = init(&h0);
+    let tags = detector_tags(&h0, &d0, 4.0);
+    let tagged: u64 = tags.iter().map(TagBox::count).sum();
+    assert!(tagged > 0);
+    let opts = RegridOptions::default();
+    let r1 = regrid(&h0, &d0, &tags, &opts).unwrap();
+    assert_eq!(r1.hierarchy.num_levels(), 2);
+    // Every tag lies under level 1.
+    for t in &tags {
+        for c in t.iter() {
+            let f = IndexBox::new(c, c).refine(2);
+            assert!(
+                !r1.hierarchy.patches_intersecting(1, &f).is_empty(),
+                "tag {c:?} not refined"
+            );
+        }
+    }
+    let e1 = check_transfer(&h0, &d0, &r1);
+    assert!(e1 < 1e-14, "conservation error {e1}");
+    // Level 1 is restriction-consistent with level 0 (all interpolated), so
+    // the composite integral equals the level-0 integral.
+    for k in 0..NCOMP {
+        let before = composite_integral(&h0, &d0, k);
+        let after = composite_integral(&r1.hierarchy, &r1.data, k);
+        assert!(
+            (after - before).abs() <= 1e-13 * before.abs(),
+            "component {k}: {before} -> {after}"
+        );
+    }
+
+    // Second regrid: tags on a shell (level 0) and on a smaller shell
+    // (level 1, so a level 2 appears at ratio 4); the level-1 boxes move.
+    let h1 = &r1.hierarchy;
+    let tags = analytic_tags(h1, |l, c| {
+        let s = if l == 0 { 1.0 } else { 2.0 };
+        let x = (c.cast::<f64>().add_scalar(0.5)) / s - nalgebra::Vector3::new(20.0, 14.0, 16.0);
+        let r = x.norm();
+        if l == 0 {
+            (6.0..9.0).contains(&r)
+        } else {
+            (7.0..8.0).contains(&r) && x.x < 0.0
+        }
+    });
+    let r2 = regrid(h1, &r1.data, &tags, &opts).unwrap();
+    assert_eq!(r2.hierarchy.num_levels(), 3);
+    assert!(
+        r2.stats.copied[1] > 0 && r2.stats.interpolated[1] > 0,
+        "{:?}",
+        r2.stats
+    );
+    assert_eq!(r2.stats.copied[2], 0);
+    let e2 = check_transfer(h1, &r1.data, &r2);
+    assert!(e2 < 1e-14, "conservation error {e2}");
+    // Patches whose box did not change keep their id.
+    for p in r2.hierarchy.patches() {
+        if let Some(i) = h1.index_of(p.id()) {
+            assert_eq!(h1.patches()[i].interior(), p.interior());
+            assert_eq!(h1.patches()[i].level(), p.level());
+        }
+    }
+}
+
+#[test]
+fn no_tags_remove_the_fine_levels() {
+    let h0 = base(2);
+    let d0 = init(&h0);
+    let r1 = regrid(
+        &h0,
+        &d0,
+        &detector_tags(&h0, &d0, 4.0),
+        &RegridOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(r1.hierarchy.num_levels(), 2);
+    let empty: Vec<TagBox> = r1
+        .hierarchy
+        .patches()
+        .iter()
+        .map(|p| TagBox::new(p.interior()).unwrap())
+        .collect();
+    let r2 = regrid(&r1.hierarchy, &r1.data, &empty, &RegridOptions::default()).unwrap();
+    assert_eq!(r2.hierarchy.num_levels(), 1);
+    assert_eq!(r2.data.states(), d0.states());
+    // max_levels caps the depth.
+    let capped = RegridOptions {
+        max_levels: 1,
+        ..Default::default()
+    };
+    let r3 = regrid(&h0, &d0, &detector_tags(&h0, &d0, 4.0), &capped).unwrap();
+    assert_eq!(r3.hierarchy.num_levels(), 1);
+}
+
+#[test]
+fn bad_input_is_reported() {
+    let h0 = base(2);
+    let d0 = init(&h0);
+    let tags = detector_tags(&h0, &d0, 4.0);
+    assert!(matches!(
+        regrid(&h0, &d0, &tags[1..], &RegridOptions::default()),
+        Err(RegridError::TagCount {
+            tags: 7,
+            patches: 8
+        })
+    ));
+    let bad = RegridOptions {
+        tag_buffer: -1,
+        ..Default::default()
+    };
+    assert!(matches!(
+        regrid(&h0, &d0, &tags, &bad),
+        Err(RegridError::BadOption {
+            option: "tag_buffer",
+            ..
+        })
+    ));
+    let bad = RegridOptions {
+        efficiency: 1.5,
+        ..Default::default()
+    };
+    assert!(matches!(
+        regrid(&h0, &d0, &tags, &bad),
+        Err(RegridError::Cluster(_))
+    ));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Random blobs of tags on every level, three regrids in a row: every
+    /// result is a valid hierarchy (nesting, sizes, alignment are checked by
+    /// `Hierarchy::new`) and the data moves conservatively.
+    #[test]
+    fn random_regrids_stay_valid_and_conservative(
+        blobs in prop::collection::vec((prop::array::uniform3(0.1f64..0.9), 0.03f64..0.15), 1..4),
+        r2 in prop::sample::select(vec![2, 4]),
+        limiter in prop::sample::select(vec![Limiter::PiecewiseConstant, Limiter::MinMod, Limiter::MonotonizedCentral]),
+    ) {
+        let mut h = base(r2);
+        let mut d = init(&h);
+        let opts = RegridOptions { limiter, ..Default::default() };
+        for step in 0..3 {
+            let shift = 0.05 * step as f64;
+            let tags = analytic_tags(&h, |l, c| {
+                let lg = h.level_geometry(l).unwrap();
+                let x = lg.cell_center(&c);
+                blobs.iter().any(|(b, rad)| {
+                    let dx = [x.x - b[0] - shift, x.y - b[1], x.z - b[2]];
+                    (dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2]).sqrt() < *rad
+                })
+            });
+            let r = regrid(&h, &d, &tags, &opts).unwrap();
+            let e = check_transfer(&h, &d, &r);
+            prop_assert!(e < 1e-13, "step {}: conservation error {}", step, e);
+            h = r.hierarchy;
+            d = r.data;
+        }
+    }
+}
