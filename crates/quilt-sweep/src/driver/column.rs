@@ -85,20 +85,6 @@ impl Column {
         rel_cell(&layout.patches()[self.patch], c)
     }
 
-    /// Copies the column out of `src` into `dst`.
-    #[inline(always)]
-    pub(crate) fn gather<T: Real>(&self, src: &Shared<'_, T>, dst: &mut ColumnBuf<T>) {
-        for v in 0..5 {
-            let out = &mut dst.0[v][..self.len];
-            for (i, x) in out.iter_mut().enumerate() {
-                // SAFETY: the column lies inside its patch box (Pass::len and
-                // the group ranges stay within the extent); no column of this
-                // pass writes cells this column reads.
-                *x = unsafe { src.get(self.at(v, i)) };
-            }
-        }
-    }
-
     /// Records `weight * flux` (or adds it, if `add`) at the two interior
     /// faces of the column, if it has them.
     #[inline(always)]

@@ -7,6 +7,7 @@
 //! the passes of the scheme. Only the ghost layers filled before the step
 //! are used: see [`plan`] for how many each pass consumes.
 
+mod block;
 mod check;
 mod column;
 mod plan;

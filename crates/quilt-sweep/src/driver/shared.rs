@@ -40,6 +40,17 @@ impl<'a, T: Copy> Shared<'a, T> {
         unsafe { *self.ptr.add(i) }
     }
 
+    /// `n` values from `start`, read-only.
+    ///
+    /// # Safety
+    /// `start + n <= len`, and no other worker writes them during the pass.
+    #[inline(always)]
+    pub(crate) unsafe fn slice(&self, start: usize, n: usize) -> &[T] {
+        debug_assert!(start + n <= self.len);
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(start), n) }
+    }
+
     /// # Safety
     /// `i < len`, and no other worker reads or writes index `i` during the pass.
     #[inline(always)]

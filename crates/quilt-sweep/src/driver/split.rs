@@ -4,6 +4,7 @@
 use rayon::prelude::*;
 
 use super::Workspace;
+use super::block::{Block, LANES};
 use super::column::{Column, ErrorSlot, FloorTally, NONFINITE, non_finite};
 use super::plan::{Pass, build_groups};
 use super::shared::Shared;
@@ -21,6 +22,7 @@ pub(crate) trait SplitKernel<T: Real>: Sync {
     const REACH: usize;
     fn scratch(&self, cap: usize) -> Self::Scratch;
     fn state(s: &mut Self::Scratch) -> &mut ColumnBuf<T>;
+    fn output(s: &Self::Scratch) -> &ColumnBuf<T>;
     fn flux(s: &Self::Scratch) -> &ColumnBuf<T>;
     fn run(&self, dtdx: T, len: usize, s: &mut Self::Scratch, floors: &mut FloorCounts);
 }
@@ -38,6 +40,9 @@ impl<T: Real> SplitKernel<T> for Rtvd<T> {
     }
     fn state(s: &mut Self::Scratch) -> &mut ColumnBuf<T> {
         &mut s.u
+    }
+    fn output(s: &Self::Scratch) -> &ColumnBuf<T> {
+        &s.next
     }
     fn flux(s: &Self::Scratch) -> &ColumnBuf<T> {
         &s.flux
@@ -60,6 +65,9 @@ impl<T: Real> SplitKernel<T> for Waf<T> {
     }
     fn state(s: &mut Self::Scratch) -> &mut ColumnBuf<T> {
         &mut s.u
+    }
+    fn output(s: &Self::Scratch) -> &ColumnBuf<T> {
+        &s.u
     }
     fn flux(s: &Self::Scratch) -> &ColumnBuf<T> {
         &s.flux
@@ -99,21 +107,24 @@ pub(crate) fn step<T: Real, K: SplitKernel<T>>(
         build_groups(layout, &pass, &mut ws.groups);
         let errors = ErrorSlot::default();
         let (dtdx, dt) = (&ws.dtdx, &ws.dt);
-        ws.groups
-            .par_iter()
-            .enumerate()
-            .for_each_init(
-                || kernel.scratch(cap),
-                |scratch, (gi, g)| {
-                    let mut floors = FloorCounts::default();
-                    for ta in g.ta_lo..g.ta_hi {
-                        let col = Column::new(layout, &pass, g, ta);
-                        col.gather(&data, K::state(scratch));
+        let max_lanes = if axis == 0 { 1 } else { LANES };
+        ws.groups.par_iter().enumerate().for_each_init(
+            || (kernel.scratch(cap), Block::new(cap)),
+            |(scratch, block), (gi, g)| {
+                let mut floors = FloorCounts::default();
+                let mut ta = g.ta_lo;
+                while ta < g.ta_hi {
+                    let lanes = max_lanes.min((g.ta_hi - ta) as usize);
+                    let col0 = Column::new(layout, &pass, g, ta);
+                    let (lo, hi) = (K::REACH, col0.len - K::REACH);
+                    block.load(&data, &col0, lanes);
+                    for lane in 0..lanes {
+                        let col = Column::new(layout, &pass, g, ta + lane as u32);
+                        block.to_column(lane, col.len, K::state(scratch));
                         kernel.run(dtdx[col.patch][axis], col.len, scratch, &mut floors);
-                        let u = K::state(scratch);
-                        for i in K::REACH..col.len - K::REACH {
-                            let w = u.cell(i);
-                            if let Some((c, value)) = non_finite(&w, &col.comps) {
+                        let out = K::output(scratch);
+                        for i in lo..hi {
+                            if let Some((c, value)) = non_finite(&out.cell(i), &col.comps) {
                                 let err = SweepError::BadState {
                                     patch: layout.patches()[col.patch].id,
                                     cell: col.rel(layout, axis, i),
@@ -124,17 +135,16 @@ pub(crate) fn step<T: Real, K: SplitKernel<T>>(
                                 errors.offer((col.patch, gi, i), err);
                                 return;
                             }
-                            for (v, x) in w.into_iter().enumerate() {
-                                // SAFETY: cell i of this column is written by
-                                // this column only (see `Shared`).
-                                unsafe { data.set(col.at(v, i), x) };
-                            }
                         }
+                        block.from_column(lane, lo, hi, out);
                         col.record(&flux, K::flux(scratch), T::lit(dt[col.patch]), false);
                     }
-                    tally.add(&floors);
-                },
-            );
+                    block.store(&data, &col0, lanes, lo, hi);
+                    ta += lanes as u32;
+                }
+                tally.add(&floors);
+            },
+        );
         errors.into_result()?;
     }
     Ok(tally.get())

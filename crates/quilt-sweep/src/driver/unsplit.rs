@@ -4,6 +4,7 @@
 use rayon::prelude::*;
 
 use super::Workspace;
+use super::block::{Block, LANES};
 use super::column::{Column, ErrorSlot, FloorTally, NONFINITE, non_finite};
 use super::plan::{Pass, build_groups};
 use super::shared::Shared;
@@ -54,64 +55,78 @@ pub(crate) fn step<T: Real>(
             build_groups(layout, &pass, &mut ws.groups);
             let errors = ErrorSlot::default();
             let (dtdx, dt) = (&ws.dtdx, &ws.dt);
+            let max_lanes = if axis == 0 { 1 } else { LANES };
             ws.groups.par_iter().enumerate().for_each_init(
-                || TvdScratch::new(cap),
-                |scr, (gi, g)| {
+                || (TvdScratch::new(cap), Block::new(cap)),
+                |(scr, block), (gi, g)| {
                     let mut floors = FloorCounts::default();
-                    for ta in g.ta_lo..g.ta_hi {
-                        let col = Column::new(layout, &pass, g, ta);
-                        col.gather(&src, &mut scr.u);
-                        tvd::tvd_column(&scheme.k, scheme.slope, scheme.flux, dtdx[col.patch][axis], col.len, scr);
-                        for i in tvd::REACH..col.len - tvd::REACH {
-                            let du = scr.du.cell(i);
-                            let idx: [usize; 5] = std::array::from_fn(|v| col.at(v, i));
-                            // SAFETY (all accesses below): cell i of this
-                            // column is read and written by this column only
-                            // during the pass (see `Shared`).
-                            let load = |b: &Shared<'_, T>| idx.map(|j| unsafe { b.get(j) });
-                            let out = match s {
-                                0 => {
-                                    idx.iter().zip(du).for_each(|(&j, x)| unsafe { acc.set(j, x) });
-                                    continue;
-                                }
-                                1 => {
-                                    let a = load(&acc);
-                                    idx.iter()
-                                        .zip(a.iter().zip(du))
-                                        .for_each(|(&j, (&a, x))| unsafe { acc.set(j, a + x) });
-                                    continue;
-                                }
-                                _ if stage == 0 => (
-                                    tvd::stage_one(&scheme.k, &load(&data), &load(&acc), &du, &mut floors),
-                                    &stage_buf,
-                                ),
-                                _ => (
-                                    tvd::stage_two(
-                                        &scheme.k,
-                                        &load(&data),
-                                        &load(&stage_buf),
-                                        &load(&acc),
-                                        &du,
-                                        &mut floors,
-                                    ),
-                                    &data,
-                                ),
-                            };
-                            let (w, dst) = out;
-                            if let Some((c, value)) = non_finite(&w, &col.comps) {
-                                let err = SweepError::BadState {
-                                    patch: layout.patches()[col.patch].id,
-                                    cell: col.rel(layout, axis, i),
-                                    what: NONFINITE[c],
-                                    value,
-                                    stage: AFTER_STAGE[stage],
-                                };
-                                errors.offer((col.patch, gi, i), err);
-                                return;
-                            }
-                            idx.iter().zip(w).for_each(|(&j, x)| unsafe { dst.set(j, x) });
+                    let mut ta = g.ta_lo;
+                    while ta < g.ta_hi {
+                        let lanes = max_lanes.min((g.ta_hi - ta) as usize);
+                        let col0 = Column::new(layout, &pass, g, ta);
+                        let (lo, hi) = (tvd::REACH, col0.len - tvd::REACH);
+                        block.load(&src, &col0, lanes);
+                        for lane in 0..lanes {
+                            let col = Column::new(layout, &pass, g, ta + lane as u32);
+                            block.to_column(lane, col.len, &mut scr.u);
+                            tvd::tvd_column(&scheme.k, scheme.slope, scheme.flux, dtdx[col.patch][axis], col.len, scr);
+                            block.from_column(lane, lo, hi, &scr.du);
+                            col.record(&flux, &scr.flux, T::lit(0.5 * dt[col.patch]), stage == 1);
                         }
-                        col.record(&flux, &scr.flux, T::lit(0.5 * dt[col.patch]), stage == 1);
+                        // Combine the differences of the lanes with the
+                        // batch-sized arrays, cell by cell (x-contiguous runs).
+                        for i in lo..hi {
+                            for lane in 0..lanes {
+                                let du = block.cell(lane, i);
+                                let idx: [usize; 5] = std::array::from_fn(|v| col0.at(v, i) + lane);
+                                // SAFETY (all accesses below): cell i of this
+                                // lane's column is read and written by that
+                                // column only during the pass (see `Shared`).
+                                let load = |b: &Shared<'_, T>| idx.map(|j| unsafe { b.get(j) });
+                                let (w, dst) = match s {
+                                    0 => {
+                                        idx.iter().zip(du).for_each(|(&j, x)| unsafe { acc.set(j, x) });
+                                        continue;
+                                    }
+                                    1 => {
+                                        let a = load(&acc);
+                                        for v in 0..5 {
+                                            unsafe { acc.set(idx[v], a[v] + du[v]) };
+                                        }
+                                        continue;
+                                    }
+                                    _ if stage == 0 => (
+                                        tvd::stage_one(&scheme.k, &load(&data), &load(&acc), &du, &mut floors),
+                                        &stage_buf,
+                                    ),
+                                    _ => (
+                                        tvd::stage_two(
+                                            &scheme.k,
+                                            &load(&data),
+                                            &load(&stage_buf),
+                                            &load(&acc),
+                                            &du,
+                                            &mut floors,
+                                        ),
+                                        &data,
+                                    ),
+                                };
+                                if let Some((c, value)) = non_finite(&w, &col0.comps) {
+                                    let col = Column::new(layout, &pass, g, ta + lane as u32);
+                                    let err = SweepError::BadState {
+                                        patch: layout.patches()[col.patch].id,
+                                        cell: col.rel(layout, axis, i),
+                                        what: NONFINITE[c],
+                                        value,
+                                        stage: AFTER_STAGE[stage],
+                                    };
+                                    errors.offer((col.patch, gi, i), err);
+                                    return;
+                                }
+                                idx.iter().zip(w).for_each(|(&j, x)| unsafe { dst.set(j, x) });
+                            }
+                        }
+                        ta += lanes as u32;
                     }
                     tally.add(&floors);
                 },

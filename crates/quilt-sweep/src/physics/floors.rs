@@ -5,7 +5,6 @@ use std::ops::AddAssign;
 use serde::{Deserialize, Serialize};
 
 use super::GasConsts;
-use super::column::pressure_of;
 use crate::real::Real;
 
 /// How often the floors of [`Gas`](super::Gas) were applied.
@@ -39,19 +38,27 @@ impl AddAssign for FloorCounts {
 ///
 /// The density is raised first (momenta are kept, so the velocity shrinks);
 /// then, if the pressure is below its floor, the total energy is reset to
-/// kinetic energy plus `p_floor / (gamma - 1)`. NaN values pass through
+/// kinetic energy plus `p_floor / (gamma - 1)`. Returns the new state and
+/// whether each floor was used. Written with selects rather than branches
+/// (it vectorises, and maps to predicated CUDA code); NaN values pass through
 /// unchanged so that the caller can report them.
 #[inline(always)]
+pub fn floor_state<T: Real>(k: &GasConsts<T>, w: [T; 5]) -> ([T; 5], bool, bool) {
+    let low_rho = w[0] < k.rho_floor;
+    let rho = if low_rho { k.rho_floor } else { w[0] };
+    let inv = T::one() / rho;
+    let ke = T::lit(0.5) * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3])) * inv;
+    let p = k.gm1 * (w[4] - ke);
+    let low_p = p < k.p_floor;
+    let e = if low_p { ke + k.p_floor * k.inv_gm1 } else { w[4] };
+    ([rho, w[1], w[2], w[3], e], low_rho, low_p)
+}
+
+/// [`floor_state`] in place, counting the floors used.
+#[inline(always)]
 pub fn apply_floors<T: Real>(k: &GasConsts<T>, u: &mut [T; 5], counts: &mut FloorCounts) {
-    if u[0] < k.rho_floor {
-        u[0] = k.rho_floor;
-        counts.density += 1;
-    }
-    let p = pressure_of(k, u);
-    if p < k.p_floor {
-        let inv = T::one() / u[0];
-        let ke = T::lit(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
-        u[4] = ke + k.p_floor * k.inv_gm1;
-        counts.pressure += 1;
-    }
+    let (w, d, p) = floor_state(k, *u);
+    *u = w;
+    counts.density += u64::from(d);
+    counts.pressure += u64::from(p);
 }

@@ -16,7 +16,7 @@ mod gas;
 mod state;
 
 pub use column::{column_components, euler_flux, pressure_of, signal_speed};
-pub use floors::{FloorCounts, apply_floors};
+pub use floors::{FloorCounts, apply_floors, floor_state};
 pub use gas::{Gas, GasConsts};
 pub use state::Primitive;
 

@@ -19,11 +19,11 @@ impl RtvdLimiter {
     /// Limited difference of `a` and `b`.
     #[inline(always)]
     pub fn limit<T: Real>(self, a: T, b: T) -> T {
+        // Both candidates are evaluated and selected, not branched on, so
+        // that the loops over faces vectorise (a division by `a + b = 0`
+        // only occurs where the result is discarded).
         let ab = a * b;
-        if ab <= T::zero() {
-            return T::zero();
-        }
-        match self {
+        let r = match self {
             Self::VanLeer => T::lit(2.0) * ab / (a + b),
             Self::Minmod => {
                 if a.abs() < b.abs() {
@@ -32,7 +32,8 @@ impl RtvdLimiter {
                     b
                 }
             }
-        }
+        };
+        if ab <= T::zero() { T::zero() } else { r }
     }
 }
 

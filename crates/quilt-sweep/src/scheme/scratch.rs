@@ -27,6 +27,18 @@ impl<T: Real> ColumnBuf<T> {
         }
     }
 
+    /// The five component arrays.
+    #[inline(always)]
+    pub fn slices(&self) -> [&[T]; 5] {
+        self.0.each_ref().map(|v| v.as_slice())
+    }
+
+    /// The five component arrays, mutable.
+    #[inline(always)]
+    pub fn slices_mut(&mut self) -> [&mut [T]; 5] {
+        self.0.each_mut().map(|v| v.as_mut_slice())
+    }
+
     /// Capacity (values per component).
     pub fn capacity(&self) -> usize {
         self.0[0].len()

@@ -143,3 +143,55 @@ pub fn schemes() -> [Scheme; 3] {
 pub fn cfl_of(s: Scheme) -> f64 {
     0.8 * s.cfl_limit()
 }
+
+/// A smooth, fully 3D periodic state (density, pressure and all velocity
+/// components vary along every axis) on a grid of `cells` cells of size 1/16.
+pub fn smooth_3d<T: Real>(solver: &Solver, cells: [u32; 3], cuts: [Vec<u32>; 3]) -> UniformGrid<T> {
+    let gas = solver.gas();
+    let mut grid =
+        UniformGrid::<T>::new(cells, [1.0 / 16.0; 3], [Boundary::Periodic; 3], solver.ghost_width(), cuts).unwrap();
+    let l = cells.map(|n| f64::from(n) / 16.0);
+    let tau = std::f64::consts::TAU;
+    grid.init(|_, x| {
+        let s = [0, 1, 2].map(|a| (tau * x[a] / l[a]).sin());
+        let c = [0, 1, 2].map(|a| (tau * x[a] / l[a]).cos());
+        Primitive {
+            rho: 1.0 + 0.3 * s[0] * c[1] + 0.2 * s[2],
+            vel: [0.4 + 0.3 * c[1] * s[2], -0.2 + 0.3 * s[0] * c[2], 0.1 + 0.2 * c[0] * s[1]],
+            p: 1.0 + 0.2 * c[0] * s[1] * c[2],
+        }
+        .to_conserved(&gas)
+    });
+    grid
+}
+
+/// Advances `grid` by `steps` CFL-limited steps (fill, step, gather),
+/// returning the flux buffer after each step.
+pub fn steps<T: Real>(solver: &Solver, grid: &mut UniformGrid<T>, batch: &mut Batch<T>, n: u64) -> Vec<Vec<T>> {
+    let mut ws = Workspace::new();
+    let mut fluxes = Vec::new();
+    for s in 0..n {
+        grid.fill(batch).unwrap();
+        let dt = solver.max_dt(batch, cfl_of(solver.scheme())).unwrap();
+        solver
+            .advance(batch, dt, quilt_sweep::SweepOrder::for_step(s), &mut ws)
+            .unwrap();
+        grid.gather(batch).unwrap();
+        fluxes.push(batch.flux().to_vec());
+    }
+    fluxes
+}
+
+/// All conserved values of a grid, cell by cell.
+pub fn states<T: Real>(grid: &UniformGrid<T>) -> Vec<[T; 5]> {
+    let [nx, ny, nz] = grid.cells();
+    let mut out = Vec::new();
+    for k in 0..nz {
+        for j in 0..ny {
+            for i in 0..nx {
+                out.push(grid.get([i, j, k]).unwrap());
+            }
+        }
+    }
+    out
+}
