@@ -9,6 +9,7 @@
 pub mod cluster;
 pub mod error;
 pub mod fill;
+pub mod flux_register;
 pub mod geometry;
 pub mod hierarchy;
 pub mod hierarchy_file;
@@ -17,6 +18,7 @@ pub mod interp;
 pub mod patch_data;
 pub mod real;
 pub mod regrid;
+pub mod restrict;
 pub mod synthetic;
 pub mod tag;
 

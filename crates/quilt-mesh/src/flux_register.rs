@@ -1,0 +1,652 @@
+//! Flux registers: refluxing at coarse–fine interfaces (Berger & Colella
+//! 1989).
+//!
+//! After a coarse step and the fine steps that subcycle it, the coarse
+//! cells next to a fine patch were updated with the coarse flux through
+//! the interface, the fine cells with the fine fluxes; the two differ, so
+//! mass, momentum and energy are not conserved until the coarse cells are
+//! corrected with the difference. A [`FluxRegister`] for fine level `l`
+//! collects that difference for every coarse face of level `l − 1` that
+//! lies on the boundary of a level-`l` patch (and is not shared with a
+//! sibling or the domain boundary) and applies it.
+//!
+//! # Convention (signs and units)
+//! Every flux handed to a register is a **time-integrated flux density
+//! through a face in the `+axis` direction**: `Σ_s w_s · dt_s · F_axis`
+//! over the sub-steps of one step, per unit area (units of `U × length`),
+//! exactly what quilt-sweep's flux buffer holds. Each `add_*` call also
+//! takes a `weight` that multiplies the values (1 for that buffer; `dt` for
+//! instantaneous fluxes).
+//!
+//! For the coarse face `F` between coarse cell `c` and the fine-covered
+//! region, with area `A_c`, covered by the `r²` fine faces `f` of area
+//! `A_f = A_c / r²`, the register accumulates
+//!
+//! ```text
+//! δ_F = Σ_coarse steps F_c  −  (1 / r²) Σ_fine steps Σ_f F_f
+//! ```
+//!
+//! and [`FluxRegister::reflux`] sets
+//!
+//! ```text
+//! U_c += s · δ_F / dx_c[axis]  =  s · (F_c·A_c − Σ F_f·A_f) / V_c
+//! ```
+//!
+//! with `s = +1` when the fine patch lies on the `+axis` side of `c` (the
+//! interface is `c`'s high face: the fine patch's low side) and `s = −1`
+//! when it lies on the `−axis` side (`c`'s low face, the fine patch's high
+//! side). A conservative coarse update `U_c −= (F_hi − F_lo)/dx` thereby
+//! becomes one with the fine fluxes in place of the coarse one.
+//!
+//! # Indexing
+//! Faces use face-centred indices: face `i` along `axis` lies between
+//! cells `i − 1` and `i` ([`IndexBox::faces`]). A fine patch with interior
+//! `I` has its low and high faces at `I.boundary_faces(axis, side)`; the
+//! corresponding coarse faces are the same boxes coarsened by `r` (the
+//! interior is aligned to `r`). Face arrays ([`FaceFluxes`]) hold `ncomp`
+//! components over a face box, component after component, `x` fastest —
+//! for a whole coarse patch along `axis`, `I.faces(axis)`; for one face of
+//! a patch, `I.boundary_faces(axis, side)`, which is exactly one face block
+//! of quilt-sweep's per-patch flux buffer (see
+//! [`FluxRegister::add_fine_patch_block`]).
+//!
+//! Only the coarse patches' faces that the register lists
+//! ([`FluxRegister::coarse_faces`]) are needed: most of them lie inside a
+//! coarse patch, so the coarse solver must provide fluxes there (a
+//! whole-patch face array does).
+
+use rayon::prelude::*;
+
+use crate::error::MeshError;
+use crate::hierarchy::{Hierarchy, HierarchyData};
+use crate::index::{IndexBox, IntVect, Side, coarsen_vect, iv};
+use crate::patch_data::PatchData;
+use crate::real::Real;
+use crate::restrict::TimeLevel;
+
+/// A read-only array of face fluxes: `ncomp` components over the face box
+/// `faces` (face-centred along the axis it is used for), component after
+/// component, `x` fastest.
+#[derive(Debug, Clone, Copy)]
+pub struct FaceFluxes<'a, T> {
+    data: &'a [T],
+    faces: IndexBox,
+    ncomp: usize,
+}
+
+impl<'a, T: Real> FaceFluxes<'a, T> {
+    /// Wraps `data`; errors unless it holds exactly `ncomp` values per face.
+    pub fn new(data: &'a [T], faces: IndexBox, ncomp: usize) -> Result<Self, MeshError> {
+        let n = faces.num_cells() as usize;
+        if faces.is_empty() || ncomp == 0 || data.len() != n * ncomp {
+            return Err(MeshError::BadAccess {
+                field: format!("face fluxes over {faces}"),
+                why: format!(
+                    "{} values given, {ncomp} components over {n} faces need {}",
+                    data.len(),
+                    n * ncomp
+                ),
+            });
+        }
+        Ok(Self { data, faces, ncomp })
+    }
+
+    /// The face box.
+    pub fn faces(&self) -> IndexBox {
+        self.faces
+    }
+
+    #[inline]
+    fn get(&self, c: usize, f: &IntVect) -> T {
+        self.data[c * self.faces.num_cells() as usize + self.faces.offset(f)]
+    }
+}
+
+/// One box of a fine patch's coarse–fine boundary on one side.
+#[derive(Debug, Clone)]
+struct Block {
+    axis: usize,
+    /// `+1` if the coarse cells lie below the interface (fine low side).
+    sign: f64,
+    /// Fine faces (face-centred along `axis`).
+    fine_faces: IndexBox,
+    /// Coarse cells corrected, one layer thick along `axis`, in the
+    /// unwrapped coarse index space.
+    cells: IndexBox,
+    offset: usize,
+}
+
+/// The part of a block inside one coarse patch (or periodic image).
+#[derive(Debug, Clone)]
+struct Piece {
+    block: usize,
+    /// Unwrapped coarse cells; the patch holds them at `cells − shift`.
+    cells: IndexBox,
+    shift: IntVect,
+}
+
+/// The flux register of one fine level (see the module docs).
+#[derive(Debug, Clone)]
+pub struct FluxRegister {
+    level: usize,
+    ratio: i32,
+    ncomp: usize,
+    dx: [f64; 3],
+    fine_start: usize,
+    coarse_start: usize,
+    fine_interiors: Vec<IndexBox>,
+    coarse_interiors: Vec<IndexBox>,
+    blocks: Vec<Block>,
+    /// Blocks of fine patch `n` (of the level): `fine_blocks[n]..fine_blocks[n + 1]`.
+    fine_blocks: Vec<usize>,
+    /// Pieces per coarse patch of the level below.
+    coarse_pieces: Vec<Vec<Piece>>,
+    acc: Vec<f64>,
+}
+
+impl FluxRegister {
+    /// A zeroed register for the coarse–fine interfaces of level `level`
+    /// (at least 1) of `h`, for `ncomp` components.
+    pub fn new(h: &Hierarchy, level: usize, ncomp: usize) -> Result<Self, MeshError> {
+        if level == 0 || level >= h.num_levels() {
+            return Err(MeshError::invalid(
+                "flux register level",
+                format!(
+                    "level {level} has no coarser level below it (levels 1..{} do)",
+                    h.num_levels()
+                ),
+            ));
+        }
+        if ncomp == 0 {
+            return Err(MeshError::invalid(
+                "flux register components",
+                "need at least one",
+            ));
+        }
+        let lg = *h.level_geometry(level).ok_or(MeshError::NoSuchLevel {
+            level,
+            num_levels: h.num_levels(),
+        })?;
+        let clg = *h.level_geometry(level - 1).ok_or(MeshError::NoSuchLevel {
+            level: level - 1,
+            num_levels: h.num_levels(),
+        })?;
+        let r = lg.ratio;
+        let frange = h.level_range(level);
+        let crange = h.level_range(level - 1);
+        let mut reg = FluxRegister {
+            level,
+            ratio: r,
+            ncomp,
+            dx: [clg.dx.x, clg.dx.y, clg.dx.z],
+            fine_start: frange.start,
+            coarse_start: crange.start,
+            fine_interiors: h.patches()[frange.clone()]
+                .iter()
+                .map(|p| p.interior())
+                .collect(),
+            coarse_interiors: h.patches()[crange.clone()]
+                .iter()
+                .map(|p| p.interior())
+                .collect(),
+            blocks: Vec::new(),
+            fine_blocks: vec![0],
+            coarse_pieces: vec![Vec::new(); crange.len()],
+            acc: Vec::new(),
+        };
+        let mut hits = Vec::new();
+        for p in &h.patches()[frange.clone()] {
+            let interior = p.interior();
+            for axis in 0..3 {
+                for side in Side::BOTH {
+                    for b in p.coarse_fine_faces(axis, side).boxes() {
+                        let mut fine_faces = *b;
+                        let face = match side {
+                            Side::Lo => interior.lo[axis],
+                            Side::Hi => interior.hi[axis] + 1,
+                        };
+                        fine_faces.lo[axis] = face;
+                        fine_faces.hi[axis] = face;
+                        let cells = b.coarsen(r);
+                        let aligned = (0..3).filter(|&e| e != axis).all(|e| {
+                            b.lo[e].rem_euclid(r) == 0 && (b.hi[e] + 1).rem_euclid(r) == 0
+                        });
+                        if !aligned {
+                            return Err(MeshError::NotAligned {
+                                level,
+                                id: p.id(),
+                                interior: *b,
+                                ratio: r,
+                            });
+                        }
+                        let block = reg.blocks.len();
+                        let mut covered = 0;
+                        for shift in clg.periodic_shifts() {
+                            hits.clear();
+                            hits.extend(h.patches_intersecting(level - 1, &cells.shift(&-shift)));
+                            for &ci in &hits {
+                                let part =
+                                    h.patches()[ci].interior().shift(&shift).intersect(&cells);
+                                if part.is_empty() {
+                                    continue;
+                                }
+                                covered += part.num_cells();
+                                reg.coarse_pieces[ci - crange.start].push(Piece {
+                                    block,
+                                    cells: part,
+                                    shift,
+                                });
+                            }
+                        }
+                        if covered != cells.num_cells() {
+                            return Err(MeshError::NotNested {
+                                level,
+                                id: p.id(),
+                                uncovered: cells,
+                            });
+                        }
+                        let offset = reg.acc.len();
+                        reg.acc
+                            .resize(offset + ncomp * cells.num_cells() as usize, 0.0);
+                        reg.blocks.push(Block {
+                            axis,
+                            sign: match side {
+                                Side::Lo => 1.0,
+                                Side::Hi => -1.0,
+                            },
+                            fine_faces,
+                            cells,
+                            offset,
+                        });
+                    }
+                }
+            }
+            reg.fine_blocks.push(reg.blocks.len());
+        }
+        log::debug!(
+            "flux register level {level}: {} blocks, {} coarse faces",
+            reg.blocks.len(),
+            reg.num_faces()
+        );
+        Ok(reg)
+    }
+
+    /// The fine level.
+    pub fn level(&self) -> usize {
+        self.level
+    }
+
+    /// Number of components.
+    pub fn ncomp(&self) -> usize {
+        self.ncomp
+    }
+
+    /// Number of coarse faces the register corrects.
+    pub fn num_faces(&self) -> usize {
+        self.acc.len() / self.ncomp
+    }
+
+    /// Zeroes every accumulated value (start of a coarse step).
+    pub fn reset(&mut self) {
+        self.acc.fill(0.0);
+    }
+
+    /// The coarse faces whose fluxes the register needs from coarse patch
+    /// `coarse_patch` (a hierarchy index on level `level − 1`): pairs of
+    /// axis and face box in that patch's index space (face-centred along
+    /// the axis). Empty for patches not touching the fine level.
+    pub fn coarse_faces(&self, coarse_patch: usize) -> Vec<(usize, IndexBox)> {
+        self.pieces_of(coarse_patch)
+            .iter()
+            .map(|pc| {
+                let b = &self.blocks[pc.block];
+                (b.axis, self.piece_faces(pc))
+            })
+            .collect()
+    }
+
+    fn pieces_of(&self, coarse_patch: usize) -> &[Piece] {
+        coarse_patch
+            .checked_sub(self.coarse_start)
+            .and_then(|n| self.coarse_pieces.get(n))
+            .map_or(&[], |v| v.as_slice())
+    }
+
+    /// The faces of a piece in its coarse patch's index space.
+    fn piece_faces(&self, pc: &Piece) -> IndexBox {
+        let b = &self.blocks[pc.block];
+        let mut f = pc.cells.shift(&-pc.shift);
+        if b.sign > 0.0 {
+            f.lo[b.axis] += 1;
+            f.hi[b.axis] += 1;
+        }
+        f
+    }
+
+    fn check_ncomp<T>(&self, what: &str, f: &FaceFluxes<'_, T>) -> Result<(), MeshError> {
+        if f.ncomp != self.ncomp {
+            return Err(MeshError::BadAccess {
+                field: format!("{what} fluxes over {}", f.faces),
+                why: format!(
+                    "{} components given, the register has {}",
+                    f.ncomp, self.ncomp
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds `weight ×` the coarse fluxes `fluxes` through faces normal to
+    /// `axis` of coarse patch `coarse_patch` (hierarchy index). Faces of
+    /// the array that the register does not list are ignored; returns how
+    /// many register faces were accumulated.
+    pub fn add_coarse<T: Real>(
+        &mut self,
+        coarse_patch: usize,
+        axis: usize,
+        fluxes: &FaceFluxes<'_, T>,
+        weight: f64,
+    ) -> Result<usize, MeshError> {
+        self.check_ncomp("coarse", fluxes)?;
+        let n = coarse_patch
+            .checked_sub(self.coarse_start)
+            .filter(|&n| n < self.coarse_pieces.len())
+            .ok_or_else(|| self.not_on_level(coarse_patch, self.level - 1))?;
+        let mut count = 0;
+        for pc in &self.coarse_pieces[n] {
+            let b = &self.blocks[pc.block];
+            if b.axis != axis {
+                continue;
+            }
+            let pf = self.piece_faces(pc);
+            let region = pf.intersect(&fluxes.faces);
+            if region.is_empty() {
+                continue;
+            }
+            let to_cell = pc.shift
+                - if b.sign > 0.0 {
+                    unit(axis)
+                } else {
+                    iv(0, 0, 0)
+                };
+            let ncell = b.cells.num_cells() as usize;
+            for c in 0..self.ncomp {
+                for f in region.iter() {
+                    let at = b.offset + c * ncell + b.cells.offset(&(f + to_cell));
+                    self.acc[at] += weight * fluxes.get(c, &f).as_f64();
+                }
+            }
+            count += region.num_cells() as usize;
+        }
+        Ok(count)
+    }
+
+    /// Adds `weight ×` the fine fluxes `fluxes` through faces normal to
+    /// `axis` of fine patch `fine_patch` (hierarchy index on the register's
+    /// level), averaged over the `r²` fine faces of each coarse face.
+    /// Returns how many fine faces were accumulated.
+    pub fn add_fine<T: Real>(
+        &mut self,
+        fine_patch: usize,
+        axis: usize,
+        fluxes: &FaceFluxes<'_, T>,
+        weight: f64,
+    ) -> Result<usize, MeshError> {
+        self.check_ncomp("fine", fluxes)?;
+        let n = self.fine_index(fine_patch)?;
+        let scale = weight / (self.ratio * self.ratio) as f64;
+        let mut count = 0;
+        for b in &self.blocks[self.fine_blocks[n]..self.fine_blocks[n + 1]] {
+            if b.axis != axis {
+                continue;
+            }
+            let region = b.fine_faces.intersect(&fluxes.faces);
+            if region.is_empty() {
+                continue;
+            }
+            let ncell = b.cells.num_cells() as usize;
+            let layer = b.cells.lo[axis];
+            for c in 0..self.ncomp {
+                for f in region.iter() {
+                    let mut q = coarsen_vect(&f, self.ratio);
+                    q[axis] = layer;
+                    let at = b.offset + c * ncell + b.cells.offset(&q);
+                    self.acc[at] -= scale * fluxes.get(c, &f).as_f64();
+                }
+            }
+            count += region.num_cells() as usize;
+        }
+        Ok(count)
+    }
+
+    /// Adds one patch's block of quilt-sweep's flux buffer: the six faces
+    /// of the interior in the order x-low, x-high, y-low, y-high, z-low,
+    /// z-high, each `ncomp` components over
+    /// `interior.boundary_faces(axis, side)` (`x` fastest). Its length must
+    /// be `ncomp · 2 · (n_y n_z + n_x n_z + n_x n_y)`.
+    pub fn add_fine_patch_block<T: Real>(
+        &mut self,
+        fine_patch: usize,
+        block: &[T],
+        weight: f64,
+    ) -> Result<usize, MeshError> {
+        let interior = self.fine_interiors[self.fine_index(fine_patch)?];
+        let mut count = 0;
+        for (axis, faces) in self.split_block(interior, block)? {
+            count += self.add_fine(fine_patch, axis, &faces, weight)?;
+        }
+        Ok(count)
+    }
+
+    /// [`FluxRegister::add_fine_patch_block`] for a coarse patch: only the
+    /// register faces on the coarse patch's own boundary can be taken from
+    /// such a block (the others need [`FluxRegister::add_coarse`]).
+    pub fn add_coarse_patch_block<T: Real>(
+        &mut self,
+        coarse_patch: usize,
+        block: &[T],
+        weight: f64,
+    ) -> Result<usize, MeshError> {
+        let interior = coarse_patch
+            .checked_sub(self.coarse_start)
+            .and_then(|n| self.coarse_interiors.get(n).copied())
+            .ok_or_else(|| self.not_on_level(coarse_patch, self.level - 1))?;
+        let mut count = 0;
+        for (axis, faces) in self.split_block(interior, block)? {
+            count += self.add_coarse(coarse_patch, axis, &faces, weight)?;
+        }
+        Ok(count)
+    }
+
+    fn split_block<'a, T: Real>(
+        &self,
+        interior: IndexBox,
+        block: &'a [T],
+    ) -> Result<Vec<(usize, FaceFluxes<'a, T>)>, MeshError> {
+        let n = interior.size();
+        let area = [n.y * n.z, n.x * n.z, n.x * n.y].map(|a| a as usize);
+        let expect = self.ncomp * 2 * area.iter().sum::<usize>();
+        if block.len() != expect {
+            return Err(MeshError::BadAccess {
+                field: format!("patch flux block for interior {interior}"),
+                why: format!(
+                    "{} values given, {} components over the six faces need {expect}",
+                    block.len(),
+                    self.ncomp
+                ),
+            });
+        }
+        let mut out = Vec::with_capacity(6);
+        let mut at = 0;
+        for (axis, &a) in area.iter().enumerate() {
+            for side in Side::BOTH {
+                let len = self.ncomp * a;
+                let faces = interior.boundary_faces(axis, side);
+                out.push((
+                    axis,
+                    FaceFluxes::new(&block[at..at + len], faces, self.ncomp)?,
+                ));
+                at += len;
+            }
+        }
+        Ok(out)
+    }
+
+    fn fine_index(&self, fine_patch: usize) -> Result<usize, MeshError> {
+        fine_patch
+            .checked_sub(self.fine_start)
+            .filter(|&n| n < self.fine_interiors.len())
+            .ok_or_else(|| self.not_on_level(fine_patch, self.level))
+    }
+
+    fn not_on_level(&self, patch: usize, level: usize) -> MeshError {
+        MeshError::invalid(
+            format!("flux register of level {}", self.level),
+            format!("patch index {patch} is not a patch of level {level}"),
+        )
+    }
+
+    /// Applies the correction to coarse patch `coarse_patch` (hierarchy
+    /// index on level `level − 1`), whose data is `data`.
+    pub fn reflux_patch<T: Real>(
+        &self,
+        coarse_patch: usize,
+        data: &mut PatchData<T>,
+    ) -> Result<(), MeshError> {
+        let n = coarse_patch
+            .checked_sub(self.coarse_start)
+            .filter(|&n| n < self.coarse_pieces.len())
+            .ok_or_else(|| self.not_on_level(coarse_patch, self.level - 1))?;
+        if data.interior() != self.coarse_interiors[n] || data.ncomp() != self.ncomp {
+            return Err(MeshError::LayoutMismatch {
+                why: format!(
+                    "reflux into patch index {coarse_patch}: data interior {} with {} components, register expects {} with {}",
+                    data.interior(),
+                    data.ncomp(),
+                    self.coarse_interiors[n],
+                    self.ncomp
+                ),
+            });
+        }
+        for pc in &self.coarse_pieces[n] {
+            let b = &self.blocks[pc.block];
+            let f = b.sign / self.dx[b.axis];
+            let ncell = b.cells.num_cells() as usize;
+            for c in 0..self.ncomp {
+                for q in pc.cells.iter() {
+                    let d = self.acc[b.offset + c * ncell + b.cells.offset(&q)];
+                    let p = q - pc.shift;
+                    let v = data.get(c, &p).as_f64() + f * d;
+                    data.set(c, &p, T::from_f64(v));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies the correction to every coarse patch of `data` (the chosen
+    /// time level), in parallel.
+    pub fn reflux<T: Real>(
+        &self,
+        h: &Hierarchy,
+        data: &mut HierarchyData<T>,
+        time: TimeLevel,
+    ) -> Result<(), MeshError> {
+        data.check_layout(h)?;
+        let start = self.coarse_start;
+        let states = &mut data.states_mut()[start..start + self.coarse_pieces.len()];
+        states
+            .par_iter_mut()
+            .enumerate()
+            .try_for_each(|(n, s)| self.reflux_patch(start + n, time.of_mut(s)))
+    }
+}
+
+fn unit(axis: usize) -> IntVect {
+    let mut v = iv(0, 0, 0);
+    v[axis] = 1;
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::Geometry;
+    use crate::hierarchy::{PatchId, PatchSpec, SizeLimits};
+
+    /// One 8³ coarse patch (dx = 1/8), one fine patch over coarse cells
+    /// 2..=5 along x, 2..=3 along y and z. Coarse fluxes 1, fine fluxes
+    /// 0.25: every coarse face gets δ = 1 − 0.25 = 0.75.
+    #[test]
+    fn signs_and_units_by_hand() {
+        let g = Geometry::with_cubic_cells(iv(8, 8, 8), &[2]).unwrap();
+        let b = |lo: [i32; 3], hi: [i32; 3]| {
+            IndexBox::new(iv(lo[0], lo[1], lo[2]), iv(hi[0], hi[1], hi[2]))
+        };
+        let h = Hierarchy::new(
+            g,
+            1,
+            SizeLimits { min: 2, max: 64 },
+            vec![
+                vec![PatchSpec {
+                    id: PatchId(0),
+                    interior: b([0; 3], [7; 3]),
+                    parent: None,
+                }],
+                vec![PatchSpec {
+                    id: PatchId(1),
+                    interior: b([4, 4, 4], [11, 7, 7]),
+                    parent: Some(PatchId(0)),
+                }],
+            ],
+        )
+        .unwrap();
+        let mut reg = FluxRegister::new(&h, 1, 1).unwrap();
+        // 2·(2·2) x-faces + 2·(4·2) y-faces + 2·(4·2) z-faces.
+        assert_eq!(reg.num_faces(), 8 + 16 + 16);
+        let ci = h.patches()[0].interior();
+        for axis in 0..3 {
+            let faces = ci.faces(axis);
+            let ones = vec![1.0f64; faces.num_cells() as usize];
+            let n = reg
+                .add_coarse(0, axis, &FaceFluxes::new(&ones, faces, 1).unwrap(), 1.0)
+                .unwrap();
+            assert_eq!(n, [8, 16, 16][axis]);
+            let fi = h.patches()[1].interior();
+            let ff = fi.faces(axis);
+            let q = vec![0.25f64; ff.num_cells() as usize];
+            reg.add_fine(1, axis, &FaceFluxes::new(&q, ff, 1).unwrap(), 1.0)
+                .unwrap();
+        }
+        let mut d = PatchData::<f64>::new(ci, 1, 1).unwrap();
+        reg.reflux_patch(0, &mut d).unwrap();
+        let dx = 1.0 / 8.0;
+        // Below the fine patch's low x face: +0.75/dx; above its high x face: −0.75/dx.
+        assert_eq!(d.get(0, &iv(1, 2, 2)), 0.75 / dx);
+        assert_eq!(d.get(0, &iv(6, 3, 3)), -0.75 / dx);
+        assert_eq!(d.get(0, &iv(3, 1, 2)), 0.75 / dx);
+        assert_eq!(d.get(0, &iv(3, 2, 4)), -0.75 / dx);
+        assert_eq!(d.get(0, &iv(3, 3, 3)), 0.0);
+        assert_eq!(
+            d.interior_sum(0),
+            0.0,
+            "corrections on opposite faces cancel here"
+        );
+        assert_eq!(reg.coarse_faces(0).len(), 6);
+        assert!(
+            reg.coarse_faces(0)
+                .iter()
+                .any(|&(a, f)| a == 0 && f == b([2, 2, 2], [2, 3, 3]))
+        );
+        // Wrong sizes and patches are errors.
+        assert!(FaceFluxes::new(&[1.0f64; 3], ci.faces(0), 1).is_err());
+        assert!(reg.add_fine_patch_block(1, &[0.0f64; 5], 1.0).is_err());
+        let zeros = vec![0.0f64; 9 * 8 * 8];
+        assert!(
+            reg.add_fine(0, 0, &FaceFluxes::new(&zeros, ci.faces(0), 1).unwrap(), 1.0)
+                .is_err()
+        );
+        assert!(FluxRegister::new(&h, 0, 1).is_err());
+        assert!(FluxRegister::new(&h, 2, 1).is_err());
+    }
+}

@@ -1,0 +1,233 @@
+//! Restriction (the paper's "fix-up"): conservative volume average of a
+//! fine level onto the coarse cells it covers.
+//!
+//! A coarse cell `q` wholly covered by a fine patch's interior receives
+//!
+//! ```text
+//! U_c(q) = (1 / r³) Σ_{f ∈ refine(q)} U_f(f)
+//! ```
+//!
+//! (cell volumes are uniform per level, so the volume average is the plain
+//! mean), hence `U_c · V_c = Σ U_f · V_f`: restriction conserves every
+//! component exactly up to the round-off of the sum. Only coarse cells that
+//! the fine interior covers completely are written; a validated hierarchy
+//! aligns fine interiors to the ratio, so that is the whole coarsened
+//! interior. Over a hierarchy, levels are restricted finest first so that
+//! corrected data cascades down to level 0.
+
+use rayon::prelude::*;
+
+use crate::error::MeshError;
+use crate::geometry::check_ratio;
+use crate::hierarchy::{Hierarchy, HierarchyData};
+use crate::index::{IndexBox, iv};
+use crate::patch_data::{PatchData, PatchState};
+use crate::real::Real;
+
+/// Which of a patch's two time levels an operation reads and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeLevel {
+    /// Time `n` ([`PatchState::old`]).
+    Old,
+    /// Time `n + 1` ([`PatchState::new`]).
+    New,
+}
+
+impl TimeLevel {
+    /// The selected data of a patch state.
+    pub fn of<T>(self, s: &PatchState<T>) -> &PatchData<T> {
+        match self {
+            TimeLevel::Old => &s.old,
+            TimeLevel::New => &s.new,
+        }
+    }
+
+    /// The selected data of a patch state, mutably.
+    pub fn of_mut<T>(self, s: &mut PatchState<T>) -> &mut PatchData<T> {
+        match self {
+            TimeLevel::Old => &mut s.old,
+            TimeLevel::New => &mut s.new,
+        }
+    }
+}
+
+/// The coarse cells (index space `ratio` times coarser) whose refinement
+/// lies wholly inside `fine`.
+pub fn covered_coarse_cells(fine: &IndexBox, ratio: i32) -> IndexBox {
+    let lo = (fine.lo + iv(ratio - 1, ratio - 1, ratio - 1)).map(|v| v.div_euclid(ratio));
+    let hi = (fine.hi + iv(1, 1, 1)).map(|v| v.div_euclid(ratio)) - iv(1, 1, 1);
+    IndexBox::new(lo, hi)
+}
+
+/// Restricts `fine` onto `coarse` (`ratio` 2 or 4): every component of the
+/// coarse interior cells that `fine`'s interior covers completely becomes
+/// the mean of the fine cells over it. Returns the number of coarse cells
+/// written (zero if the patches do not overlap).
+pub fn restrict_patch<T: Real>(
+    fine: &PatchData<T>,
+    coarse: &mut PatchData<T>,
+    ratio: i32,
+) -> Result<i64, MeshError> {
+    check_ratio(1, ratio)?;
+    if fine.ncomp() != coarse.ncomp() {
+        return Err(MeshError::BadAccess {
+            field: format!(
+                "restriction of {} onto {}",
+                fine.interior(),
+                coarse.interior()
+            ),
+            why: format!(
+                "fine data has {} components, coarse {}",
+                fine.ncomp(),
+                coarse.ncomp()
+            ),
+        });
+    }
+    let region = covered_coarse_cells(&fine.interior(), ratio).intersect(&coarse.interior());
+    if region.is_empty() {
+        return Ok(0);
+    }
+    let mut acc = vec![T::zero(); region.size().x as usize];
+    restrict_region(fine, coarse, &region, ratio, &mut acc);
+    Ok(region.num_cells())
+}
+
+/// The kernel: `region` (coarse cells) must be covered by the fine
+/// interior and lie in the coarse data box; `acc` holds one coarse row.
+fn restrict_region<T: Real>(
+    fine: &PatchData<T>,
+    coarse: &mut PatchData<T>,
+    region: &IndexBox,
+    r: i32,
+    acc: &mut [T],
+) {
+    let n = region.size().x as usize;
+    let ru = r as usize;
+    let inv = T::from_f64(1.0 / (r * r * r) as f64);
+    let fdb = fine.data_box();
+    let cdb = coarse.data_box();
+    for c in 0..fine.ncomp() {
+        let f = fine.comp(c);
+        let u = coarse.comp_mut(c);
+        for k in region.lo.z..=region.hi.z {
+            for j in region.lo.y..=region.hi.y {
+                acc[..n].fill(T::zero());
+                for dz in 0..r {
+                    for dy in 0..r {
+                        let o = fdb.offset(&iv(region.lo.x * r, j * r + dy, k * r + dz));
+                        let row = &f[o..o + n * ru];
+                        for (a, cell) in acc[..n].iter_mut().zip(row.chunks_exact(ru)) {
+                            *a = cell.iter().fold(*a, |s, &v| s + v);
+                        }
+                    }
+                }
+                let o = cdb.offset(&iv(region.lo.x, j, k));
+                for (dst, a) in u[o..o + n].iter_mut().zip(&acc[..n]) {
+                    *dst = *a * inv;
+                }
+            }
+        }
+    }
+}
+
+/// Restricts level `fine_level` onto level `fine_level − 1` for the chosen
+/// time level of `data`, in parallel over coarse patches.
+pub fn restrict_level<T: Real>(
+    h: &Hierarchy,
+    data: &mut HierarchyData<T>,
+    fine_level: usize,
+    time: TimeLevel,
+) -> Result<(), MeshError> {
+    data.check_layout(h)?;
+    if fine_level == 0 || fine_level >= h.num_levels() {
+        return Err(MeshError::invalid(
+            "restriction level",
+            format!(
+                "level {fine_level} has no coarser level to restrict onto (levels 1..{} do)",
+                h.num_levels()
+            ),
+        ));
+    }
+    let ratio = h
+        .level_geometry(fine_level)
+        .map(|l| l.ratio)
+        .ok_or(MeshError::NoSuchLevel {
+            level: fine_level,
+            num_levels: h.num_levels(),
+        })?;
+    let crange = h.level_range(fine_level - 1);
+    let frange = h.level_range(fine_level);
+    let (lower, upper) = data.states_mut().split_at_mut(frange.start);
+    let coarse = &mut lower[crange.clone()];
+    let fine = &upper[..frange.len()];
+    coarse.par_iter_mut().enumerate().for_each(|(n, cs)| {
+        let cpatch = &h.patches()[crange.start + n];
+        let under = cpatch.interior().refine(ratio);
+        let mut acc = Vec::new();
+        for fi in h.patches_intersecting(fine_level, &under) {
+            let fd = time.of(&fine[fi - frange.start]);
+            let cd = time.of_mut(cs);
+            let region = covered_coarse_cells(&fd.interior(), ratio).intersect(&cd.interior());
+            if region.is_empty() {
+                continue;
+            }
+            acc.resize(region.size().x as usize, T::zero());
+            restrict_region(fd, cd, &region, ratio, &mut acc);
+        }
+    });
+    Ok(())
+}
+
+/// Restricts every level onto the one below, finest first.
+pub fn restrict_hierarchy<T: Real>(
+    h: &Hierarchy,
+    data: &mut HierarchyData<T>,
+    time: TimeLevel,
+) -> Result<(), MeshError> {
+    for l in (1..h.num_levels()).rev() {
+        restrict_level(h, data, l, time)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn covered_cells() {
+        let b = IndexBox::new(iv(-3, 0, 2), iv(8, 3, 9));
+        assert_eq!(
+            covered_coarse_cells(&b, 2),
+            IndexBox::new(iv(-1, 0, 1), iv(3, 1, 4))
+        );
+        assert_eq!(
+            covered_coarse_cells(&b, 4),
+            IndexBox::new(iv(0, 0, 1), iv(1, 0, 1))
+        );
+        assert!(covered_coarse_cells(&IndexBox::new(iv(1, 1, 1), iv(2, 2, 2)), 4).is_empty());
+    }
+
+    #[test]
+    fn mean_of_fine_cells() {
+        for r in [2, 4] {
+            let fi = IndexBox::new(iv(2, 4, 6), iv(2 + 3 * r - 1, 4 + 2 * r - 1, 6 + r - 1));
+            let mut f = PatchData::<f64>::new(fi, 1, 2).unwrap();
+            f.fill_with(0, |p| (p.x * p.x + 3 * p.y - p.z) as f64);
+            f.fill_with(1, |p| p.z as f64);
+            let ci = IndexBox::new(iv(0, 0, 0), iv(7, 7, 7));
+            let mut c = PatchData::<f64>::new(ci, 2, 2).unwrap();
+            c.fill(-1.0);
+            // The fine patch is aligned only for ratio 2.
+            let n = restrict_patch(&f, &mut c, r).unwrap();
+            let covered = covered_coarse_cells(&fi, r);
+            assert_eq!(n, covered.num_cells());
+            for q in covered.iter() {
+                let s = f.region_sum(0, &IndexBox::new(q, q).refine(r));
+                assert!((c.get(0, &q) * (r * r * r) as f64 - s).abs() < 1e-12);
+            }
+            assert_eq!(c.get(0, &iv(7, 7, 7)), -1.0);
+            assert!(restrict_patch(&f, &mut c, 3).is_err());
+        }
+    }
+}
