@@ -39,6 +39,16 @@ impl<T: Real> Block<T> {
     /// `l` in x) from `src`.
     #[inline(always)]
     pub(crate) fn load(&mut self, src: &Shared<'_, T>, col: &Column, lanes: usize) {
+        if lanes == 1 {
+            for v in 0..5 {
+                let at = self.at(v, 0);
+                for i in 0..col.len {
+                    // SAFETY: as below.
+                    self.vals[at + i * LANES] = unsafe { src.get(col.at(v, i)) };
+                }
+            }
+            return;
+        }
         for v in 0..5 {
             for i in 0..col.len {
                 let at = self.at(v, i);

@@ -34,6 +34,14 @@ fn bad(d: &PatchDesc, c: [usize; 3], what: &'static str, value: f64) -> SweepErr
     }
 }
 
+const NON_FINITE: [&str; 5] = [
+    "density is not finite",
+    "x momentum is not finite",
+    "y momentum is not finite",
+    "z momentum is not finite",
+    "energy is not finite",
+];
+
 fn scan_patch<T: Real>(batch: &Batch<T>, gas: &Gas, d: &PatchDesc) -> Result<Rate, SweepError> {
     let l = batch.layout();
     let (b, nc) = (l.bin_edge() as usize, l.ncomp() as usize);
@@ -43,37 +51,36 @@ fn scan_patch<T: Real>(batch: &Batch<T>, gas: &Gas, d: &PatchDesc) -> Result<Rat
         cell: [0; 3],
     };
     let e = d.extent.map(|v| v as usize);
+    let o = d.offset.map(|v| v as usize);
     let g = d.ghost as usize;
+    let inv_dx = d.dx.map(|h| 1.0 / h);
+    let gm1 = gas.gamma - 1.0;
     for k in 0..e[2] {
         for j in 0..e[1] {
+            let rows: [&[T]; 5] = std::array::from_fn(|v| {
+                let start = data_index(b, nc, d.bin as usize, v, [o[0], o[1] + j, o[2] + k]);
+                &data[start..start + e[0]]
+            });
+            let interior_row = (g..e[1] - g).contains(&j) && (g..e[2] - g).contains(&k);
             for i in 0..e[0] {
+                let u: [f64; 5] = std::array::from_fn(|v| rows[v][i].as_f64());
                 let c = [i, j, k];
-                let bc = [0, 1, 2].map(|a| d.offset[a] as usize + c[a]);
-                let u: [f64; 5] = std::array::from_fn(|v| data[data_index(b, nc, d.bin as usize, v, bc)].as_f64());
-                const NAMES: [&str; 5] = [
-                    "density is not finite",
-                    "x momentum is not finite",
-                    "y momentum is not finite",
-                    "z momentum is not finite",
-                    "energy is not finite",
-                ];
                 if let Some(v) = (0..5).find(|&v| !u[v].is_finite()) {
-                    return Err(bad(d, c, NAMES[v], u[v]));
+                    return Err(bad(d, c, NON_FINITE[v], u[v]));
                 }
                 if u[0] <= 0.0 {
                     return Err(bad(d, c, "density is not positive", u[0]));
                 }
-                let vel = [u[1] / u[0], u[2] / u[0], u[3] / u[0]];
-                let ke = 0.5 * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]);
-                let p = (gas.gamma - 1.0) * (u[4] - ke);
+                let inv = 1.0 / u[0];
+                let vel = [u[1] * inv, u[2] * inv, u[3] * inv];
+                let p = gm1 * (u[4] - 0.5 * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]));
                 if !(p > 0.0) {
                     return Err(bad(d, c, "pressure is not positive", p));
                 }
-                let interior = (0..3).all(|a| c[a] >= g && c[a] < e[a] - g);
-                if interior {
-                    let cs = gas.sound_speed(u[0], p);
+                if interior_row && (g..e[0] - g).contains(&i) {
+                    let cs = (gas.gamma * p * inv).sqrt();
                     for a in 0..3 {
-                        let r = (vel[a].abs() + cs) / d.dx[a];
+                        let r = (vel[a].abs() + cs) * inv_dx[a];
                         if r > best.rate {
                             best = Rate {
                                 rate: r,

@@ -59,6 +59,16 @@ pub struct StepReport {
     pub courant: f64,
     /// Interior cells advanced (the "cell updates" of the performance tables).
     pub cells: u64,
+    /// The time step taken (for [`Solver::advance_levels`], the largest).
+    pub dt: f64,
+}
+
+/// How the time step of each patch is chosen.
+#[derive(Clone, Copy)]
+enum Dt<'a> {
+    Fixed(f64),
+    Levels(&'a [f64]),
+    Cfl { cfl: f64, max: f64 },
 }
 
 /// Reusable buffers of a [`Solver`]: the TVD stage and accumulator arrays
@@ -173,7 +183,7 @@ impl Solver {
         order: SweepOrder,
         ws: &mut Workspace<T>,
     ) -> Result<StepReport, SweepError> {
-        self.advance_with(batch, |_| Ok(dt), order, ws)
+        self.advance_with(batch, Dt::Fixed(dt), order, ws)
     }
 
     /// As [`Solver::advance`], with the time step of each patch taken from
@@ -185,43 +195,67 @@ impl Solver {
         order: SweepOrder,
         ws: &mut Workspace<T>,
     ) -> Result<StepReport, SweepError> {
-        self.advance_with(
-            batch,
-            |d| {
-                dt_by_level
-                    .get(d.level as usize)
-                    .copied()
-                    .ok_or(SweepError::MissingLevel {
-                        patch: d.id,
-                        level: d.level,
-                        levels: dt_by_level.len(),
-                    })
-            },
-            order,
-            ws,
-        )
+        self.advance_with(batch, Dt::Levels(dt_by_level), order, ws)
+    }
+
+    /// As [`Solver::advance`] with `dt = min(max_dt(batch, cfl), dt_max)`,
+    /// scanning the batch once instead of twice; the step taken is in
+    /// [`StepReport::dt`].
+    pub fn advance_cfl<T: Real>(
+        &self,
+        batch: &mut Batch<T>,
+        cfl: f64,
+        dt_max: f64,
+        order: SweepOrder,
+        ws: &mut Workspace<T>,
+    ) -> Result<StepReport, SweepError> {
+        let limit = self.cfl_limit();
+        if !(cfl > 0.0 && cfl <= limit) {
+            return Err(ConfigError::Cfl {
+                cfl,
+                limit,
+                scheme: self.scheme.name(),
+            }
+            .into());
+        }
+        self.advance_with(batch, Dt::Cfl { cfl, max: dt_max }, order, ws)
     }
 
     fn advance_with<T: Real>(
         &self,
         batch: &mut Batch<T>,
-        dt_of: impl Fn(&crate::layout::PatchDesc) -> Result<f64, SweepError>,
+        mode: Dt<'_>,
         order: SweepOrder,
         ws: &mut Workspace<T>,
     ) -> Result<StepReport, SweepError> {
         self.check_layout(batch.layout())?;
+        let rates = check::scan(batch, &self.gas)?;
         let patches = batch.layout().patches();
+        let cfl_dt = match mode {
+            Dt::Cfl { cfl, max } => (cfl / rates.iter().map(|r| r.rate).fold(0.0, f64::max)).min(max),
+            _ => 0.0,
+        };
         ws.dt.clear();
         ws.dtdx.clear();
         for d in patches {
-            let dt = dt_of(d)?;
+            let dt = match mode {
+                Dt::Fixed(dt) => dt,
+                Dt::Cfl { .. } => cfl_dt,
+                Dt::Levels(table) => table
+                    .get(d.level as usize)
+                    .copied()
+                    .ok_or(SweepError::MissingLevel {
+                        patch: d.id,
+                        level: d.level,
+                        levels: table.len(),
+                    })?,
+            };
             if !(dt.is_finite() && dt > 0.0) {
                 return Err(SweepError::TimeStep(dt));
             }
             ws.dt.push(dt);
             ws.dtdx.push([0, 1, 2].map(|a| T::lit(dt / d.dx[a])));
         }
-        let rates = check::scan(batch, &self.gas)?;
         let mut courant = 0.0;
         let mut worst = None;
         for (p, r) in rates.iter().enumerate() {
@@ -244,6 +278,7 @@ impl Solver {
                 cell,
             });
         }
+        let dt = ws.dt.iter().copied().fold(0.0, f64::max);
         let cells = batch.layout().interior_cells();
         let k = self.gas.consts::<T>();
         let floors = match self.scheme {
@@ -265,6 +300,7 @@ impl Solver {
             floors,
             courant,
             cells,
+            dt,
         })
     }
 }

@@ -251,21 +251,23 @@ impl<T: Real> UniformGrid<T> {
         let (layout, data, _) = batch.buffers_mut();
         let (b, nc) = (layout.bin_edge() as usize, layout.ncomp() as usize);
         let g = i64::from(self.ghost);
+        let mut xs = Vec::new();
         for (d, t) in layout.patches().iter().zip(&self.tiles) {
-            for k in 0..d.extent[2] {
-                let (gk, fk) = self.map(2, i64::from(t.lo[2]) + i64::from(k) - g);
-                for j in 0..d.extent[1] {
-                    let (gj, fj) = self.map(1, i64::from(t.lo[1]) + i64::from(j) - g);
-                    for i in 0..d.extent[0] {
-                        let (gi, fi) = self.map(0, i64::from(t.lo[0]) + i64::from(i) - g);
-                        let cell = [d.offset[0] + i, d.offset[1] + j, d.offset[2] + k].map(|v| v as usize);
-                        let flip = [fi, fj, fk];
-                        for c in 0..NCOMP {
-                            let mut v = self.state[self.index(c, [gi, gj, gk])];
-                            if (1..=3).contains(&c) && flip[c - 1] {
-                                v = -v;
-                            }
-                            data[data_index(b, nc, d.bin as usize, c, cell)] = v;
+            xs.clear();
+            xs.extend((0..d.extent[0]).map(|i| self.map(0, i64::from(t.lo[0]) + i64::from(i) - g)));
+            for c in 0..NCOMP {
+                for k in 0..d.extent[2] {
+                    let (gk, fk) = self.map(2, i64::from(t.lo[2]) + i64::from(k) - g);
+                    for j in 0..d.extent[1] {
+                        let (gj, fj) = self.map(1, i64::from(t.lo[1]) + i64::from(j) - g);
+                        let src = self.index(c, [0, gj, gk]);
+                        let cell = [d.offset[0], d.offset[1] + j, d.offset[2] + k].map(|v| v as usize);
+                        let dst = data_index(b, nc, d.bin as usize, c, cell);
+                        let row = &mut data[dst..dst + xs.len()];
+                        let flip_row = (c == 2 && fj) || (c == 3 && fk);
+                        for (out, &(gi, fi)) in row.iter_mut().zip(&xs) {
+                            let v = self.state[src + gi];
+                            *out = if flip_row || (c == 1 && fi) { -v } else { v };
                         }
                     }
                 }
@@ -313,16 +315,12 @@ impl<T: Real> UniformGrid<T> {
         let mut sum = RunSummary::default();
         while sum.time < t_end {
             self.fill(batch)?;
-            let dt_max = solver.max_dt(batch, cfl)?;
-            let (dt, last) = if sum.time + dt_max >= t_end * (1.0 - 1e-14) {
-                (t_end - sum.time, true)
-            } else {
-                (dt_max, false)
-            };
-            let r = solver.advance(batch, dt, SweepOrder::for_step(sum.steps), ws)?;
+            let left = t_end - sum.time;
+            let r = solver.advance_cfl(batch, cfl, left, SweepOrder::for_step(sum.steps), ws)?;
             self.gather(batch)?;
             sum.steps += 1;
-            sum.time = if last { t_end } else { sum.time + dt };
+            // The step that reaches t_end lands on it exactly.
+            sum.time = if r.dt >= left * (1.0 - 1e-14) { t_end } else { sum.time + r.dt };
             sum.floors += r.floors;
             sum.cell_updates += r.cells;
         }
