@@ -125,8 +125,8 @@ impl SortOrder {
     /// along it, so packing them first, largest cross-section first, treats
     /// them as the two-dimensional problem they are and lets the shorter
     /// items fill in. On patch-sized items (sides 16..=64 in 64³ bins) the
-    /// best of volume–height and these three comes within 0.1 % of the
-    /// paper's 200-ordering C-EPBFD (see `docs/quilt-pack.md`).
+    /// best of volume–height and these three comes within 0.2 % of the
+    /// paper's 204-ordering C-EPBFD (see `docs/quilt-pack.md`).
     pub fn long_side_first() -> [SortOrder; 3] {
         [
             SortOrder::ClusteredHeightArea { delta_percent: 51 },
