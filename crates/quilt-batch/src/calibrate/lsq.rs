@@ -127,7 +127,7 @@ pub(crate) fn fit_nonneg<const N: usize>(
         let Ok(x) = svd.solve(&qtb, eps) else {
             continue;
         };
-        if x.iter().any(|&v| !(v >= 0.0)) {
+        if x.iter().any(|&v| v.is_nan() || v < 0.0) {
             continue;
         }
         let resid = (r.select_columns(cols.iter()) * &x - &qtb).norm_squared();

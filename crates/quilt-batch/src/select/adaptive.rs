@@ -12,6 +12,7 @@
 use crate::error::{BatchError, Result};
 use crate::model::CostModel;
 use crate::select::queues::Selector;
+use crate::select::search::SearchLimits;
 use crate::select::selection::Selection;
 use crate::work::BinWork;
 
@@ -35,17 +36,35 @@ pub struct AdaptiveOptions {
     pub absolute_tolerance: f64,
     /// Most bins in one batch (the batch buffer's size); at least 1.
     pub max_bins: usize,
+    /// Node budget of the branch-and-bound search that continues after the
+    /// greedy pass (see `select/search.rs`); 0 returns the paper's greedy alone.
+    pub search_nodes: usize,
+    /// When the least-loaded rule rejects a bin and the batch would hold at
+    /// most this many patches, the search looks for any distribution of its
+    /// patches over the queues (exact within the node budget). Small batches
+    /// of large patches are where the rule loses most; 0 disables it.
+    pub exact_patches: usize,
+    /// The search stops as soon as the selection is provably within this
+    /// fraction of the optimum (its volume ≥ `(1 - search_gap)` × the Dantzig
+    /// bound at the root). With many small bins the greedy pass usually meets
+    /// this at once and no search node is spent. In `[0, 1)`.
+    pub search_gap: f64,
     /// Size of the first batch.
     pub first_batch: FirstBatch,
 }
 
 impl Default for AdaptiveOptions {
-    /// 5 % relative tolerance, no absolute tolerance, no bin limit, a first batch of one bin.
+    /// 5 % relative tolerance, no absolute tolerance, no bin limit, a search
+    /// budget of 2000 nodes stopping within 1 % of the bound, distribution
+    /// search up to 64 patches, a first batch of one bin.
     fn default() -> Self {
         Self {
             relative_tolerance: 0.05,
             absolute_tolerance: 0.0,
             max_bins: usize::MAX,
+            search_nodes: 2000,
+            exact_patches: 64,
+            search_gap: 0.01,
             first_batch: FirstBatch::Bins(1),
         }
     }
@@ -67,6 +86,13 @@ impl AdaptiveOptions {
         }
         if !(self.absolute_tolerance.is_finite() && self.absolute_tolerance >= 0.0) {
             return Err(bad("absolute_tolerance", self.absolute_tolerance));
+        }
+        if !(self.search_gap >= 0.0 && self.search_gap < 1.0) {
+            return Err(BatchError::InvalidOption {
+                name: "search_gap",
+                value: self.search_gap.to_string(),
+                reason: "must lie in [0, 1)",
+            });
         }
         if self.max_bins == 0 {
             return Err(BatchError::InvalidOption {
@@ -140,11 +166,18 @@ impl Selector {
         self.prepare_costs(bins, model);
         self.order_by_ratio(bins);
         out.reset(queues, cap);
-        self.scan(bins, 0, cap, opts.max_bins, out);
-        if out.bins.is_empty() {
+        let lim = SearchLimits {
+            max_bins: opts.max_bins,
+            extra_nodes: opts.search_nodes,
+            exact_patches: opts.exact_patches,
+            gap: opts.search_gap,
+        };
+        self.search(bins, 0, &out.loads, cap, lim);
+        if self.best.is_empty() {
             // Nothing fits: take the bin the order prefers anyway, so the
-            // pipeline always advances, then let smaller bins fill the other
-            // queues under the capacity.
+            // pipeline always advances, then fill the other queues under the
+            // capacity (by the least-loaded rule only: the forced bin's
+            // patches are fixed).
             let first = self.order[0].1;
             self.try_place(bins, first, cap, true, out);
             out.forced = true;
@@ -152,38 +185,17 @@ impl Selector {
                 "no bin fits capacity {cap:.3e} s; forced bin {first} (makespan {:.3e} s)",
                 out.makespan()
             );
-            self.scan(bins, 1, cap, opts.max_bins, out);
+            let lim = SearchLimits {
+                max_bins: opts.max_bins - 1,
+                exact_patches: 0,
+                ..lim
+            };
+            let loads = std::mem::take(&mut out.loads);
+            self.search(bins, 1, &loads, cap, lim);
+            out.loads = loads;
         }
+        self.emit(bins, out);
         Ok(())
-    }
-
-    /// Considers `order[from..]` in turn, taking every bin that fits.
-    fn scan(
-        &mut self,
-        bins: &[BinWork],
-        from: usize,
-        cap: f64,
-        max_bins: usize,
-        out: &mut Selection,
-    ) {
-        // Room left over all queues: a bin costing more cannot fit whatever
-        // the distribution, so it is skipped without trying. The small slack
-        // keeps rounding in the sum from rejecting a bin that exactly fits.
-        let room =
-            |loads: &[f64]| loads.iter().map(|&l| (cap - l).max(0.0)).sum::<f64>() * (1.0 + 1e-9);
-        let mut left = room(&out.loads);
-        for k in from..self.order.len() {
-            if out.bins.len() >= max_bins {
-                break;
-            }
-            let b = self.order[k].1;
-            if self.bin_cost[b] > left {
-                continue;
-            }
-            if self.try_place(bins, b, cap, false, out) {
-                left = room(&out.loads);
-            }
-        }
     }
 
     /// First-batch selection into `out`; see [`select_first`].
@@ -222,10 +234,14 @@ impl Selector {
 /// `capacity` is the estimated time, in seconds, until the GPU finishes its
 /// current work (e.g. [`CostModel::batch_solve`] of the batch in flight, minus
 /// the CPU time already committed to closing the previous batch). Each of the
-/// `queues` CPU threads may be loaded up to `capacity * (1 + relative_tolerance)
-/// + absolute_tolerance`. Returns at least one bin: if none fits, the first in
-/// the adaptive order is taken anyway and [`Selection::forced`] is set.
-/// Deterministic: equal inputs give equal selections, ties broken by index.
+/// `queues` CPU threads may be loaded up to
+/// `capacity * (1 + relative_tolerance) + absolute_tolerance`.
+///
+/// The paper's greedy pass comes first; a bounded branch-and-bound search
+/// then improves on it where it can ([`AdaptiveOptions::search_nodes`]).
+/// Returns at least one bin: if none fits, the first in the adaptive order is
+/// taken anyway and [`Selection::forced`] is set. Deterministic: equal inputs
+/// give equal selections, ties broken by index.
 ///
 /// # Errors
 /// [`BatchError::NoBins`] for an empty slice, [`BatchError::NoQueues`] for

@@ -9,7 +9,9 @@
 
 mod adaptive;
 mod fixed;
+mod packing;
 mod queues;
+mod search;
 mod selection;
 
 pub use adaptive::{AdaptiveOptions, FirstBatch, select_adaptive, select_first};

@@ -1,6 +1,7 @@
 //! Scratch state of a selector and the least-loaded queue placement.
 
 use crate::model::CostModel;
+use crate::select::search::SearchScratch;
 use crate::select::selection::{PatchRef, Selection};
 use crate::work::BinWork;
 
@@ -21,10 +22,22 @@ pub struct Selector {
     pub(crate) bin_cost: Vec<f64>,
     /// `(volume / prepare cost, bin index)` in consideration order.
     pub(crate) order: Vec<(f64, usize)>,
+    /// Search: candidate bins, in order.
+    pub(crate) cand: Vec<usize>,
+    /// Prefix sums of bin prepare cost over `cand` (`n + 1` entries).
+    pub(crate) prefix_cost: Vec<f64>,
+    /// Prefix sums of bin volume over `cand`.
+    pub(crate) prefix_vol: Vec<f64>,
+    /// Search: candidate positions included on the current path.
+    pub(crate) path: Vec<usize>,
+    /// Search: bins of the best selection found, in order.
+    pub(crate) best: Vec<usize>,
+    /// Search: the rest of its working memory.
+    pub(crate) scratch: SearchScratch,
     /// Queue loads while a bin is tried.
-    trial: Vec<f64>,
+    pub(crate) trial: Vec<f64>,
     /// Queue of each patch of the bin being tried.
-    placed: Vec<usize>,
+    pub(crate) placed: Vec<usize>,
 }
 
 impl Selector {
@@ -63,10 +76,16 @@ impl Selector {
         self.patch_start.push(self.patch_cost.len());
     }
 
-    /// Places bin `b`'s patches, each on the least-loaded queue (lowest index
-    /// on ties). Unless `force`, fails without touching `out` as soon as a
-    /// patch would push its queue above `cap`; since the least-loaded queue
-    /// is the only candidate, failing there means it fits nowhere under the rule.
+    /// Patch costs of bin `b` and its placement order (local indices).
+    #[inline]
+    pub(crate) fn bin_patches(&self, b: usize) -> (&[f64], &[u32]) {
+        let (s, e) = (self.patch_start[b], self.patch_start[b + 1]);
+        (&self.patch_cost[s..e], &self.patch_order[s..e])
+    }
+
+    /// Places bin `b`'s patches into `out`, each on the least-loaded queue
+    /// (see [`place_bin`]). Unless `force`, fails without touching `out` when
+    /// a patch would push its queue above `cap`.
     pub(crate) fn try_place(
         &mut self,
         bins: &[BinWork],
@@ -75,32 +94,58 @@ impl Selector {
         force: bool,
         out: &mut Selection,
     ) -> bool {
-        self.trial.clear();
-        self.trial.extend_from_slice(&out.loads);
-        self.placed.clear();
-        let start = self.patch_start[b];
-        let n = self.patch_start[b + 1] - start;
-        for &local in &self.patch_order[start..start + n] {
-            let c = self.patch_cost[start + local as usize];
-            let q = least_loaded(&self.trial);
-            if !force && self.trial[q] + c > cap {
-                return false;
+        let mut trial = std::mem::take(&mut self.trial);
+        let mut placed = std::mem::take(&mut self.placed);
+        trial.clear();
+        trial.extend_from_slice(&out.loads);
+        placed.clear();
+        let (costs, order) = self.bin_patches(b);
+        let ok = place_bin(costs, order, &mut trial, cap, force, Some(&mut placed));
+        if ok {
+            out.loads.copy_from_slice(&trial);
+            for (&local, &q) in order.iter().zip(&placed) {
+                out.queues[q].push(PatchRef {
+                    bin: b,
+                    patch: local as usize,
+                    cost: costs[local as usize],
+                });
             }
-            self.trial[q] += c;
-            self.placed.push(q);
+            out.bins.push(b);
+            out.volume += bins[b].volume();
         }
-        out.loads.copy_from_slice(&self.trial);
-        for (&local, &q) in self.patch_order[start..start + n].iter().zip(&self.placed) {
-            out.queues[q].push(PatchRef {
-                bin: b,
-                patch: local as usize,
-                cost: self.patch_cost[start + local as usize],
-            });
-        }
-        out.bins.push(b);
-        out.volume += bins[b].volume();
-        true
+        self.trial = trial;
+        self.placed = placed;
+        ok
     }
+}
+
+/// Places a bin's patches in `order`, each on the least-loaded queue (lowest
+/// index on ties), adding its cost to `loads` and recording the queue in
+/// `placed`. Unless `force`, returns false as soon as a patch would push its
+/// queue above `cap`, leaving `loads` partly updated (callers keep a copy).
+/// The least-loaded queue is the only candidate the rule allows, so failing
+/// there means the bin does not fit under the rule.
+#[inline]
+pub(crate) fn place_bin(
+    costs: &[f64],
+    order: &[u32],
+    loads: &mut [f64],
+    cap: f64,
+    force: bool,
+    mut placed: Option<&mut Vec<usize>>,
+) -> bool {
+    for &local in order {
+        let c = costs[local as usize];
+        let q = least_loaded(loads);
+        if !force && loads[q] + c > cap {
+            return false;
+        }
+        loads[q] += c;
+        if let Some(p) = placed.as_deref_mut() {
+            p.push(q);
+        }
+    }
+    true
 }
 
 /// Index of the smallest load, lowest index on ties.
