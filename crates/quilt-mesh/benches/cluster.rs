@@ -1,15 +1,19 @@
-//! Clustering a 128³ tag field (goal: <= 50 ms), plus the tagging steps
-//! that precede it (shock detector on one patch, buffer dilation).
+//! Clustering a 128³ tag field (goal: <= 50 ms), the tagging steps that
+//! precede it (shock detector on one patch, buffer dilation) and a whole
+//! regrid of a 128³ level.
 //!
 //! Run: `cargo bench -p quilt-mesh --bench cluster`.
 
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use quilt_mesh::cluster::{ClusterOptions, Clusterer, Nesting};
+use quilt_mesh::regrid::{RegridOptions, regrid};
 use quilt_mesh::tag::{DEFAULT_SHOCK_ONSET, ShockDetector, TagBox, TagCriterion, TagInput};
-use quilt_mesh::{IndexBox, IntVect, iv};
+use quilt_mesh::{
+    Geometry, Hierarchy, HierarchyData, IndexBox, IntVect, PatchId, PatchSpec, SizeLimits, iv,
+};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -204,12 +208,63 @@ fn bench_tagging(c: &mut Criterion) {
     g.finish();
 }
 
+/// A whole regrid of a 128³ base level (4³ patches of 32³, 5 components,
+/// f64): tags on the shell, clustering, the new layout and the data transfer
+/// (about 2.6 M fine cells interpolated).
+fn bench_regrid(c: &mut Criterion) {
+    let geometry = Geometry::with_cubic_cells(iv(N, N, N), &[2, 2]).unwrap();
+    let mut specs = Vec::new();
+    for p in IndexBox::new(iv(0, 0, 0), iv(3, 3, 3)).iter() {
+        specs.push(PatchSpec {
+            id: PatchId(specs.len() as u32),
+            interior: IndexBox::from_lo_size(p * 32, iv(32, 32, 32)),
+            parent: None,
+        });
+    }
+    let h = Hierarchy::new(geometry, 2, SizeLimits::default(), vec![specs]).unwrap();
+    let mut data = HierarchyData::<f64>::new(&h, 5).unwrap();
+    data.init_with(&h, |_, p, v| {
+        let r = radius(*p, [64.0, 64.0, 64.0]);
+        v[0] = if r < 40.0 { 4.0 } else { 1.0 };
+        v[1..4].fill(0.0);
+        v[4] = v[0] * 2.5;
+    })
+    .unwrap();
+    let shell = shell();
+    let tags: Vec<TagBox> = h
+        .patches()
+        .iter()
+        .map(|p| {
+            let mut t = TagBox::new(p.interior()).unwrap();
+            t.union_with(&shell);
+            t
+        })
+        .collect();
+    let opts = RegridOptions::default();
+    let out = regrid(&h, data.clone(), &tags, &opts).unwrap();
+    println!(
+        "regrid/shell_128: {} level-1 patches, {} cells interpolated",
+        out.hierarchy.level_patches(1).len(),
+        out.stats.interpolated[1]
+    );
+    let mut g = c.benchmark_group("regrid");
+    g.throughput(Throughput::Elements(out.stats.interpolated[1] as u64));
+    g.bench_function("shell_128", |b| {
+        b.iter_batched(
+            || data.clone(),
+            |d| regrid(&h, d, black_box(&tags), &opts).unwrap(),
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    targets = bench_cluster, bench_tagging
+    targets = bench_cluster, bench_tagging, bench_regrid
 }
 criterion_main!(benches);

@@ -135,17 +135,19 @@ pub enum RegridError {
 pub struct Regridded<T> {
     /// The new layout.
     pub hierarchy: Hierarchy,
-    /// The data on it (interiors filled, ghost cells zero).
+    /// The data on it: the `old` state's interiors filled, ghost cells left
+    /// for ghost fill, `new` undefined (the next step's output buffer).
     pub data: HierarchyData<T>,
     /// Cells copied and interpolated per level.
     pub stats: TransferStats,
 }
 
 /// Rebuilds every level above 0 from `tags` (one field per patch of `h`)
-/// and moves `data` onto the new hierarchy.
+/// and moves `data` onto the new hierarchy (consumed: unchanged patches
+/// are moved, not copied).
 pub fn regrid<T: Real>(
     h: &Hierarchy,
-    data: &HierarchyData<T>,
+    data: HierarchyData<T>,
     tags: &[TagBox],
     options: &RegridOptions,
 ) -> Result<Regridded<T>, RegridError> {

@@ -89,7 +89,6 @@ fn check_transfer(old_h: &Hierarchy, old: &HierarchyData<f64>, r: &Regridded<f64
         for (n, p) in h.level_patches(l).iter().enumerate() {
             let i = h.level_range(l).start + n;
             let fine = d.old(i);
-            assert_eq!(fine, &d.states()[i].new, "both time levels hold the result");
             let olds = if l < old_h.num_levels() {
                 old_h.patches_intersecting(l, &p.interior())
             } else {
@@ -174,7 +173,7 @@ fn two_regrids_nest_and_conserve() {
     let tagged: u64 = tags.iter().map(TagBox::count).sum();
     assert!(tagged > 0);
     let opts = RegridOptions::default();
-    let r1 = regrid(&h0, &d0, &tags, &opts).unwrap();
+    let r1 = regrid(&h0, d0.clone(), &tags, &opts).unwrap();
     assert_eq!(r1.hierarchy.num_levels(), 2);
     // Every tag lies under level 1.
     for t in &tags {
@@ -212,7 +211,7 @@ fn two_regrids_nest_and_conserve() {
             (7.0..8.0).contains(&r) && x.x < 0.0
         }
     });
-    let r2 = regrid(h1, &r1.data, &tags, &opts).unwrap();
+    let r2 = regrid(h1, r1.data.clone(), &tags, &opts).unwrap();
     assert_eq!(r2.hierarchy.num_levels(), 3);
     assert!(
         r2.stats.copied[1] > 0 && r2.stats.interpolated[1] > 0,
@@ -237,7 +236,7 @@ fn no_tags_remove_the_fine_levels() {
     let d0 = init(&h0);
     let r1 = regrid(
         &h0,
-        &d0,
+        d0.clone(),
         &detector_tags(&h0, &d0, 4.0),
         &RegridOptions::default(),
     )
@@ -249,7 +248,13 @@ fn no_tags_remove_the_fine_levels() {
         .iter()
         .map(|p| TagBox::new(p.interior()).unwrap())
         .collect();
-    let r2 = regrid(&r1.hierarchy, &r1.data, &empty, &RegridOptions::default()).unwrap();
+    let r2 = regrid(
+        &r1.hierarchy,
+        r1.data.clone(),
+        &empty,
+        &RegridOptions::default(),
+    )
+    .unwrap();
     assert_eq!(r2.hierarchy.num_levels(), 1);
     assert_eq!(r2.data.states(), d0.states());
     // max_levels caps the depth.
@@ -257,7 +262,7 @@ fn no_tags_remove_the_fine_levels() {
         max_levels: 1,
         ..Default::default()
     };
-    let r3 = regrid(&h0, &d0, &detector_tags(&h0, &d0, 4.0), &capped).unwrap();
+    let r3 = regrid(&h0, d0.clone(), &detector_tags(&h0, &d0, 4.0), &capped).unwrap();
     assert_eq!(r3.hierarchy.num_levels(), 1);
 }
 
@@ -267,7 +272,7 @@ fn bad_input_is_reported() {
     let d0 = init(&h0);
     let tags = detector_tags(&h0, &d0, 4.0);
     assert!(matches!(
-        regrid(&h0, &d0, &tags[1..], &RegridOptions::default()),
+        regrid(&h0, d0.clone(), &tags[1..], &RegridOptions::default()),
         Err(RegridError::TagCount {
             tags: 7,
             patches: 8
@@ -278,7 +283,7 @@ fn bad_input_is_reported() {
         ..Default::default()
     };
     assert!(matches!(
-        regrid(&h0, &d0, &tags, &bad),
+        regrid(&h0, d0.clone(), &tags, &bad),
         Err(RegridError::BadOption {
             option: "tag_buffer",
             ..
@@ -289,7 +294,7 @@ fn bad_input_is_reported() {
         ..Default::default()
     };
     assert!(matches!(
-        regrid(&h0, &d0, &tags, &bad),
+        regrid(&h0, d0.clone(), &tags, &bad),
         Err(RegridError::Cluster(_))
     ));
 }
@@ -319,7 +324,7 @@ proptest! {
                     (dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2]).sqrt() < *rad
                 })
             });
-            let r = regrid(&h, &d, &tags, &opts).unwrap();
+            let r = regrid(&h, d.clone(), &tags, &opts).unwrap();
             let e = check_transfer(&h, &d, &r);
             prop_assert!(e < 1e-13, "step {}: conservation error {}", step, e);
             h = r.hierarchy;
