@@ -1,0 +1,186 @@
+//! Command-line overrides of the common deck keys.
+//!
+//! [`DeckArgs`] is a `clap::Args` group, so an application flattens it into
+//! its own parser:
+//!
+//! ```
+//! use clap::Parser;
+//! use quilt_integrator::cli::DeckArgs;
+//!
+//! #[derive(Parser)]
+//! struct Cli {
+//!     #[command(flatten)]
+//!     deck: DeckArgs,
+//! }
+//!
+//! let cli = Cli::parse_from(["app", "--max-steps", "3", "--backend", "cpu"]);
+//! let deck = cli.deck.load().unwrap();
+//! assert_eq!(deck.run.max_steps, 3);
+//! ```
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::deck::{BackendChoice, Deck, DeckError};
+
+/// `--config`, `--max-steps`, `--end-time`, `--out`, `--backend`.
+#[derive(Args, Clone, Debug, Default, PartialEq)]
+pub struct DeckArgs {
+    /// Input deck (TOML); without it every key takes its default.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Overrides `run.max_steps`.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u64>,
+    /// Overrides `run.end_time`.
+    #[arg(long, value_name = "T", allow_negative_numbers = true)]
+    pub end_time: Option<f64>,
+    /// Overrides `output.dir`.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Overrides `run.backend`: auto, cpu or cuda.
+    #[arg(long, value_name = "NAME", value_parser = parse_backend)]
+    pub backend: Option<BackendChoice>,
+}
+
+fn parse_backend(s: &str) -> Result<BackendChoice, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "auto" => Ok(BackendChoice::Auto),
+        "cpu" => Ok(BackendChoice::Cpu),
+        "cuda" => Ok(BackendChoice::Cuda),
+        _ => Err(format!(
+            "unknown backend `{s}` (expected auto, cpu or cuda)"
+        )),
+    }
+}
+
+impl DeckArgs {
+    /// Reads the deck (or starts from the defaults), applies the overrides
+    /// and validates the result; an invalid override is reported as coming
+    /// from its option.
+    pub fn load(&self) -> Result<Deck, DeckError> {
+        self.load_over(Deck::default_text_source())
+    }
+
+    /// As [`DeckArgs::load`], starting from `base` (deck text and its file
+    /// name) when no `--config` is given: examples use it for their own
+    /// defaults.
+    pub fn load_over(&self, base: (String, String)) -> Result<Deck, DeckError> {
+        let (text, file) = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| DeckError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                (text, path.display().to_string())
+            }
+            None => base,
+        };
+        let mut deck = Deck::parse_unchecked(&text, &file)?;
+        let overrides = self.apply(&mut deck);
+        deck.validate_source(&text, &file, &overrides)?;
+        Ok(deck)
+    }
+
+    /// Writes the given options into `deck`; returns `(key, option)` pairs.
+    pub fn apply(&self, deck: &mut Deck) -> Vec<(String, String)> {
+        let mut o = Vec::new();
+        if let Some(n) = self.max_steps {
+            deck.run.max_steps = n;
+            o.push(("run.max_steps".into(), "--max-steps".into()));
+        }
+        if let Some(t) = self.end_time {
+            deck.run.end_time = t;
+            o.push(("run.end_time".into(), "--end-time".into()));
+        }
+        if let Some(dir) = &self.out {
+            deck.output.dir = dir.clone();
+            o.push(("output.dir".into(), "--out".into()));
+        }
+        if let Some(b) = self.backend {
+            deck.run.backend = b;
+            o.push(("run.backend".into(), "--backend".into()));
+        }
+        o
+    }
+}
+
+impl Deck {
+    /// Empty deck text named `<defaults>`: every key takes its default.
+    pub fn default_text_source() -> (String, String) {
+        (String::new(), "<defaults>".to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deck::Location;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        deck: DeckArgs,
+    }
+
+    #[test]
+    fn overrides_apply_and_bad_ones_name_the_option() {
+        let cli = Cli::try_parse_from(["x", "--end-time", "0.5", "--out", "/tmp/q"]).unwrap();
+        let d = cli.deck.load().unwrap();
+        assert_eq!(d.run.end_time, 0.5);
+        assert_eq!(d.output.dir, PathBuf::from("/tmp/q"));
+
+        let cli = Cli::try_parse_from(["x", "--end-time", "-1"]).unwrap();
+        let e = cli.deck.load().unwrap_err();
+        match &e {
+            DeckError::Invalid { key, location, .. } => {
+                assert_eq!(key, "run.end_time");
+                assert_eq!(location, &Location::CommandLine("--end-time".into()));
+            }
+            other => panic!("{other}"),
+        }
+        assert!(e.to_string().contains("--end-time"), "{e}");
+    }
+
+    #[test]
+    fn bad_arguments_are_clap_errors() {
+        assert!(Cli::try_parse_from(["x", "--backend", "gpu"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--max-steps", "-3"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--bogus"]).is_err());
+    }
+
+    #[test]
+    fn missing_config_file_is_an_io_error() {
+        let cli = Cli::try_parse_from(["x", "--config", "/nonexistent/deck.toml"]).unwrap();
+        let e = cli.deck.load().unwrap_err();
+        assert!(matches!(e, DeckError::Io { .. }), "{e}");
+        assert!(e.to_string().contains("/nonexistent/deck.toml"));
+    }
+
+    #[test]
+    fn config_file_values_and_lines() {
+        let dir = std::env::temp_dir().join(format!("quilt-deck-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("d.toml");
+        std::fs::write(&path, "[run]\nend_time = 0.3\n\n[hydro]\ncfl = 1.5\n").unwrap();
+        let cli = Cli::try_parse_from(["x", "--config", path.to_str().unwrap()]).unwrap();
+        let e = cli.deck.load().unwrap_err();
+        assert_eq!(e.key(), Some("hydro.cfl"));
+        assert_eq!(e.line(), Some(5));
+        assert!(
+            e.to_string()
+                .starts_with(&format!("{}:5:1", path.display())),
+            "{e}"
+        );
+        let cli =
+            Cli::try_parse_from(["x", "--config", path.to_str().unwrap(), "--max-steps", "2"])
+                .unwrap();
+        assert!(cli.deck.load().is_err());
+        std::fs::write(&path, "[run]\nend_time = 0.3\n").unwrap();
+        let d = cli.deck.load().unwrap();
+        assert_eq!((d.run.end_time, d.run.max_steps), (0.3, 2));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
