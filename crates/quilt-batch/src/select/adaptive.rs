@@ -55,14 +55,14 @@ pub struct AdaptiveOptions {
 
 impl Default for AdaptiveOptions {
     /// 5 % relative tolerance, no absolute tolerance, no bin limit, a search
-    /// budget of 2000 nodes stopping within 1 % of the bound, distribution
+    /// budget of 1000 nodes stopping within 1 % of the bound, distribution
     /// search up to 64 patches, a first batch of one bin.
     fn default() -> Self {
         Self {
             relative_tolerance: 0.05,
             absolute_tolerance: 0.0,
             max_bins: usize::MAX,
-            search_nodes: 2000,
+            search_nodes: 1000,
             exact_patches: 64,
             search_gap: 0.01,
             first_batch: FirstBatch::Bins(1),

@@ -18,6 +18,8 @@ pub struct Selector {
     pub(crate) patch_start: Vec<usize>,
     /// Per bin, its local patch indices in placement order (cost non-increasing).
     pub(crate) patch_order: Vec<u32>,
+    /// Sort keys of one bin's patches.
+    keys: Vec<(u64, u32)>,
     /// Prepare cost of each bin (one thread).
     pub(crate) bin_cost: Vec<f64>,
     /// `(volume / prepare cost, bin index)` in consideration order.
@@ -63,15 +65,18 @@ impl Selector {
             }
             self.bin_cost.push(total);
             // Largest patch first (LPT, Graham 1969): the least-loaded rule then
-            // keeps queues closer together than arrival order does.
-            let costs = &self.patch_cost[start..];
-            let first = self.patch_order.len();
-            self.patch_order.extend(0..bin.patches().len() as u32);
-            self.patch_order[first..].sort_unstable_by(|&a, &b| {
-                costs[b as usize]
-                    .total_cmp(&costs[a as usize])
-                    .then(a.cmp(&b))
-            });
+            // keeps queues closer together than arrival order does. Costs are
+            // non-negative, so their bit patterns order like the values: the
+            // sort runs on plain integer pairs (descending cost, then index).
+            self.keys.clear();
+            self.keys.extend(
+                self.patch_cost[start..]
+                    .iter()
+                    .zip(0u32..)
+                    .map(|(c, i)| (u64::MAX - c.to_bits(), i)),
+            );
+            self.keys.sort_unstable();
+            self.patch_order.extend(self.keys.iter().map(|k| k.1));
         }
         self.patch_start.push(self.patch_cost.len());
     }
