@@ -39,23 +39,16 @@ impl<T: Real> Block<T> {
     /// `l` in x) from `src`.
     #[inline(always)]
     pub(crate) fn load(&mut self, src: &Shared<'_, T>, col: &Column, lanes: usize) {
-        if lanes == 1 {
-            for v in 0..5 {
-                let at = self.at(v, 0);
-                for i in 0..col.len {
-                    // SAFETY: as below.
-                    self.vals[at + i * LANES] = unsafe { src.get(col.at(v, i)) };
-                }
-            }
-            return;
-        }
         for v in 0..5 {
             for i in 0..col.len {
                 let at = self.at(v, i);
-                // SAFETY: the lanes are columns of this pass inside the
-                // patch box; no column of the pass writes what another reads.
-                let row = unsafe { src.slice(col.at(v, i), lanes) };
-                self.vals[at..at + lanes].copy_from_slice(row);
+                let from = col.at(v, i);
+                for (l, x) in self.vals[at..at + lanes].iter_mut().enumerate() {
+                    // SAFETY: the lanes are columns of this pass inside the
+                    // patch box; no column of the pass writes what another
+                    // reads.
+                    *x = unsafe { src.get(from + l) };
+                }
             }
         }
     }
@@ -71,15 +64,20 @@ impl<T: Real> Block<T> {
         }
     }
 
-    /// Copies cells `lo .. hi` of a column scratch into lane `lane`.
+    /// Copies cells `lo .. hi` of a column scratch into lane `lane`;
+    /// returns whether all of them are finite.
     #[inline(always)]
-    pub(crate) fn from_column(&mut self, lane: usize, lo: usize, hi: usize, src: &ColumnBuf<T>) {
+    pub(crate) fn from_column(&mut self, lane: usize, lo: usize, hi: usize, src: &ColumnBuf<T>) -> bool {
+        let mut finite = true;
         for v in 0..5 {
             let base = self.at(v, 0) + lane;
             for i in lo..hi {
-                self.vals[base + i * LANES] = src.0[v][i];
+                let x = src.0[v][i];
+                finite &= x.is_finite();
+                self.vals[base + i * LANES] = x;
             }
         }
+        finite
     }
 
     /// Column-ordered state of cell `i` in lane `lane`.

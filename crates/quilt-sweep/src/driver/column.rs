@@ -85,6 +85,64 @@ impl Column {
         rel_cell(&layout.patches()[self.patch], c)
     }
 
+    /// Copies the column (contiguous along x) into `dst`.
+    #[inline(always)]
+    pub(crate) fn load_x<T: Real>(&self, src: &Shared<'_, T>, dst: &mut ColumnBuf<T>) {
+        debug_assert_eq!(self.stride, 1);
+        for v in 0..5 {
+            // SAFETY: the column lies inside its patch box; no column of this
+            // pass writes cells this column reads.
+            dst.0[v][..self.len].copy_from_slice(unsafe { src.slice(self.base[v], self.len) });
+        }
+    }
+
+    /// Stores cells `lo .. hi` of `src` into the column (contiguous along x);
+    /// returns `false` without storing if any value is not finite.
+    #[inline(always)]
+    pub(crate) fn store_x<T: Real>(&self, dst: &Shared<'_, T>, lo: usize, hi: usize, src: &ColumnBuf<T>) -> bool {
+        debug_assert_eq!(self.stride, 1);
+        let mut finite = true;
+        for v in 0..5 {
+            for x in &src.0[v][lo..hi] {
+                finite &= x.is_finite();
+            }
+        }
+        if finite {
+            for v in 0..5 {
+                for (i, &x) in src.0[v][lo..hi].iter().enumerate() {
+                    // SAFETY: cells lo..hi of this column are written by it only.
+                    unsafe { dst.set(self.base[v] + lo + i, x) };
+                }
+            }
+        }
+        finite
+    }
+
+    /// The error for the first non-finite value among cells `lo .. hi` of
+    /// `out`, if any.
+    pub(crate) fn first_bad<T: Real>(
+        &self,
+        layout: &BatchLayout,
+        axis: usize,
+        out: &ColumnBuf<T>,
+        lo: usize,
+        hi: usize,
+        stage: &'static str,
+    ) -> Option<(usize, SweepError)> {
+        (lo..hi).find_map(|i| {
+            non_finite(&out.cell(i), &self.comps).map(|(c, value)| {
+                let err = SweepError::BadState {
+                    patch: layout.patches()[self.patch].id,
+                    cell: self.rel(layout, axis, i),
+                    what: NONFINITE[c],
+                    value,
+                    stage,
+                };
+                (i, err)
+            })
+        })
+    }
+
     /// Records `weight * flux` (or adds it, if `add`) at the two interior
     /// faces of the column, if it has them.
     #[inline(always)]

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::Workspace;
 use super::block::{Block, LANES};
-use super::column::{Column, ErrorSlot, FloorTally, NONFINITE, non_finite};
+use super::column::{Column, ErrorSlot, FloorTally};
 use super::plan::{Pass, build_groups};
 use super::shared::Shared;
 use crate::batch::Batch;
@@ -107,7 +107,9 @@ pub(crate) fn step<T: Real, K: SplitKernel<T>>(
         build_groups(layout, &pass, &mut ws.groups);
         let errors = ErrorSlot::default();
         let (dtdx, dt) = (&ws.dtdx, &ws.dt);
-        let max_lanes = if axis == 0 { 1 } else { LANES };
+        // x columns are contiguous: they go straight to the scratch.
+        let along_x = axis == 0;
+        let max_lanes = if along_x { 1 } else { LANES };
         ws.groups.par_iter().enumerate().for_each_init(
             || (kernel.scratch(cap), Block::new(cap)),
             |(scratch, block), (gi, g)| {
@@ -117,29 +119,34 @@ pub(crate) fn step<T: Real, K: SplitKernel<T>>(
                     let lanes = max_lanes.min((g.ta_hi - ta) as usize);
                     let col0 = Column::new(layout, &pass, g, ta);
                     let (lo, hi) = (K::REACH, col0.len - K::REACH);
-                    block.load(&data, &col0, lanes);
+                    if !along_x {
+                        block.load(&data, &col0, lanes);
+                    }
                     for lane in 0..lanes {
                         let col = Column::new(layout, &pass, g, ta + lane as u32);
-                        block.to_column(lane, col.len, K::state(scratch));
+                        if !along_x {
+                            block.to_column(lane, col.len, K::state(scratch));
+                        } else {
+                            col.load_x(&data, K::state(scratch));
+                        }
                         kernel.run(dtdx[col.patch][axis], col.len, scratch, &mut floors);
                         let out = K::output(scratch);
-                        for i in lo..hi {
-                            if let Some((c, value)) = non_finite(&out.cell(i), &col.comps) {
-                                let err = SweepError::BadState {
-                                    patch: layout.patches()[col.patch].id,
-                                    cell: col.rel(layout, axis, i),
-                                    what: NONFINITE[c],
-                                    value,
-                                    stage: AFTER_SWEEP[axis],
-                                };
+                        let finite = if !along_x {
+                            block.from_column(lane, lo, hi, out)
+                        } else {
+                            col.store_x(&data, lo, hi, out)
+                        };
+                        if !finite {
+                            if let Some((i, err)) = col.first_bad(layout, axis, out, lo, hi, AFTER_SWEEP[axis]) {
                                 errors.offer((col.patch, gi, i), err);
-                                return;
                             }
+                            return;
                         }
-                        block.from_column(lane, lo, hi, out);
                         col.record(&flux, K::flux(scratch), T::lit(dt[col.patch]), false);
                     }
-                    block.store(&data, &col0, lanes, lo, hi);
+                    if !along_x {
+                        block.store(&data, &col0, lanes, lo, hi);
+                    }
                     ta += lanes as u32;
                 }
                 tally.add(&floors);
