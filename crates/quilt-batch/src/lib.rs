@@ -11,9 +11,9 @@
 //! | [`coeffs`] | [`Coefficients`] (`C1..C3`, `t_trans`, `K1..K3`, …) |
 //! | [`model`] | [`CostModel`]: eqs. 1–3, bin / batch / patch estimates |
 //! | [`store`] | JSON coefficient files with [`Provenance`] |
-//! | [`calibrate`] | non-negative least squares, held-out errors, [`calibrate()`] via a [`Timer`] |
+//! | [`mod@calibrate`] | non-negative least squares, held-out errors, [`calibrate()`] via a [`Timer`] |
 //! | [`refine`] | [`OnlineModel`]: RLS or bounded scaling from observed timings |
-//! | [`select`] | [`select_adaptive`], [`select_first`], [`select_static`], [`Selector`] |
+//! | [`select`] | [`select_adaptive`] (the paper's greedy, then a bounded branch and bound), [`select_first`], [`select_static`] (default scheme), [`Selector`] (reusable scratch) |
 //!
 //! It depends on no other quilt crate: the integrator describes bins by the
 //! patches they hold and the ghost-fill counts of the mesh's plan.

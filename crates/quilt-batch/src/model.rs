@@ -2,7 +2,7 @@
 //!
 //! Each estimate is a dot product of a coefficient vector with a feature
 //! vector of work counts. The feature functions here are the single
-//! definition shared by estimation, calibration ([`crate::calibrate`]) and
+//! definition shared by estimation, calibration ([`mod@crate::calibrate`]) and
 //! online refinement ([`crate::refine`]).
 
 use crate::coeffs::Coefficients;

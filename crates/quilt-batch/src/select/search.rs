@@ -9,9 +9,12 @@
 //! ratio order that fit in the aggregate room left over all queues, the last
 //! one fractionally. Bins are placed by the least-loaded rule in the order
 //! they are included; when that rejects a bin and the batch would still be
-//! small, [`super::packing`] looks for any distribution of its patches. A node
-//! budget keeps the selection off the critical path; with a zero budget the
-//! result is exactly the paper's greedy.
+//! small, [`super::packing`] looks for any distribution of its patches. The
+//! search stops once the best selection is provably within `gap` of the
+//! optimum (against the root's Dantzig bound), which with many small bins is
+//! usually right after the greedy pass, and a node budget keeps it off the
+//! critical path otherwise. With a zero budget and the distribution search
+//! off, the result is exactly the paper's greedy.
 
 use crate::select::packing::{Item, pack, sort_items};
 use crate::select::queues::{Selector, place_bin};
