@@ -65,27 +65,8 @@ impl Limiter {
     pub fn slope<T: Real>(self, dl: T, dr: T) -> T {
         match self {
             Limiter::PiecewiseConstant => T::zero(),
-            Limiter::MinMod => {
-                if dl * dr <= T::zero() {
-                    T::zero()
-                } else if dl.abs() < dr.abs() {
-                    dl
-                } else {
-                    dr
-                }
-            }
-            Limiter::MonotonizedCentral => {
-                if dl * dr <= T::zero() {
-                    T::zero()
-                } else {
-                    let two = T::one() + T::one();
-                    let m = ((dl + dr) / two)
-                        .abs()
-                        .min(two * dl.abs())
-                        .min(two * dr.abs());
-                    if dl > T::zero() { m } else { -m }
-                }
-            }
+            Limiter::MinMod => minmod(dl, dr),
+            Limiter::MonotonizedCentral => monotonized_central(dl, dr),
         }
     }
 }
@@ -234,8 +215,8 @@ impl<T: Real> CoarseScratch<T> {
     }
 }
 
-/// Reusable work arrays of [`interpolate`] (values, slopes and stencil
-/// flags of the coarse cells under one fine box).
+/// Reusable work arrays of [`interpolate`]: stencil flags, values and
+/// slopes of one row of coarse cells.
 #[derive(Debug, Clone, Default)]
 pub struct InterpWork<T> {
     flags: Vec<u8>,
@@ -243,7 +224,6 @@ pub struct InterpWork<T> {
     sx: Vec<T>,
     sy: Vec<T>,
     sz: Vec<T>,
-    row: Vec<T>,
 }
 
 impl<T: Real> InterpWork<T> {
@@ -255,18 +235,13 @@ impl<T: Real> InterpWork<T> {
             sx: Vec::new(),
             sy: Vec::new(),
             sz: Vec::new(),
-            row: Vec::new(),
         }
     }
 }
 
 /// Offsets `o_t = (t + ½)/r − ½` of the fine cell centres in a coarse cell.
-fn offsets<T: Real>(r: i32) -> [T; 4] {
-    let mut o = [T::zero(); 4];
-    for (t, v) in o.iter_mut().enumerate().take(r as usize) {
-        *v = T::from_f64((t as f64 + 0.5) / r as f64 - 0.5);
-    }
-    o
+fn offsets<T: Real, const R: usize>() -> [T; R] {
+    std::array::from_fn(|t| T::from_f64((t as f64 + 0.5) / R as f64 - 0.5))
 }
 
 /// Fills the fine cells `fine` of `dst` (every component) by conservative
@@ -311,136 +286,203 @@ pub fn interpolate<T: Real>(
             ),
         });
     }
-    stencil_flags(coarse, &cg, work)?;
-    let sh = ratio.trailing_zeros();
-    let m = ratio - 1;
-    let off = offsets::<T>(ratio);
-    let n = cg.size();
-    let (cnx, cny) = (n.x as usize, n.y as usize);
-    let ncell = cg.num_cells() as usize;
-    for v in [&mut work.a, &mut work.sx, &mut work.sy, &mut work.sz] {
-        if v.len() < ncell {
-            v.resize(ncell, T::zero());
-        }
-    }
-    if work.row.len() < cnx {
-        work.row.resize(cnx, T::zero());
-    }
-    let fnx = fine.size().x as usize;
-    for c in 0..coarse.ncomp {
-        slopes(coarse, c, &cg, limiter, work);
-        let InterpWork {
-            a, sx, sy, sz, row, ..
-        } = &mut *work;
-        for k in fine.lo.z..=fine.hi.z {
-            let qk = ((k >> sh) - cg.lo.z) as usize;
-            let oz = off[(k & m) as usize];
-            for j in fine.lo.y..=fine.hi.y {
-                let qj = ((j >> sh) - cg.lo.y) as usize;
-                let oy = off[(j & m) as usize];
-                let rb = (qj + cny * qk) * cnx;
-                for (q, b) in row[..cnx].iter_mut().enumerate() {
-                    *b = a[rb + q] + sy[rb + q] * oy + sz[rb + q] * oz;
+    // One monomorphised kernel per ratio and limiter, so that the inner
+    // loops have fixed trip counts and no limiter dispatch.
+    macro_rules! run {
+        ($r:literal) => {
+            match limiter {
+                Limiter::PiecewiseConstant => {
+                    kernel::<T, $r>(coarse, fine, dst, work, |_, _| T::zero())
                 }
-                let sxr = &sx[rb..rb + cnx];
-                let out = dst.row_mut(c, fine.lo.x, j, k, fnx);
-                for (t, o) in out.iter_mut().enumerate() {
-                    let i = fine.lo.x + t as i32;
-                    let q = ((i >> sh) - cg.lo.x) as usize;
-                    *o = row[q] + sxr[q] * off[(i & m) as usize];
+                Limiter::MinMod => kernel::<T, $r>(coarse, fine, dst, work, minmod),
+                Limiter::MonotonizedCentral => {
+                    kernel::<T, $r>(coarse, fine, dst, work, monotonized_central)
                 }
             }
-        }
+        };
     }
-    Ok(())
+    if ratio == 2 { run!(2) } else { run!(4) }
 }
 
-/// Per coarse cell of `cg`: bit `2d` set if the low neighbour along `d` is
-/// available, bit `2d + 1` if the high one is. Errors if a cell of `cg`
-/// itself is not available.
-fn stencil_flags<T: Real>(
+/// `minmod(Δ⁻, Δ⁺)` without branches.
+#[inline(always)]
+fn minmod<T: Real>(dl: T, dr: T) -> T {
+    let m = dl.abs().min(dr.abs()).copysign(dl);
+    if dl * dr > T::zero() { m } else { T::zero() }
+}
+
+/// van Leer's MC slope without branches.
+#[inline(always)]
+fn monotonized_central<T: Real>(dl: T, dr: T) -> T {
+    let half = T::from_f64(0.5);
+    let two = T::from_f64(2.0);
+    let dc = (dl + dr) * half;
+    let m = dc
+        .abs()
+        .min(two * dl.abs())
+        .min(two * dr.abs())
+        .copysign(dc);
+    if dl * dr > T::zero() { m } else { T::zero() }
+}
+
+/// The interpolation, one row of coarse cells at a time: stencil flags,
+/// then per component the values and slopes of the row, then the (up to
+/// `R²`) fine rows above it.
+fn kernel<T: Real, const R: usize>(
     coarse: &CoarseScratch<T>,
-    cg: &IndexBox,
+    fine: &IndexBox,
+    dst: &mut FillTarget<'_, T>,
     work: &mut InterpWork<T>,
+    slope: impl Fn(T, T) -> T,
 ) -> Result<(), MeshError> {
+    let r = R as i32;
+    let m = r - 1;
+    let off = offsets::<T, R>();
+    let cg = fine.coarsen(r);
     let sbx = coarse.bx;
     let ss = sbx.size();
     let stride = [1usize, ss.x as usize, ss.x as usize * ss.y as usize];
-    let ncell = cg.num_cells() as usize;
-    work.flags.clear();
-    work.flags.reserve(ncell);
+    let cnx = cg.size().x as usize;
+    let fnx = fine.size().x as usize;
+    // Fine cells of the first and last coarse cell of a row.
+    let head = (fine.lo.x & m) as usize;
+    let tail = (fine.hi.x & m) as usize;
+    let InterpWork {
+        flags,
+        a,
+        sx,
+        sy,
+        sz,
+    } = work;
+    for v in [&mut *a, &mut *sx, &mut *sy, &mut *sz] {
+        if v.len() < cnx {
+            v.resize(cnx, T::zero());
+        }
+    }
+    if flags.len() < cnx {
+        flags.resize(cnx, 0);
+    }
     let mask = &coarse.mask;
-    for k in cg.lo.z..=cg.hi.z {
-        for j in cg.lo.y..=cg.hi.y {
-            let mut o = sbx.offset(&iv(cg.lo.x, j, k));
-            for i in cg.lo.x..=cg.hi.x {
+    for qk in cg.lo.z..=cg.hi.z {
+        let (k0, k1) = (fine.lo.z.max(qk * r), fine.hi.z.min(qk * r + m));
+        for qj in cg.lo.y..=cg.hi.y {
+            let (j0, j1) = (fine.lo.y.max(qj * r), fine.hi.y.min(qj * r + m));
+            let o0 = sbx.offset(&iv(cg.lo.x, qj, qk));
+            let q3 = [cg.lo.x, qj, qk];
+            for (q, f) in flags[..cnx].iter_mut().enumerate() {
+                let o = o0 + q;
                 if mask[o] == 0 {
                     return Err(MeshError::BadAccess {
-                        field: format!("interpolation from coarse cell [{i},{j},{k}]"),
+                        field: format!(
+                            "interpolation from coarse cell [{},{qj},{qk}]",
+                            cg.lo.x + q as i32
+                        ),
                         why: "the cell holds no coarse data (coarse level does not cover it)"
                             .into(),
                     });
                 }
-                let q = [i, j, k];
-                let mut f = 0u8;
+                let mut fl = 0u8;
                 for d in 0..3 {
-                    if q[d] > sbx.lo[d] && mask[o - stride[d]] != 0 {
-                        f |= 1 << (2 * d);
+                    let x = if d == 0 { cg.lo.x + q as i32 } else { q3[d] };
+                    if x > sbx.lo[d] && mask[o - stride[d]] != 0 {
+                        fl |= 1 << (2 * d);
                     }
-                    if q[d] < sbx.hi[d] && mask[o + stride[d]] != 0 {
-                        f |= 2 << (2 * d);
+                    if x < sbx.hi[d] && mask[o + stride[d]] != 0 {
+                        fl |= 2 << (2 * d);
                     }
                 }
-                work.flags.push(f);
-                o += 1;
+                *f = fl;
+            }
+            for c in 0..coarse.ncomp {
+                let src = &coarse.data[c * coarse.len..(c + 1) * coarse.len];
+                for q in 0..cnx {
+                    let o = o0 + q;
+                    let f = flags[q];
+                    let u = src[o];
+                    let mut s = [T::zero(); 3];
+                    for (d, sd) in s.iter_mut().enumerate() {
+                        let hl = (f >> (2 * d)) & 1 != 0;
+                        let hr = (f >> (2 * d)) & 2 != 0;
+                        // A missing neighbour reads the cell itself, so every
+                        // index is in range; its difference is then replaced
+                        // by the other side's (a one-sided slope).
+                        let dl = u - src[o - if hl { stride[d] } else { 0 }];
+                        let dr = src[o + if hr { stride[d] } else { 0 }] - u;
+                        let (dl, dr) = (if hl { dl } else { dr }, if hr { dr } else { dl });
+                        *sd = slope(dl, dr);
+                    }
+                    a[q] = u;
+                    sx[q] = s[0];
+                    sy[q] = s[1];
+                    sz[q] = s[2];
+                }
+                for k in k0..=k1 {
+                    let oz = off[(k & m) as usize];
+                    for j in j0..=j1 {
+                        let oy = off[(j & m) as usize];
+                        let out = dst.row_mut(c, fine.lo.x, j, k, fnx);
+                        emit_row::<T, R>(
+                            out,
+                            &a[..cnx],
+                            &sx[..cnx],
+                            &sy[..cnx],
+                            &sz[..cnx],
+                            oy,
+                            oz,
+                            &off,
+                            head,
+                            tail,
+                        );
+                    }
+                }
             }
         }
     }
     Ok(())
 }
 
-/// Values and limited slopes of component `c` on the coarse cells `cg`.
-fn slopes<T: Real>(
-    coarse: &CoarseScratch<T>,
-    c: usize,
-    cg: &IndexBox,
-    limiter: Limiter,
-    work: &mut InterpWork<T>,
+/// One fine row: `u + s_y·o_y + s_z·o_z` per coarse cell, then `R` fine
+/// values per coarse cell (fewer in the first and last, which the fine box
+/// may cut: the row starts at sub-cell `head` and ends at sub-cell `tail`).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn emit_row<T: Real, const R: usize>(
+    out: &mut [T],
+    a: &[T],
+    sx: &[T],
+    sy: &[T],
+    sz: &[T],
+    oy: T,
+    oz: T,
+    off: &[T; R],
+    head: usize,
+    tail: usize,
 ) {
-    let sbx = coarse.bx;
-    let ss = sbx.size();
-    let stride = [1usize, ss.x as usize, ss.x as usize * ss.y as usize];
-    let src = &coarse.data[c * coarse.len..(c + 1) * coarse.len];
-    let mut n = 0;
-    for k in cg.lo.z..=cg.hi.z {
-        for j in cg.lo.y..=cg.hi.y {
-            let mut o = sbx.offset(&iv(cg.lo.x, j, k));
-            for _ in cg.lo.x..=cg.hi.x {
-                let u = src[o];
-                let f = work.flags[n];
-                let mut s = [T::zero(); 3];
-                if limiter != Limiter::PiecewiseConstant {
-                    for (d, sd) in s.iter_mut().enumerate() {
-                        let lo = f & (1 << (2 * d)) != 0;
-                        let hi = f & (2 << (2 * d)) != 0;
-                        *sd = match (lo, hi) {
-                            (true, true) => {
-                                limiter.slope(u - src[o - stride[d]], src[o + stride[d]] - u)
-                            }
-                            (true, false) => u - src[o - stride[d]],
-                            (false, true) => src[o + stride[d]] - u,
-                            (false, false) => T::zero(),
-                        };
-                    }
-                }
-                work.a[n] = u;
-                work.sx[n] = s[0];
-                work.sy[n] = s[1];
-                work.sz[n] = s[2];
-                n += 1;
-                o += 1;
-            }
+    let n = a.len();
+    let base = |q: usize| a[q] + sy[q] * oy + sz[q] * oz;
+    if n == 1 {
+        let b = base(0);
+        for (o, t) in out.iter_mut().zip(head..=tail) {
+            *o = b + sx[0] * off[t];
         }
+        return;
+    }
+    let (first, rest) = out.split_at_mut(R - head);
+    let b = base(0);
+    for (o, t) in first.iter_mut().zip(head..R) {
+        *o = b + sx[0] * off[t];
+    }
+    let (body, last) = rest.split_at_mut((n - 2) * R);
+    for ((cell, q), _) in body.chunks_exact_mut(R).zip(1..).zip(0..n - 2) {
+        let b = base(q);
+        let s = sx[q];
+        for (o, &t) in cell.iter_mut().zip(off) {
+            *o = b + s * t;
+        }
+    }
+    let b = base(n - 1);
+    for (o, t) in last.iter_mut().zip(0..=tail) {
+        *o = b + sx[n - 1] * off[t];
     }
 }
 
@@ -461,8 +503,8 @@ mod tests {
         assert_eq!(m.slope(-3.0f64, -1.0), -1.0);
         assert_eq!(m.slope(3.0f64, -1.0), 0.0);
         assert_eq!(Limiter::PiecewiseConstant.slope(1.0f64, 1.0), 0.0);
-        assert_eq!(offsets::<f64>(2)[..2], [-0.25, 0.25]);
-        assert_eq!(offsets::<f64>(4), [-0.375, -0.125, 0.125, 0.375]);
+        assert_eq!(offsets::<f64, 2>(), [-0.25, 0.25]);
+        assert_eq!(offsets::<f64, 4>(), [-0.375, -0.125, 0.125, 0.375]);
     }
 
     /// A linear field on a coarse box interpolates exactly; a random field

@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::boundary::{self, BoundaryConditions};
+use super::boundary::{self, BoundaryConditions, PhysicalSlab};
 use super::plan::{FillPlan, PatchPlan};
 use super::target::FillTarget;
 use crate::error::MeshError;
@@ -166,8 +166,7 @@ impl<T: Real> GhostFill<T> {
         let p = self.check(patch, target)?;
         let src = old.old_patch(patch).ok_or_else(|| missing(patch, p))?;
         self.check_source(src, patch, target.ncomp())?;
-        copy_rows(src, &p.interior, &iv(0, 0, 0), target);
-        let ghosts = self.fill_checked(old, patch, p, time, target, scratch)?;
+        let ghosts = self.fill_checked(old, patch, p, Some(src), time, target, scratch)?;
         Ok(FillCounts {
             interior: p.interior.num_cells(),
             ghosts,
@@ -186,7 +185,7 @@ impl<T: Real> GhostFill<T> {
         scratch: &mut FillScratch<T>,
     ) -> Result<GhostCounts, MeshError> {
         let p = self.check(patch, target)?;
-        self.fill_checked(old, patch, p, time, target, scratch)
+        self.fill_checked(old, patch, p, None, time, target, scratch)
     }
 
     /// Fills the ghost cells of patch `patch`'s old state in place, reading
@@ -289,33 +288,32 @@ impl<T: Real> GhostFill<T> {
         Ok(())
     }
 
+    /// The fill proper. `own` is the patch's old data when the interior is
+    /// to be copied too (prepare); without it the target's interior must
+    /// hold the data already.
+    ///
+    /// The target is written in slabs of [`CHUNK`] `z`-planes (aligned to
+    /// multiples of `CHUNK`, hence to coarse cells): interior rows, sibling
+    /// copies, interpolated cells and `x`/`y` boundary cells of a slab are
+    /// written while its cache lines are hot (an `x` row of the target holds
+    /// interior and ghost cells alike). The `z` boundary slabs read other
+    /// planes, so they come last.
+    #[allow(clippy::too_many_arguments)]
     fn fill_checked<D: OldData<T> + ?Sized>(
         &self,
         old: &D,
         patch: usize,
         p: &PatchPlan,
+        own: Option<&PatchData<T>>,
         time: f64,
         t: &mut FillTarget<'_, T>,
         scratch: &mut FillScratch<T>,
     ) -> Result<GhostCounts, MeshError> {
         let ncomp = t.ncomp();
         let mut counts = GhostCounts::default();
-        // 1. Siblings (and periodic images, the patch itself included).
-        for o in &p.copies {
-            if o.source == patch {
-                copy_self(&p.interior, &o.region, &o.shift, t);
-            } else {
-                let src = old
-                    .old_patch(o.source)
-                    .ok_or_else(|| missing(o.source, p))?;
-                self.check_source(src, o.source, ncomp)?;
-                copy_rows(src, &o.region, &o.shift, t);
-            }
-            counts.copied += o.region.num_cells();
-        }
-        // 2. Coarse–fine ghosts: gather the coarse cells, then interpolate.
+        let FillScratch { coarse, work } = scratch;
+        // Gather the coarse cells under the coarse–fine ghosts once.
         if !p.interp.is_empty() {
-            let FillScratch { coarse, work } = scratch;
             coarse.reset(p.coarse_box, ncomp)?;
             for o in &p.gather {
                 let src = old
@@ -324,20 +322,70 @@ impl<T: Real> GhostFill<T> {
                 self.check_source(src, o.source, ncomp)?;
                 coarse.copy_unchecked(src, &o.region, &o.shift);
             }
+        }
+        let lg = &self.plan.levels[p.level];
+        let gb = p.ghost_box;
+        let mut z0 = gb.lo.z;
+        while z0 <= gb.hi.z {
+            let z1 = gb.hi.z.min((z0.div_euclid(CHUNK) + 1) * CHUNK - 1);
+            let mut slab = gb;
+            slab.lo.z = z0;
+            slab.hi.z = z1;
+            z0 = z1 + 1;
+            if let Some(src) = own {
+                copy_rows(src, &p.interior.intersect(&slab), &iv(0, 0, 0), t);
+            }
+            // 1. Siblings (and periodic images, the patch itself included).
+            for o in &p.copies {
+                let region = o.region.intersect(&slab);
+                if region.is_empty() {
+                    continue;
+                }
+                match (o.source == patch, own) {
+                    // The patch's own interior: from the old data when it is
+                    // at hand (its image may lie in a slab not written yet),
+                    // else from the target's interior, valid throughout.
+                    (true, Some(src)) => copy_rows(src, &region, &o.shift, t),
+                    (true, None) => copy_self(&p.interior, &region, &o.shift, t),
+                    (false, _) => {
+                        let src = old
+                            .old_patch(o.source)
+                            .ok_or_else(|| missing(o.source, p))?;
+                        self.check_source(src, o.source, ncomp)?;
+                        copy_rows(src, &region, &o.shift, t);
+                    }
+                }
+                counts.copied += region.num_cells();
+            }
+            // 2. Coarse–fine ghosts.
             for g in &p.interp {
-                interp::interpolate(coarse, p.ratio, self.limiter, g, t, work)?;
-                counts.interpolated += g.num_cells();
+                let region = g.intersect(&slab);
+                if !region.is_empty() {
+                    interp::interpolate(coarse, p.ratio, self.limiter, &region, t, work)?;
+                    counts.interpolated += region.num_cells();
+                }
+            }
+            // 3. Physical boundaries along x, then y (same planes).
+            for s in p.physical.iter().filter(|s| s.axis < 2) {
+                let region = s.region.intersect(&slab);
+                if !region.is_empty() {
+                    boundary::apply(&self.bc, &PhysicalSlab { region, ..*s }, lg, p.id, time, t);
+                    counts.physical += region.num_cells();
+                }
             }
         }
-        // 3. Physical boundaries, axis after axis (corners last).
-        let lg = &self.plan.levels[p.level];
-        for s in &p.physical {
+        // 3'. Physical boundaries along z (corners last).
+        for s in p.physical.iter().filter(|s| s.axis == 2) {
             boundary::apply(&self.bc, s, lg, p.id, time, t);
             counts.physical += s.region.num_cells();
         }
+        debug_assert_eq!(counts, p.counts);
         Ok(counts)
     }
 }
+
+/// Planes per slab of the fill order (a multiple of every ratio).
+const CHUNK: i32 = 4;
 
 fn missing(index: usize, p: &PatchPlan) -> MeshError {
     MeshError::LayoutMismatch {
