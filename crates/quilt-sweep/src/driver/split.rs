@@ -67,7 +67,7 @@ impl<T: Real> SplitKernel<T> for Waf<T> {
         &mut s.u
     }
     fn output(s: &Self::Scratch) -> &ColumnBuf<T> {
-        &s.u
+        &s.next
     }
     fn flux(s: &Self::Scratch) -> &ColumnBuf<T> {
         &s.flux

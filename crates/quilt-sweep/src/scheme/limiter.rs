@@ -107,10 +107,8 @@ impl WafLimiter {
     pub fn psi<T: Real>(self, r: T) -> T {
         let zero = T::zero();
         let one = T::one();
-        if r <= zero {
-            return zero;
-        }
-        match self {
+        // Evaluated for every r and selected (branch-free, vectorises).
+        let psi = match self {
             Self::Superbee => {
                 let two = T::lit(2.0);
                 (two * r).min(one).max(r.min(two))
@@ -118,7 +116,8 @@ impl WafLimiter {
             Self::VanLeer => T::lit(2.0) * r / (one + r),
             Self::VanAlbada => r * (one + r) / (one + r * r),
             Self::Minbee => r.min(one),
-        }
+        };
+        if r <= zero { zero } else { psi }
     }
 
     /// The WAF weight `A = 1 - (1 - |c|) psi(r)` of a wave with Courant

@@ -18,6 +18,7 @@ mod names;
 pub mod rtvd;
 mod scratch;
 pub mod tvd;
+mod update;
 pub mod waf;
 
 pub use limiter::{RtvdLimiter, SlopeLimiter, TvdFlux, WafLimiter};

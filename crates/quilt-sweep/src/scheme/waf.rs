@@ -16,8 +16,9 @@
 //!
 //! Cell `i` depends on cells `i-2 ..= i+2`: [`REACH`] = 2 ghost cells.
 
+use super::update::update;
 use super::{ColumnBuf, WafLimiter};
-use crate::physics::{FloorCounts, GasConsts, apply_floors, euler_flux, signal_speed};
+use crate::physics::{FloorCounts, GasConsts};
 use crate::real::Real;
 use crate::scheme::limiter::WAF_RATIO_CAP;
 
@@ -27,9 +28,10 @@ pub const REACH: usize = 2;
 /// Scratch of one WAF column of up to `cap` cells.
 #[derive(Clone, Debug)]
 pub struct WafScratch<T> {
-    /// Column state: `U^n` on entry, `U^{n+1}` on cells `REACH .. len-REACH`
-    /// on exit.
+    /// Column state `U^n` (input, unchanged).
     pub u: ColumnBuf<T>,
+    /// `U^{n+1}` on cells `REACH .. len-REACH` on exit.
+    pub next: ColumnBuf<T>,
     /// `F_L + F_R` per face.
     fsum: ColumnBuf<T>,
     /// Flux jumps across the three waves per face.
@@ -38,6 +40,8 @@ pub struct WafScratch<T> {
     courant: [Vec<T>; 3],
     /// Density jumps across the three waves per face.
     drho: [Vec<T>; 3],
+    /// Signed limiter weights `sign(c_k) A_k` per face.
+    weight: [Vec<T>; 3],
     /// WAF face fluxes: entry `f` is the flux through the face between cells
     /// `f` and `f + 1`, valid for `f` in `1 ..= len-3`.
     pub flux: ColumnBuf<T>,
@@ -48,19 +52,30 @@ impl<T: Real> WafScratch<T> {
     pub fn new(cap: usize) -> Self {
         Self {
             u: ColumnBuf::new(cap),
+            next: ColumnBuf::new(cap),
             fsum: ColumnBuf::new(cap),
             dflux: std::array::from_fn(|_| ColumnBuf::new(cap)),
             courant: std::array::from_fn(|_| vec![T::zero(); cap]),
             drho: std::array::from_fn(|_| vec![T::zero(); cap]),
+            weight: std::array::from_fn(|_| vec![T::zero(); cap]),
             flux: ColumnBuf::new(cap),
         }
     }
 }
 
-/// The HLLC star state of side `K` (Toro eq. 10.39) and its density.
+/// Primitive quantities of a column-ordered state: `(1/rho, v_n, p, c_s)`.
 #[inline(always)]
-fn star_state<T: Real>(u: &[T; 5], vn: T, p: T, q: T, s: T, s_star: T) -> [T; 5] {
-    let inv = T::one() / u[0];
+fn primitive<T: Real>(k: &GasConsts<T>, w: &[T; 5]) -> (T, T, T, T) {
+    let inv = T::one() / w[0];
+    let vn = w[1] * inv;
+    let ke = T::lit(0.5) * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3])) * inv;
+    let p = (k.gm1 * (w[4] - ke)).max(k.p_floor);
+    (inv, vn, p, (k.gamma * p * inv).sqrt())
+}
+
+/// The HLLC star state of side `K` (Toro eq. 10.39).
+#[inline(always)]
+fn star_state<T: Real>(u: &[T; 5], inv: T, vn: T, p: T, q: T, s: T, s_star: T) -> [T; 5] {
     let rho_star = q / (s - s_star);
     [
         rho_star,
@@ -71,14 +86,28 @@ fn star_state<T: Real>(u: &[T; 5], vn: T, p: T, q: T, s: T, s_star: T) -> [T; 5]
     ]
 }
 
+/// `sign(c) A(r, c)` for the three waves of faces `1 ..= n-3`.
 #[inline(always)]
-fn sign<T: Real>(x: T) -> T {
-    if x > T::zero() {
-        T::one()
-    } else if x < T::zero() {
-        -T::one()
-    } else {
-        T::zero()
+fn weights<T: Real>(psi: impl Fn(T) -> T, courant: &[T], drho: &[T], out: &mut [T], n: usize) {
+    let (courant, drho, out) = (&courant[..n], &drho[..n], &mut out[..n]);
+    let (zero, one) = (T::zero(), T::one());
+    let cap = T::lit(WAF_RATIO_CAP);
+    for f in 1..n - 2 {
+        let c = courant[f];
+        let upwind = if c > zero { drho[f - 1] } else { drho[f + 1] };
+        let local = drho[f];
+        // A zero local jump leaves the wave first order (r = 0).
+        let ratio = (upwind / local).min(cap);
+        let r = if local != zero { ratio } else { zero };
+        let a = one - (one - c.abs()) * psi(r);
+        let sign = if c > zero {
+            one
+        } else if c < zero {
+            -one
+        } else {
+            zero
+        };
+        out[f] = sign * a;
     }
 }
 
@@ -92,68 +121,71 @@ pub fn waf_column<T: Real>(
     s: &mut WafScratch<T>,
     floors: &mut FloorCounts,
 ) {
-    debug_assert!(len > 2 * REACH && len <= s.u.capacity());
+    assert!(len > 2 * REACH && len <= s.u.capacity(), "WAF column of {len} cells");
+    let n = len;
     let half = T::lit(0.5);
 
-    // 1. HLLC wave structure at faces 0 ..= len-2.
-    for f in 0..len - 1 {
-        let ul = s.u.cell(f);
-        let ur = s.u.cell(f + 1);
-        let (vl, pl, cl) = signal_speed(k, &ul);
-        let (vr, pr, cr) = signal_speed(k, &ur);
-        let sl = (vl - cl).min(vr - cr);
-        let sr = (vl + cl).max(vr + cr);
-        let ql = ul[0] * (sl - vl);
-        let qr = ur[0] * (sr - vr);
-        let s_star = (pr - pl + vl * ql - vr * qr) / (ql - qr);
-        let fl = euler_flux(&ul, vl, pl);
-        let fr = euler_flux(&ur, vr, pr);
-        let usl = star_state(&ul, vl, pl, ql, sl, s_star);
-        let usr = star_state(&ur, vr, pr, qr, sr, s_star);
-        for v in 0..5 {
-            let fsl = fl[v] + sl * (usl[v] - ul[v]);
-            let fsr = fr[v] + sr * (usr[v] - ur[v]);
-            s.fsum.0[v][f] = fl[v] + fr[v];
-            s.dflux[0].0[v][f] = fsl - fl[v];
-            s.dflux[1].0[v][f] = fsr - fsl;
-            s.dflux[2].0[v][f] = fr[v] - fsr;
-        }
-        s.courant[0][f] = dtdx * sl;
-        s.courant[1][f] = dtdx * s_star;
-        s.courant[2][f] = dtdx * sr;
-        s.drho[0][f] = usl[0] - ul[0];
-        s.drho[1][f] = usr[0] - usl[0];
-        s.drho[2][f] = ur[0] - usr[0];
-    }
-
-    // 2. Limited weighted-average fluxes at faces 1 ..= len-3.
-    let cap = T::lit(WAF_RATIO_CAP);
-    for f in 1..len - 2 {
-        let mut w = [T::zero(); 3];
-        for (wave, wk) in w.iter_mut().enumerate() {
-            let c = s.courant[wave][f];
-            let upwind = if c > T::zero() { f - 1 } else { f + 1 };
-            let local = s.drho[wave][f];
-            let r = if local != T::zero() {
-                (s.drho[wave][upwind] / local).min(cap)
-            } else {
-                T::zero()
-            };
-            *wk = sign(c) * limiter.weight(r, c);
-        }
-        for v in 0..5 {
-            let corr = (w[0] * s.dflux[0].0[v][f] + w[1] * s.dflux[1].0[v][f]) + w[2] * s.dflux[2].0[v][f];
-            s.flux.0[v][f] = half * (s.fsum.0[v][f] - corr);
+    // 1. HLLC wave structure at faces 0 ..= n-2.
+    {
+        let u = s.u.slices().map(|x| &x[..n]);
+        let fs = s.fsum.slices_mut().map(|x| &mut x[..n]);
+        let [d1, d2, d3] = s.dflux.each_mut().map(|b| b.slices_mut().map(|x| &mut x[..n]));
+        let [c1, c2, c3] = s.courant.each_mut().map(|x| &mut x[..n]);
+        let [r1, r2, r3] = s.drho.each_mut().map(|x| &mut x[..n]);
+        for f in 0..n - 1 {
+            let ul = [u[0][f], u[1][f], u[2][f], u[3][f], u[4][f]];
+            let ur = [u[0][f + 1], u[1][f + 1], u[2][f + 1], u[3][f + 1], u[4][f + 1]];
+            let (il, vl, pl, cl) = primitive(k, &ul);
+            let (ir, vr, pr, cr) = primitive(k, &ur);
+            let sl = (vl - cl).min(vr - cr);
+            let sr = (vl + cl).max(vr + cr);
+            let ql = ul[0] * (sl - vl);
+            let qr = ur[0] * (sr - vr);
+            let s_star = (pr - pl + vl * ql - vr * qr) / (ql - qr);
+            let fl = [ul[1], ul[1] * vl + pl, ul[2] * vl, ul[3] * vl, (ul[4] + pl) * vl];
+            let fr = [ur[1], ur[1] * vr + pr, ur[2] * vr, ur[3] * vr, (ur[4] + pr) * vr];
+            let usl = star_state(&ul, il, vl, pl, ql, sl, s_star);
+            let usr = star_state(&ur, ir, vr, pr, qr, sr, s_star);
+            for v in 0..5 {
+                let fsl = fl[v] + sl * (usl[v] - ul[v]);
+                let fsr = fr[v] + sr * (usr[v] - ur[v]);
+                fs[v][f] = fl[v] + fr[v];
+                d1[v][f] = fsl - fl[v];
+                d2[v][f] = fsr - fsl;
+                d3[v][f] = fr[v] - fsr;
+            }
+            c1[f] = dtdx * sl;
+            c2[f] = dtdx * s_star;
+            c3[f] = dtdx * sr;
+            r1[f] = usl[0] - ul[0];
+            r2[f] = usr[0] - usl[0];
+            r3[f] = ur[0] - usr[0];
         }
     }
 
-    // 3. Conservative update of cells 2 .. len-2.
-    for i in REACH..len - REACH {
-        let mut w = [T::zero(); 5];
-        for (v, wv) in w.iter_mut().enumerate() {
-            *wv = s.u.0[v][i] - dtdx * (s.flux.0[v][i] - s.flux.0[v][i - 1]);
+    // 2. Limiter weights per wave (the limiter chosen outside the loops so
+    //    that they are branch-free), then the WAF fluxes at faces 1 ..= n-3.
+    for w in 0..3 {
+        let (c, r, out) = (&s.courant[w], &s.drho[w], &mut s.weight[w]);
+        match limiter {
+            WafLimiter::Superbee => weights(|r| WafLimiter::Superbee.psi(r), c, r, out, n),
+            WafLimiter::VanLeer => weights(|r| WafLimiter::VanLeer.psi(r), c, r, out, n),
+            WafLimiter::VanAlbada => weights(|r| WafLimiter::VanAlbada.psi(r), c, r, out, n),
+            WafLimiter::Minbee => weights(|r| WafLimiter::Minbee.psi(r), c, r, out, n),
         }
-        apply_floors(k, &mut w, floors);
-        s.u.set_cell(i, w);
     }
+    let [w1, w2, w3] = s.weight.each_ref().map(|x| &x[..n]);
+    for v in 0..5 {
+        let (fsum, out) = (&s.fsum.0[v][..n], &mut s.flux.0[v][..n]);
+        let [d1, d2, d3] = s.dflux.each_ref().map(|b| &b.0[v][..n]);
+        for f in 1..n - 2 {
+            let corr = (w1[f] * d1[f] + w2[f] * d2[f]) + w3[f] * d3[f];
+            out[f] = half * (fsum[f] - corr);
+        }
+    }
+
+    // 3. Conservative update of cells 2 .. n-2.
+    let flux = s.flux.slices().map(|x| &x[..n]);
+    let face = |v: usize, f: usize| flux[v][f];
+    *floors += update(k, dtdx, s.u.slices(), s.next.slices_mut(), REACH, n - REACH, face);
 }
