@@ -34,7 +34,10 @@ fn bench_scheme<T: Real>(c: &mut Criterion, scheme: Scheme) {
         batch.layout().nbins(),
         100.0 * batch.layout().fill_ratio()
     );
-    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool");
     let mut group = c.benchmark_group(format!("sweep_{n}_patches"));
     group.throughput(Throughput::Elements(cells));
     group.sample_size(10);
@@ -48,7 +51,11 @@ fn bench_scheme<T: Real>(c: &mut Criterion, scheme: Scheme) {
             bench.iter(|| {
                 // Ghost cells go stale between iterations but stay valid
                 // states, so the batch can be stepped repeatedly.
-                let mut go = || solver.advance(&mut b, dt, SweepOrder::for_step(step), &mut ws).expect("step");
+                let mut go = || {
+                    solver
+                        .advance(&mut b, dt, SweepOrder::for_step(step), &mut ws)
+                        .expect("step")
+                };
                 let r = match pool {
                     Some(p) => p.install(go),
                     None => go(),

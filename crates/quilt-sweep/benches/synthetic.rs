@@ -32,8 +32,13 @@ pub fn synthetic<T: Real>(n: usize, ghost: u32, gas: &Gas) -> Batch<T> {
         })
         .collect();
     let items: Vec<[u32; 3]> = shapes.iter().map(|s| s.extent).collect();
-    let packing = quilt_pack::pack(&items, [64; 3], &quilt_pack::PackOptions::default()).expect("pack");
-    let placements: Vec<(u32, [u32; 3])> = packing.placements.iter().map(|p| (p.bin as u32, p.offset)).collect();
+    let packing =
+        quilt_pack::pack(&items, [64; 3], &quilt_pack::PackOptions::default()).expect("pack");
+    let placements: Vec<(u32, [u32; 3])> = packing
+        .placements
+        .iter()
+        .map(|p| (p.bin as u32, p.offset))
+        .collect();
     let layout = BatchLayout::packed(64, 5, &shapes, &placements).expect("layout");
     let mut batch = Batch::<T>::new(layout);
     let descs = batch.layout().patches().to_vec();
@@ -62,4 +67,3 @@ pub fn synthetic<T: Real>(n: usize, ghost: u32, gas: &Gas) -> Batch<T> {
     }
     batch
 }
-

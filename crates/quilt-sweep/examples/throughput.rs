@@ -30,7 +30,10 @@ fn measure<T: Real>(scheme: Scheme, steps: u64) {
     let mut batch = synthetic::synthetic::<T>(synthetic::patches(), solver.ghost_width(), &gas);
     let dt = 0.5 * solver.max_dt(&batch, 0.5 * solver.cfl_limit()).expect("dt");
     let cells = batch.layout().interior_cells();
-    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool");
     let mut ws = Workspace::new();
     let mut rates = Vec::new();
     for pool in [Some(&one), None] {
@@ -71,7 +74,9 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let steps: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(2);
     let names: Vec<String> = args.collect();
-    println!("| scheme | prec | interior cells | bin fill | cell updates/s, 1 thread (CPU time) | all threads (wall) |");
+    println!(
+        "| scheme | prec | interior cells | bin fill | cell updates/s, 1 thread (CPU time) | all threads (wall) |"
+    );
     println!("|---|---|---|---|---|---|");
     for scheme in [Scheme::rtvd(), Scheme::tvd(), Scheme::waf()] {
         if !names.is_empty() && !names.iter().any(|n| n == scheme.name()) {

@@ -55,11 +55,19 @@ impl<T: Real> Batch<T> {
     /// Value of component `comp` at patch-local cell `cell` (ghosts
     /// included); `None` if out of range.
     pub fn get(&self, patch: usize, comp: u32, cell: [u32; 3]) -> Option<T> {
-        self.layout.cell_index(patch, comp, cell).map(|i| self.data[i])
+        self.layout
+            .cell_index(patch, comp, cell)
+            .map(|i| self.data[i])
     }
 
     /// Sets component `comp` at patch-local cell `cell` (ghosts included).
-    pub fn set(&mut self, patch: usize, comp: u32, cell: [u32; 3], value: T) -> Result<(), LayoutError> {
+    pub fn set(
+        &mut self,
+        patch: usize,
+        comp: u32,
+        cell: [u32; 3],
+        value: T,
+    ) -> Result<(), LayoutError> {
         let i = self.layout.cell_index(patch, comp, cell).ok_or_else(|| {
             LayoutError::Access(format!(
                 "cell {cell:?}, component {comp} of patch index {patch} is outside the layout"
@@ -92,7 +100,11 @@ impl<T: Real> Batch<T> {
 
     /// Start of every x row of `patch` in the data array, in dense patch
     /// order, and the row length; checks that the dense array has `len` values.
-    fn rows(&self, patch: usize, len: usize) -> Result<(impl Iterator<Item = usize> + use<T>, usize), LayoutError> {
+    fn rows(
+        &self,
+        patch: usize,
+        len: usize,
+    ) -> Result<(impl Iterator<Item = usize> + use<T>, usize), LayoutError> {
         let l = &self.layout;
         let d = *l.patches().get(patch).ok_or_else(|| {
             LayoutError::Access(format!(
@@ -113,7 +125,9 @@ impl<T: Real> Batch<T> {
         let o = d.offset.map(|v| v as usize);
         let bin = d.bin as usize;
         let rows = (0..ncomp).flat_map(move |c| {
-            (0..ez).flat_map(move |k| (0..ey).map(move |j| data_index(b, ncomp, bin, c, [o[0], o[1] + j, o[2] + k])))
+            (0..ez).flat_map(move |k| {
+                (0..ey).map(move |j| data_index(b, ncomp, bin, c, [o[0], o[1] + j, o[2] + k]))
+            })
         });
         Ok((rows, ex))
     }

@@ -31,7 +31,9 @@ pub enum ExactError {
     #[error("gamma = {0} must be finite and > 1")]
     Gamma(f64),
     /// Density and pressure must be finite and positive.
-    #[error("{side} state {state:?} must have finite positive density and pressure and finite velocity")]
+    #[error(
+        "{side} state {state:?} must have finite positive density and pressure and finite velocity"
+    )]
     State {
         /// `"left"` or `"right"`.
         side: &'static str,
@@ -68,7 +70,8 @@ impl ExactRiemann {
             return Err(ExactError::Gamma(gamma));
         }
         for (side, s) in [("left", left), ("right", right)] {
-            let ok = s.rho.is_finite() && s.rho > 0.0 && s.p.is_finite() && s.p > 0.0 && s.u.is_finite();
+            let ok =
+                s.rho.is_finite() && s.rho > 0.0 && s.p.is_finite() && s.p > 0.0 && s.u.is_finite();
             if !ok {
                 return Err(ExactError::State { side, state: s });
             }
@@ -90,7 +93,9 @@ impl ExactRiemann {
         // Initial guess: two-rarefaction approximation (exact when both
         // waves are rarefactions, always positive).
         let z = (gamma - 1.0) / (2.0 * gamma);
-        let mut p = ((cl + cr - 0.5 * (gamma - 1.0) * du) / (cl / left.p.powf(z) + cr / right.p.powf(z))).powf(1.0 / z);
+        let mut p = ((cl + cr - 0.5 * (gamma - 1.0) * du)
+            / (cl / left.p.powf(z) + cr / right.p.powf(z)))
+        .powf(1.0 / z);
         let mut change = f64::INFINITY;
         for _ in 0..100 {
             let (fl, dl) = this.wave_function(p, &left);
@@ -290,14 +295,27 @@ mod tests {
         ];
         for ((name, l, r, _, _), (p, u)) in tests.iter().zip(expected) {
             let s = ExactRiemann::new(*l, *r, 1.4).unwrap();
-            assert!((s.p_star() - p).abs() <= 1e-5 * p.max(1.0), "{name}: p* {}", s.p_star());
-            assert!((s.u_star() - u).abs() <= 1e-5 * u.abs().max(1.0), "{name}: u* {}", s.u_star());
+            assert!(
+                (s.p_star() - p).abs() <= 1e-5 * p.max(1.0),
+                "{name}: p* {}",
+                s.p_star()
+            );
+            assert!(
+                (s.u_star() - u).abs() <= 1e-5 * u.abs().max(1.0),
+                "{name}: u* {}",
+                s.u_star()
+            );
         }
     }
 
     #[test]
     fn sod_star_densities() {
-        let s = ExactRiemann::new(State1d::new(1.0, 0.0, 1.0), State1d::new(0.125, 0.0, 0.1), 1.4).unwrap();
+        let s = ExactRiemann::new(
+            State1d::new(1.0, 0.0, 1.0),
+            State1d::new(0.125, 0.0, 0.1),
+            1.4,
+        )
+        .unwrap();
         // Left of the contact: rarefied gas; right: shocked gas.
         let l = s.sample(s.u_star() - 1e-9);
         let r = s.sample(s.u_star() + 1e-9);
@@ -308,7 +326,11 @@ mod tests {
 
     #[test]
     fn vacuum_is_rejected() {
-        let e = ExactRiemann::new(State1d::new(1.0, -20.0, 0.4), State1d::new(1.0, 20.0, 0.4), 1.4);
+        let e = ExactRiemann::new(
+            State1d::new(1.0, -20.0, 0.4),
+            State1d::new(1.0, 20.0, 0.4),
+            1.4,
+        );
         assert!(matches!(e, Err(ExactError::Vacuum { .. })));
     }
 }

@@ -1,7 +1,9 @@
 //! Bad input yields errors that name the patch and the cell.
 
 use quilt_sweep::physics::{Gas, Primitive};
-use quilt_sweep::{Batch, BatchLayout, ConfigError, PatchShape, Scheme, Solver, SweepError, SweepOrder, Workspace};
+use quilt_sweep::{
+    Batch, BatchLayout, ConfigError, PatchShape, Scheme, Solver, SweepError, SweepOrder, Workspace,
+};
 
 /// Two patches (ids 40 and 41) at rest, every cell set.
 fn batch(g: u32) -> Batch<f64> {
@@ -42,10 +44,14 @@ fn nan_and_negative_states_name_patch_and_cell() {
         // NaN density in a ghost cell of the second patch.
         let mut b = batch(g);
         b.set(1, 0, [0, 2, 3], f64::NAN).unwrap();
-        let e = solver.advance(&mut b, 1e-3, SweepOrder::Xyz, &mut ws).unwrap_err();
+        let e = solver
+            .advance(&mut b, 1e-3, SweepOrder::Xyz, &mut ws)
+            .unwrap_err();
         let want = [-(g as i64), 2 - g as i64, 3 - g as i64];
         match &e {
-            SweepError::BadState { patch, cell, what, .. } => {
+            SweepError::BadState {
+                patch, cell, what, ..
+            } => {
                 assert_eq!((*patch, *cell, *what), (41, want, "density is not finite"));
             }
             other => panic!("{other}"),
@@ -56,22 +62,52 @@ fn nan_and_negative_states_name_patch_and_cell() {
         b.set(0, 0, [g + 1, g, g + 2], -1.0).unwrap();
         let e = solver.max_dt(&b, 0.3).unwrap_err();
         assert!(
-            matches!(e, SweepError::BadState { patch: 40, cell: [1, 0, 2], what: "density is not positive", .. }),
+            matches!(
+                e,
+                SweepError::BadState {
+                    patch: 40,
+                    cell: [1, 0, 2],
+                    what: "density is not positive",
+                    ..
+                }
+            ),
             "{e}"
         );
         // Negative pressure: energy below the kinetic energy.
         let mut b = batch(g);
         b.set(0, 1, [g, g, g], 3.0).unwrap();
-        let e = solver.advance(&mut b, 1e-3, SweepOrder::Zyx, &mut ws).unwrap_err();
+        let e = solver
+            .advance(&mut b, 1e-3, SweepOrder::Zyx, &mut ws)
+            .unwrap_err();
         assert!(
-            matches!(e, SweepError::BadState { patch: 40, cell: [0, 0, 0], what: "pressure is not positive", .. }),
+            matches!(
+                e,
+                SweepError::BadState {
+                    patch: 40,
+                    cell: [0, 0, 0],
+                    what: "pressure is not positive",
+                    ..
+                }
+            ),
             "{e}"
         );
         // Infinite energy.
         let mut b = batch(g);
         b.set(1, 4, [g, g, g + 3], f64::INFINITY).unwrap();
-        let e = solver.advance(&mut b, 1e-3, SweepOrder::Xyz, &mut ws).unwrap_err();
-        assert!(matches!(e, SweepError::BadState { patch: 41, cell: [0, 0, 3], .. }), "{e}");
+        let e = solver
+            .advance(&mut b, 1e-3, SweepOrder::Xyz, &mut ws)
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SweepError::BadState {
+                    patch: 41,
+                    cell: [0, 0, 3],
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 }
 
@@ -95,22 +131,36 @@ fn time_steps_above_the_cfl_limit_are_rejected() {
         let expect = limit * 0.1 / (3.0 + 1.4f64.sqrt());
         assert!((dt - expect).abs() < 1e-12 * expect, "{dt} vs {expect}");
         let mut ws = Workspace::new();
-        let e = solver.advance(&mut b.clone(), 1.01 * dt, SweepOrder::Xyz, &mut ws).unwrap_err();
+        let e = solver
+            .advance(&mut b.clone(), 1.01 * dt, SweepOrder::Xyz, &mut ws)
+            .unwrap_err();
         match e {
-            SweepError::Cfl { patch, cell, courant, .. } => {
+            SweepError::Cfl {
+                patch,
+                cell,
+                courant,
+                ..
+            } => {
                 assert_eq!((patch, cell), (41, [2, 1, 0]));
                 assert!((courant - 1.01 * limit).abs() < 1e-9);
             }
             other => panic!("{other}"),
         }
-        solver.advance(&mut b, dt, SweepOrder::Xyz, &mut ws).unwrap();
+        solver
+            .advance(&mut b, dt, SweepOrder::Xyz, &mut ws)
+            .unwrap();
         assert!(matches!(
             solver.max_dt(&b, 1.5 * limit),
             Err(SweepError::Config(ConfigError::Cfl { .. }))
         ));
-        assert!(matches!(solver.max_dt(&b, 0.0), Err(SweepError::Config(ConfigError::Cfl { .. }))));
+        assert!(matches!(
+            solver.max_dt(&b, 0.0),
+            Err(SweepError::Config(ConfigError::Cfl { .. }))
+        ));
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            let e = solver.advance(&mut batch(g), bad, SweepOrder::Xyz, &mut ws).unwrap_err();
+            let e = solver
+                .advance(&mut batch(g), bad, SweepOrder::Xyz, &mut ws)
+                .unwrap_err();
             assert!(matches!(e, SweepError::TimeStep(_)), "{e}");
         }
     }
@@ -122,32 +172,86 @@ fn layouts_that_do_not_suit_the_scheme_are_rejected() {
         let g = solver.ghost_width();
         let mut ws = Workspace::new();
         let mut thin = batch(g - 1);
-        let e = solver.advance(&mut thin, 1e-4, SweepOrder::Xyz, &mut ws).unwrap_err();
+        let e = solver
+            .advance(&mut thin, 1e-4, SweepOrder::Xyz, &mut ws)
+            .unwrap_err();
         assert!(
             matches!(e, SweepError::GhostWidth { patch: 40, ghost, required, .. } if ghost == g - 1 && required == g),
             "{e}"
         );
-        let layout = BatchLayout::one_per_slot(32, 4, &[PatchShape::new(1, [4; 3], g, [0.1; 3])]).unwrap();
-        let e = solver.advance(&mut Batch::<f32>::new(layout), 1e-4, SweepOrder::Xyz, &mut Workspace::new());
-        assert!(matches!(e, Err(SweepError::Components { found: 4, required: 5 })));
+        let layout =
+            BatchLayout::one_per_slot(32, 4, &[PatchShape::new(1, [4; 3], g, [0.1; 3])]).unwrap();
+        let e = solver.advance(
+            &mut Batch::<f32>::new(layout),
+            1e-4,
+            SweepOrder::Xyz,
+            &mut Workspace::new(),
+        );
+        assert!(matches!(
+            e,
+            Err(SweepError::Components {
+                found: 4,
+                required: 5
+            })
+        ));
         let mut b = batch(g);
-        let e = solver.advance_levels(&mut b, &[], SweepOrder::Xyz, &mut ws).unwrap_err();
-        assert!(matches!(e, SweepError::MissingLevel { patch: 40, level: 0, levels: 0 }), "{e}");
-        solver.advance_levels(&mut b, &[1e-3], SweepOrder::Xyz, &mut ws).unwrap();
+        let e = solver
+            .advance_levels(&mut b, &[], SweepOrder::Xyz, &mut ws)
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SweepError::MissingLevel {
+                    patch: 40,
+                    level: 0,
+                    levels: 0
+                }
+            ),
+            "{e}"
+        );
+        solver
+            .advance_levels(&mut b, &[1e-3], SweepOrder::Xyz, &mut ws)
+            .unwrap();
     }
 }
 
 #[test]
 fn bad_configuration_is_rejected() {
-    assert!(matches!(Solver::new(Scheme::rtvd(), Gas::ideal(1.0)), Err(ConfigError::Gamma(_))));
-    assert!(matches!(Solver::new(Scheme::rtvd(), Gas::ideal(f64::NAN)), Err(ConfigError::Gamma(_))));
+    assert!(matches!(
+        Solver::new(Scheme::rtvd(), Gas::ideal(1.0)),
+        Err(ConfigError::Gamma(_))
+    ));
+    assert!(matches!(
+        Solver::new(Scheme::rtvd(), Gas::ideal(f64::NAN)),
+        Err(ConfigError::Gamma(_))
+    ));
     let g = Gas {
         pressure_floor: 0.0,
         ..Gas::default()
     };
-    assert!(matches!(Solver::new(Scheme::waf(), g), Err(ConfigError::Floor { which: "pressure", .. })));
-    assert!(matches!(Scheme::from_names("muscl", None), Err(ConfigError::UnknownName { .. })));
-    assert!(matches!(Scheme::from_names("waf", Some("mc")), Err(ConfigError::UnknownName { .. })));
-    assert_eq!(Scheme::from_names("TVD", Some("minmod")).unwrap().name(), "tvd");
-    assert_eq!(Scheme::from_names("waf", Some("superbee")).unwrap().ghost_width(), 2);
+    assert!(matches!(
+        Solver::new(Scheme::waf(), g),
+        Err(ConfigError::Floor {
+            which: "pressure",
+            ..
+        })
+    ));
+    assert!(matches!(
+        Scheme::from_names("muscl", None),
+        Err(ConfigError::UnknownName { .. })
+    ));
+    assert!(matches!(
+        Scheme::from_names("waf", Some("mc")),
+        Err(ConfigError::UnknownName { .. })
+    ));
+    assert_eq!(
+        Scheme::from_names("TVD", Some("minmod")).unwrap().name(),
+        "tvd"
+    );
+    assert_eq!(
+        Scheme::from_names("waf", Some("superbee"))
+            .unwrap()
+            .ghost_width(),
+        2
+    );
 }

@@ -37,7 +37,8 @@ fn patch_totals(b: &Batch<f64>) -> Vec<[f64; 5]> {
 fn periodic_box_conserves_and_flux_buffer_balances_each_patch() {
     for scheme in schemes() {
         let solver = Solver::new(scheme, Gas::ideal(1.4)).unwrap();
-        let mut grid = smooth_3d::<f64>(&solver, [16, 14, 12], [vec![9, 7], vec![7, 7], vec![5, 7]]);
+        let mut grid =
+            smooth_3d::<f64>(&solver, [16, 14, 12], [vec![9, 7], vec![7, 7], vec![5, 7]]);
         let mut batch = batch_for(&grid, Arrangement::Packed);
         let scale: [f64; 5] = {
             let vol = grid.dx().iter().product::<f64>();
@@ -56,7 +57,9 @@ fn periodic_box_conserves_and_flux_buffer_balances_each_patch() {
             grid.fill(&mut batch).unwrap();
             let before = patch_totals(&batch);
             let dt = solver.max_dt(&batch, common::cfl_of(scheme)).unwrap();
-            solver.advance(&mut batch, dt, SweepOrder::for_step(step), &mut ws).unwrap();
+            solver
+                .advance(&mut batch, dt, SweepOrder::for_step(step), &mut ws)
+                .unwrap();
             let after = patch_totals(&batch);
             // Net inflow through the six faces from the flux buffer.
             for (p, d) in batch.layout().patches().iter().enumerate() {
@@ -87,13 +90,19 @@ fn periodic_box_conserves_and_flux_buffer_balances_each_patch() {
             grid.gather(&batch).unwrap();
         }
         let end = grid.totals();
-        let drift: Vec<f64> = (0..5).map(|c| (end[c] - start[c]).abs() / scale[c]).collect();
+        let drift: Vec<f64> = (0..5)
+            .map(|c| (end[c] - start[c]).abs() / scale[c])
+            .collect();
         let shown: Vec<String> = drift.iter().map(|d| format!("{d:.1e}")).collect();
         eprintln!(
             "{}: relative drift {shown:?}, worst patch flux-buffer imbalance {worst_patch:.1e}",
             scheme.name()
         );
-        assert!(drift.iter().all(|&d| d <= 1e-13), "{}: {drift:?}", scheme.name());
+        assert!(
+            drift.iter().all(|&d| d <= 1e-13),
+            "{}: {drift:?}",
+            scheme.name()
+        );
         assert!(worst_patch <= 1e-13, "{}: {worst_patch}", scheme.name());
     }
 }

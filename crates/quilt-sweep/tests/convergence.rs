@@ -30,7 +30,8 @@ fn l1_error(scheme: Scheme, n: u32, axis: usize) -> f64 {
     let h = 1.0 / f64::from(n);
     let mut cuts: [Vec<u32>; 3] = [vec![1], vec![1], vec![1]];
     cuts[axis] = even_cuts(n, (64 - 2 * g).min(n.div_ceil(2)));
-    let mut grid = UniformGrid::<f64>::new(cells, [h; 3], [Boundary::Periodic; 3], g, cuts).unwrap();
+    let mut grid =
+        UniformGrid::<f64>::new(cells, [h; 3], [Boundary::Periodic; 3], g, cuts).unwrap();
     grid.init(|_, x| {
         let rho = rho_avg(x[axis] - 0.5 * h, x[axis] + 0.5 * h, 0.0);
         let mut vel = [0.0; 3];
@@ -38,8 +39,14 @@ fn l1_error(scheme: Scheme, n: u32, axis: usize) -> f64 {
         Primitive { rho, vel, p: 1.0 }.to_conserved(&gas)
     });
     let mut batch = batch_for(&grid, Arrangement::Packed);
-    grid.run(&solver, &mut batch, &mut Workspace::new(), T_END, cfl_of(scheme))
-        .unwrap();
+    grid.run(
+        &solver,
+        &mut batch,
+        &mut Workspace::new(),
+        T_END,
+        cfl_of(scheme),
+    )
+    .unwrap();
     (0..n)
         .map(|i| {
             let mut c = [0; 3];
@@ -94,7 +101,17 @@ fn waf_van_leer_is_second_order() {
 fn convergence_is_axis_independent() {
     for scheme in [Scheme::rtvd(), Scheme::tvd(), Scheme::waf()] {
         let ex = l1_error(scheme, 32, 0);
-        assert_eq!(ex.to_bits(), l1_error(scheme, 32, 1).to_bits(), "{}", scheme.name());
-        assert_eq!(ex.to_bits(), l1_error(scheme, 32, 2).to_bits(), "{}", scheme.name());
+        assert_eq!(
+            ex.to_bits(),
+            l1_error(scheme, 32, 1).to_bits(),
+            "{}",
+            scheme.name()
+        );
+        assert_eq!(
+            ex.to_bits(),
+            l1_error(scheme, 32, 2).to_bits(),
+            "{}",
+            scheme.name()
+        );
     }
 }

@@ -28,7 +28,12 @@ fn split_domain_matches_single_patch_bitwise() {
         let mut b6 = batch_for(&six, Arrangement::Packed);
         steps(&solver, &mut one, &mut b1, 4);
         steps(&solver, &mut six, &mut b6, 4);
-        assert_eq!(bits(&states(&one)), bits(&states(&six)), "{}", scheme.name());
+        assert_eq!(
+            bits(&states(&one)),
+            bits(&states(&six)),
+            "{}",
+            scheme.name()
+        );
     }
 }
 
@@ -49,7 +54,11 @@ fn packed_and_one_per_slot_are_bitwise_identical() {
         let fb = steps(&solver, &mut b, &mut bb, 3);
         assert_eq!(bits(&states(&a)), bits(&states(&b)), "{}", scheme.name());
         for (x, y) in fa.iter().zip(&fb) {
-            assert!(x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits()), "{}", scheme.name());
+            assert!(
+                x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits()),
+                "{}",
+                scheme.name()
+            );
         }
     }
 }
@@ -70,7 +79,9 @@ fn outermost_ghost_layer_is_used() {
         let dt = solver.max_dt(&base, 0.3).unwrap();
         for order in [SweepOrder::Xyz, SweepOrder::Zyx] {
             let mut reference = base.clone();
-            solver.advance(&mut reference, dt, order, &mut Workspace::new()).unwrap();
+            solver
+                .advance(&mut reference, dt, order, &mut Workspace::new())
+                .unwrap();
             for axis in 0..3 {
                 let (a, b) = [(1, 2), (0, 2), (0, 1)][axis];
                 let mut perturbed = base.clone();
@@ -84,13 +95,16 @@ fn outermost_ghost_layer_is_used() {
                         }
                     }
                 }
-                solver.advance(&mut perturbed, dt, order, &mut Workspace::new()).unwrap();
+                solver
+                    .advance(&mut perturbed, dt, order, &mut Workspace::new())
+                    .unwrap();
                 let mut changed = 0;
                 for tb in g..e[b] - g {
                     for ta in g..e[a] - g {
                         let mut cell = [g; 3];
                         (cell[a], cell[b]) = (ta, tb);
-                        changed += usize::from(reference.get(0, 0, cell) != perturbed.get(0, 0, cell));
+                        changed +=
+                            usize::from(reference.get(0, 0, cell) != perturbed.get(0, 0, cell));
                     }
                 }
                 assert!(

@@ -11,10 +11,16 @@ fn shape(id: u64, interior: [u32; 3], g: u32) -> PatchShape {
 #[test]
 fn data_index_follows_the_documented_formula() {
     // Bin 2, component 3, cell (5, 6, 7) in bins of edge 8 with 5 components.
-    assert_eq!(data_index(8, 5, 2, 3, [5, 6, 7]), ((2 * 5 + 3) * 8 + 7) * 64 + 6 * 8 + 5);
+    assert_eq!(
+        data_index(8, 5, 2, 3, [5, 6, 7]),
+        ((2 * 5 + 3) * 8 + 7) * 64 + 6 * 8 + 5
+    );
     let layout = BatchLayout::packed(8, 5, &[shape(9, [2, 2, 2], 1)], &[(2, [1, 2, 3])]).unwrap();
     assert_eq!(layout.nbins(), 3);
-    assert_eq!(layout.cell_index(0, 3, [4 - 1, 4 - 2, 4 - 3]), Some(data_index(8, 5, 2, 3, [4, 4, 4])));
+    assert_eq!(
+        layout.cell_index(0, 3, [4 - 1, 4 - 2, 4 - 3]),
+        Some(data_index(8, 5, 2, 3, [4, 4, 4]))
+    );
     assert_eq!(layout.cell_index(0, 5, [0, 0, 0]), None);
     assert_eq!(layout.cell_index(0, 0, [4, 0, 0]), None);
     assert_eq!(layout.data_len(), 3 * 5 * 512);
@@ -22,7 +28,9 @@ fn data_index_follows_the_documented_formula() {
 
 #[test]
 fn descriptors_are_plain_80_byte_records() {
-    let layout = BatchLayout::one_per_slot(64, 5, &[shape(1, [8, 8, 8], 3), shape(2, [4, 5, 6], 3)]).unwrap();
+    let layout =
+        BatchLayout::one_per_slot(64, 5, &[shape(1, [8, 8, 8], 3), shape(2, [4, 5, 6], 3)])
+            .unwrap();
     let bytes: &[u8] = bytemuck::cast_slice(layout.patches());
     assert_eq!(bytes.len(), 160);
     let back: &[PatchDesc] = bytemuck::cast_slice(bytes);
@@ -36,11 +44,25 @@ fn descriptors_are_plain_80_byte_records() {
 #[test]
 fn packed_layout_from_quilt_pack_is_valid() {
     let shapes: Vec<PatchShape> = (0..30)
-        .map(|i| shape(100 + i, [10 + (i as u32 * 7) % 40, 10 + (i as u32 * 13) % 40, 10 + (i as u32 * 5) % 40], 3))
+        .map(|i| {
+            shape(
+                100 + i,
+                [
+                    10 + (i as u32 * 7) % 40,
+                    10 + (i as u32 * 13) % 40,
+                    10 + (i as u32 * 5) % 40,
+                ],
+                3,
+            )
+        })
         .collect();
     let items: Vec<[u32; 3]> = shapes.iter().map(|s| s.extent).collect();
     let packing = quilt_pack::pack(&items, [64; 3], &quilt_pack::PackOptions::default()).unwrap();
-    let placements: Vec<(u32, [u32; 3])> = packing.placements.iter().map(|p| (p.bin as u32, p.offset)).collect();
+    let placements: Vec<(u32, [u32; 3])> = packing
+        .placements
+        .iter()
+        .map(|p| (p.bin as u32, p.offset))
+        .collect();
     let layout = BatchLayout::packed(64, 5, &shapes, &placements).unwrap();
     assert_eq!(layout.nbins() as usize, packing.bins_used);
     assert!(layout.fill_ratio() > 0.3 && layout.fill_ratio() <= 1.0);
@@ -68,28 +90,62 @@ fn inconsistent_descriptors_are_rejected_with_the_patch_named() {
     // Touching boxes are fine.
     BatchLayout::packed(16, 5, &[a, b], &[(0, [0, 0, 0]), (0, [8, 0, 0])]).unwrap();
     let e = BatchLayout::packed(16, 5, &[a], &[(0, [9, 0, 0])]).unwrap_err();
-    assert!(matches!(e, LayoutError::OutsideBin { patch: 11, .. }), "{e}");
+    assert!(
+        matches!(e, LayoutError::OutsideBin { patch: 11, .. }),
+        "{e}"
+    );
     let e = BatchLayout::packed(16, 5, &[a, a], &[(0, [0, 0, 0]), (1, [0, 0, 0])]).unwrap_err();
     assert_eq!(e, LayoutError::DuplicateId(11));
-    let thin = PatchShape { extent: [4, 9, 9], ..a };
+    let thin = PatchShape {
+        extent: [4, 9, 9],
+        ..a
+    };
     let e = BatchLayout::packed(16, 5, &[thin], &[(0, [0, 0, 0])]).unwrap_err();
-    assert!(matches!(e, LayoutError::NoInterior { patch: 11, .. }), "{e}");
-    let bad_dx = PatchShape { dx: [0.1, f64::NAN, 0.1], ..a };
+    assert!(
+        matches!(e, LayoutError::NoInterior { patch: 11, .. }),
+        "{e}"
+    );
+    let bad_dx = PatchShape {
+        dx: [0.1, f64::NAN, 0.1],
+        ..a
+    };
     let e = BatchLayout::packed(16, 5, &[bad_dx], &[(0, [0, 0, 0])]).unwrap_err();
     assert!(matches!(e, LayoutError::Spacing { patch: 11, .. }), "{e}");
     let e = BatchLayout::packed(16, 5, &[a, b], &[(0, [0, 0, 0])]).unwrap_err();
     assert!(matches!(e, LayoutError::PlacementCount { .. }), "{e}");
-    assert_eq!(BatchLayout::packed(0, 5, &[a], &[(0, [0; 3])]).unwrap_err(), LayoutError::BinEdge(0));
-    assert_eq!(BatchLayout::packed(16, 0, &[a], &[(0, [0; 3])]).unwrap_err(), LayoutError::NoComponents);
+    assert_eq!(
+        BatchLayout::packed(0, 5, &[a], &[(0, [0; 3])]).unwrap_err(),
+        LayoutError::BinEdge(0)
+    );
+    assert_eq!(
+        BatchLayout::packed(16, 0, &[a], &[(0, [0; 3])]).unwrap_err(),
+        LayoutError::NoComponents
+    );
     // from_descs checks bins and flux offsets too.
     let good = BatchLayout::one_per_slot(16, 5, &[a, b]).unwrap();
     let mut descs = good.patches().to_vec();
     descs[1].flux_offset += 1;
     let e = BatchLayout::from_descs(16, 5, 2, descs).unwrap_err();
-    assert!(matches!(e, LayoutError::FluxOffset { patch: 12, .. }), "{e}");
+    assert!(
+        matches!(e, LayoutError::FluxOffset { patch: 12, .. }),
+        "{e}"
+    );
     let e = BatchLayout::from_descs(16, 5, 1, good.patches().to_vec()).unwrap_err();
-    assert!(matches!(e, LayoutError::BinIndex { patch: 12, bin: 1, nbins: 1 }), "{e}");
-    assert_eq!(BatchLayout::from_descs(16, 5, 2, good.patches().to_vec()).unwrap(), good);
+    assert!(
+        matches!(
+            e,
+            LayoutError::BinIndex {
+                patch: 12,
+                bin: 1,
+                nbins: 1
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        BatchLayout::from_descs(16, 5, 2, good.patches().to_vec()).unwrap(),
+        good
+    );
 }
 
 #[test]
@@ -97,8 +153,8 @@ fn patches_round_trip_through_the_batch() {
     let shapes = [shape(1, [3, 4, 5], 2), shape(2, [6, 2, 3], 2)];
     let layout = BatchLayout::packed(32, 5, &shapes, &[(0, [0, 0, 0]), (0, [7, 1, 2])]).unwrap();
     let mut batch = Batch::<f64>::new(layout);
-    for p in 0..2 {
-        let e = shapes[p].extent;
+    for (p, shape) in shapes.iter().enumerate() {
+        let e = shape.extent;
         let n = 5 * (e[0] * e[1] * e[2]) as usize;
         let src: Vec<f64> = (0..n).map(|i| (p * 1000 + i) as f64).collect();
         batch.load_patch(p, &src).unwrap();

@@ -23,16 +23,36 @@ fn sod(scheme: Scheme) {
         e64[2],
         sx.steps
     );
-    assert!(e64[0] <= 0.006, "{}: f64 L1 density error {}", scheme.name(), e64[0]);
-    assert!(e32[0] <= 0.006, "{}: f32 L1 density error {}", scheme.name(), e32[0]);
-    assert_eq!(sx.floors.total(), 0, "{}: floors used on Sod", scheme.name());
+    assert!(
+        e64[0] <= 0.006,
+        "{}: f64 L1 density error {}",
+        scheme.name(),
+        e64[0]
+    );
+    assert!(
+        e32[0] <= 0.006,
+        "{}: f32 L1 density error {}",
+        scheme.name(),
+        e32[0]
+    );
+    assert_eq!(
+        sx.floors.total(),
+        0,
+        "{}: floors used on Sod",
+        scheme.name()
+    );
     // The y and z runs put the tube into differently shaped patches (the
     // packing differs) and sweep it in another position of the sweep order.
     for axis in [1, 2] {
         let (y, _) = run_tube::<f64>(scheme, &tube, axis, 400, cfl, Arrangement::Packed, 1, 1);
         for (i, (a, b)) in x.iter().zip(&y).enumerate() {
             for v in 1..4 {
-                assert_eq!(a[v].to_bits(), b[v].to_bits(), "{}: axis {axis}, cell {i}, var {v}", scheme.name());
+                assert_eq!(
+                    a[v].to_bits(),
+                    b[v].to_bits(),
+                    "{}: axis {axis}, cell {i}, var {v}",
+                    scheme.name()
+                );
             }
         }
     }

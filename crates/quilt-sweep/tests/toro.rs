@@ -23,7 +23,16 @@ fn toro_tests_stay_physical_and_accurate() {
                 t_end: *t_end,
                 gamma: 1.4,
             };
-            let (prof, sum) = run_tube::<f64>(scheme, &tube, 0, 100, cfl_of(scheme), Arrangement::Packed, 1, 1);
+            let (prof, sum) = run_tube::<f64>(
+                scheme,
+                &tube,
+                0,
+                100,
+                cfl_of(scheme),
+                Arrangement::Packed,
+                1,
+                1,
+            );
             let e = l1_errors(&prof, &tube);
             let min_rho = prof.iter().map(|r| r[1]).fold(f64::INFINITY, f64::min);
             let min_p = prof.iter().map(|r| r[3]).fold(f64::INFINITY, f64::min);
@@ -36,8 +45,17 @@ fn toro_tests_stay_physical_and_accurate() {
                 sum.steps,
                 sum.floors.total()
             );
-            assert!(min_rho > 0.0 && min_p > 0.0, "{} test {name}", scheme.name());
-            assert!(e[0] <= BOUNDS[t], "{} test {name}: L1 rho {}", scheme.name(), e[0]);
+            assert!(
+                min_rho > 0.0 && min_p > 0.0,
+                "{} test {name}",
+                scheme.name()
+            );
+            assert!(
+                e[0] <= BOUNDS[t],
+                "{} test {name}: L1 rho {}",
+                scheme.name(),
+                e[0]
+            );
             // Only RTVD's first-order half step of the 123 problem (two
             // strong rarefactions leaving near-vacuum) needs the floors.
             let floors_expected = scheme.name() == "rtvd" && t == 1;

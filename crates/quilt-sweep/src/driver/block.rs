@@ -67,7 +67,13 @@ impl<T: Real> Block<T> {
     /// Copies cells `lo .. hi` of a column scratch into lane `lane`;
     /// returns whether all of them are finite.
     #[inline(always)]
-    pub(crate) fn from_column(&mut self, lane: usize, lo: usize, hi: usize, src: &ColumnBuf<T>) -> bool {
+    pub(crate) fn put_column(
+        &mut self,
+        lane: usize,
+        lo: usize,
+        hi: usize,
+        src: &ColumnBuf<T>,
+    ) -> bool {
         let mut finite = true;
         for v in 0..5 {
             let base = self.at(v, 0) + lane;
@@ -88,7 +94,14 @@ impl<T: Real> Block<T> {
 
     /// Stores cells `lo .. hi` of `lanes` columns starting at `col` into `dst`.
     #[inline(always)]
-    pub(crate) fn store(&self, dst: &Shared<'_, T>, col: &Column, lanes: usize, lo: usize, hi: usize) {
+    pub(crate) fn store(
+        &self,
+        dst: &Shared<'_, T>,
+        col: &Column,
+        lanes: usize,
+        lo: usize,
+        hi: usize,
+    ) {
         for v in 0..5 {
             for i in lo..hi {
                 let at = self.at(v, i);

@@ -42,6 +42,8 @@ const NON_FINITE: [&str; 5] = [
     "energy is not finite",
 ];
 
+// The cell index addresses five component rows and the error position.
+#[allow(clippy::needless_range_loop)]
 fn scan_patch<T: Real>(batch: &Batch<T>, gas: &Gas, d: &PatchDesc) -> Result<Rate, SweepError> {
     let l = batch.layout();
     let (b, nc) = (l.bin_edge() as usize, l.ncomp() as usize);
@@ -74,7 +76,7 @@ fn scan_patch<T: Real>(batch: &Batch<T>, gas: &Gas, d: &PatchDesc) -> Result<Rat
                 let inv = 1.0 / u[0];
                 let vel = [u[1] * inv, u[2] * inv, u[3] * inv];
                 let p = gm1 * (u[4] - 0.5 * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]));
-                if !(p > 0.0) {
+                if p.is_nan() || p <= 0.0 {
                     return Err(bad(d, c, "pressure is not positive", p));
                 }
                 if interior_row && (g..e[0] - g).contains(&i) {

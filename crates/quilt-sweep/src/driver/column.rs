@@ -57,7 +57,9 @@ impl Column {
         let inside = |t: u32, x: usize| t >= gh && t < gh + n[x];
         let faces = (inside(ta, a) && inside(g.tb, b)).then(|| {
             let within = ((g.tb - gh) * n[a] + (ta - gh)) as u64;
-            [0, 1].map(|side| (d.flux_offset + face_offset(d, layout.ncomp(), axis, side) + within) as usize)
+            [0, 1].map(|side| {
+                (d.flux_offset + face_offset(d, layout.ncomp(), axis, side) + within) as usize
+            })
         });
         Self {
             patch: g.patch as usize,
@@ -99,7 +101,13 @@ impl Column {
     /// Stores cells `lo .. hi` of `src` into the column (contiguous along x);
     /// returns `false` without storing if any value is not finite.
     #[inline(always)]
-    pub(crate) fn store_x<T: Real>(&self, dst: &Shared<'_, T>, lo: usize, hi: usize, src: &ColumnBuf<T>) -> bool {
+    pub(crate) fn store_x<T: Real>(
+        &self,
+        dst: &Shared<'_, T>,
+        lo: usize,
+        hi: usize,
+        src: &ColumnBuf<T>,
+    ) -> bool {
         debug_assert_eq!(self.stride, 1);
         let mut finite = true;
         for v in 0..5 {
@@ -146,7 +154,13 @@ impl Column {
     /// Records `weight * flux` (or adds it, if `add`) at the two interior
     /// faces of the column, if it has them.
     #[inline(always)]
-    pub(crate) fn record<T: Real>(&self, flux_buf: &Shared<'_, T>, flux: &ColumnBuf<T>, weight: T, add: bool) {
+    pub(crate) fn record<T: Real>(
+        &self,
+        flux_buf: &Shared<'_, T>,
+        flux: &ColumnBuf<T>,
+        weight: T,
+        add: bool,
+    ) {
         let Some(faces) = self.faces else { return };
         let n = self.len - 2 * (self.face_lo + 1);
         for (side, f) in [(0, self.face_lo), (1, self.face_lo + n)] {
@@ -166,12 +180,15 @@ impl Column {
 
 /// The first (in a thread-independent order) error found by any worker.
 #[derive(Default)]
-pub(crate) struct ErrorSlot(Mutex<Option<((usize, usize, usize), SweepError)>>);
+pub(crate) struct ErrorSlot(Mutex<Option<(ErrorKey, SweepError)>>);
+
+/// `(patch, column group, cell)`: orders errors independently of threads.
+pub(crate) type ErrorKey = (usize, usize, usize);
 
 impl ErrorSlot {
     /// Keeps `err` if its key `(patch, column group, cell)` is the smallest
     /// offered so far.
-    pub(crate) fn offer(&self, key: (usize, usize, usize), err: SweepError) {
+    pub(crate) fn offer(&self, key: ErrorKey, err: SweepError) {
         let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if slot.as_ref().is_none_or(|(k, _)| key < *k) {
             *slot = Some((key, err));

@@ -232,7 +232,9 @@ impl Solver {
         let rates = check::scan(batch, &self.gas)?;
         let patches = batch.layout().patches();
         let cfl_dt = match mode {
-            Dt::Cfl { cfl, max } => (cfl / rates.iter().map(|r| r.rate).fold(0.0, f64::max)).min(max),
+            Dt::Cfl { cfl, max } => {
+                (cfl / rates.iter().map(|r| r.rate).fold(0.0, f64::max)).min(max)
+            }
             _ => 0.0,
         };
         ws.dt.clear();
@@ -241,14 +243,16 @@ impl Solver {
             let dt = match mode {
                 Dt::Fixed(dt) => dt,
                 Dt::Cfl { .. } => cfl_dt,
-                Dt::Levels(table) => table
-                    .get(d.level as usize)
-                    .copied()
-                    .ok_or(SweepError::MissingLevel {
-                        patch: d.id,
-                        level: d.level,
-                        levels: table.len(),
-                    })?,
+                Dt::Levels(table) => {
+                    table
+                        .get(d.level as usize)
+                        .copied()
+                        .ok_or(SweepError::MissingLevel {
+                            patch: d.id,
+                            level: d.level,
+                            levels: table.len(),
+                        })?
+                }
             };
             if !(dt.is_finite() && dt > 0.0) {
                 return Err(SweepError::TimeStep(dt));
@@ -284,7 +288,9 @@ impl Solver {
         let floors = match self.scheme {
             Scheme::Rtvd { limiter } => split::step(&split::Rtvd { k, limiter }, batch, order, ws)?,
             Scheme::Waf { limiter } => split::step(&split::Waf { k, limiter }, batch, order, ws)?,
-            Scheme::Tvd { slope, flux } => unsplit::step(&unsplit::Tvd { k, slope, flux }, batch, order, ws)?,
+            Scheme::Tvd { slope, flux } => {
+                unsplit::step(&unsplit::Tvd { k, slope, flux }, batch, order, ws)?
+            }
         };
         if floors.total() > 0 {
             log::warn!(
@@ -295,7 +301,11 @@ impl Solver {
                 floors.pressure
             );
         }
-        log::trace!("{} step: {} cells, Courant {courant:.3}", self.scheme.name(), cells);
+        log::trace!(
+            "{} step: {} cells, Courant {courant:.3}",
+            self.scheme.name(),
+            cells
+        );
         Ok(StepReport {
             floors,
             courant,

@@ -77,7 +77,11 @@ impl<T: Real> SplitKernel<T> for Waf<T> {
     }
 }
 
-pub(crate) const AFTER_SWEEP: [&str; 3] = ["after the x sweep", "after the y sweep", "after the z sweep"];
+pub(crate) const AFTER_SWEEP: [&str; 3] = [
+    "after the x sweep",
+    "after the y sweep",
+    "after the z sweep",
+];
 
 /// One step of a split scheme.
 pub(crate) fn step<T: Real, K: SplitKernel<T>>(
@@ -132,12 +136,14 @@ pub(crate) fn step<T: Real, K: SplitKernel<T>>(
                         kernel.run(dtdx[col.patch][axis], col.len, scratch, &mut floors);
                         let out = K::output(scratch);
                         let finite = if !along_x {
-                            block.from_column(lane, lo, hi, out)
+                            block.put_column(lane, lo, hi, out)
                         } else {
                             col.store_x(&data, lo, hi, out)
                         };
                         if !finite {
-                            if let Some((i, err)) = col.first_bad(layout, axis, out, lo, hi, AFTER_SWEEP[axis]) {
+                            if let Some((i, err)) =
+                                col.first_bad(layout, axis, out, lo, hi, AFTER_SWEEP[axis])
+                            {
                                 errors.offer((col.patch, gi, i), err);
                             }
                             return;

@@ -42,10 +42,14 @@ pub(crate) fn step<T: Real>(
     let flux = Shared::new(flux);
     let stage_buf = Shared::new(&mut ws.stage);
     let acc = Shared::new(&mut ws.acc);
-    for stage in 0..2 {
+    for (stage, after_stage) in AFTER_STAGE.iter().enumerate() {
         // Stage 1 reads U^n and produces U* on the interior plus r ghost
         // layers; stage 2 reads U* and produces U^{n+1} on the interior.
-        let (read_halo, t_halo, src) = if stage == 0 { (2 * r, r, data) } else { (r, 0, stage_buf) };
+        let (read_halo, t_halo, src) = if stage == 0 {
+            (2 * r, r, data)
+        } else {
+            (r, 0, stage_buf)
+        };
         for (s, &axis) in axes.iter().enumerate() {
             let pass = Pass {
                 axis,
@@ -69,8 +73,15 @@ pub(crate) fn step<T: Real>(
                         for lane in 0..lanes {
                             let col = Column::new(layout, &pass, g, ta + lane as u32);
                             block.to_column(lane, col.len, &mut scr.u);
-                            tvd::tvd_column(&scheme.k, scheme.slope, scheme.flux, dtdx[col.patch][axis], col.len, scr);
-                            block.from_column(lane, lo, hi, &scr.du);
+                            tvd::tvd_column(
+                                &scheme.k,
+                                scheme.slope,
+                                scheme.flux,
+                                dtdx[col.patch][axis],
+                                col.len,
+                                scr,
+                            );
+                            block.put_column(lane, lo, hi, &scr.du);
                             col.record(&flux, &scr.flux, T::lit(0.5 * dt[col.patch]), stage == 1);
                         }
                         // Combine the differences of the lanes with the
@@ -85,7 +96,9 @@ pub(crate) fn step<T: Real>(
                                 let load = |b: &Shared<'_, T>| idx.map(|j| unsafe { b.get(j) });
                                 let (w, dst) = match s {
                                     0 => {
-                                        idx.iter().zip(du).for_each(|(&j, x)| unsafe { acc.set(j, x) });
+                                        idx.iter()
+                                            .zip(du)
+                                            .for_each(|(&j, x)| unsafe { acc.set(j, x) });
                                         continue;
                                     }
                                     1 => {
@@ -96,7 +109,13 @@ pub(crate) fn step<T: Real>(
                                         continue;
                                     }
                                     _ if stage == 0 => (
-                                        tvd::stage_one(&scheme.k, &load(&data), &load(&acc), &du, &mut floors),
+                                        tvd::stage_one(
+                                            &scheme.k,
+                                            &load(&data),
+                                            &load(&acc),
+                                            &du,
+                                            &mut floors,
+                                        ),
                                         &stage_buf,
                                     ),
                                     _ => (
@@ -118,12 +137,14 @@ pub(crate) fn step<T: Real>(
                                         cell: col.rel(layout, axis, i),
                                         what: NONFINITE[c],
                                         value,
-                                        stage: AFTER_STAGE[stage],
+                                        stage: after_stage,
                                     };
                                     errors.offer((col.patch, gi, i), err);
                                     return;
                                 }
-                                idx.iter().zip(w).for_each(|(&j, x)| unsafe { dst.set(j, x) });
+                                idx.iter()
+                                    .zip(w)
+                                    .for_each(|(&j, x)| unsafe { dst.set(j, x) });
                             }
                         }
                         ta += lanes as u32;

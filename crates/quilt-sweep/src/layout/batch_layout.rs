@@ -16,7 +16,13 @@ pub const DEFAULT_BIN_EDGE: u32 = 64;
 /// Pure index arithmetic, identical in the CUDA kernels (where it is computed
 /// in 64 bits).
 #[inline(always)]
-pub const fn data_index(bin_edge: usize, ncomp: usize, bin: usize, comp: usize, cell: [usize; 3]) -> usize {
+pub const fn data_index(
+    bin_edge: usize,
+    ncomp: usize,
+    bin: usize,
+    comp: usize,
+    cell: [usize; 3],
+) -> usize {
     ((bin * ncomp + comp) * bin_edge + cell[2]) * bin_edge * bin_edge + cell[1] * bin_edge + cell[0]
 }
 
@@ -65,7 +71,11 @@ impl BatchLayout {
 
     /// The unpacked layout of the paper's default scheme: patch `i` alone in
     /// bin `i` at offset 0.
-    pub fn one_per_slot(bin_edge: u32, ncomp: u32, shapes: &[PatchShape]) -> Result<Self, LayoutError> {
+    pub fn one_per_slot(
+        bin_edge: u32,
+        ncomp: u32,
+        shapes: &[PatchShape],
+    ) -> Result<Self, LayoutError> {
         let placements: Vec<(u32, [u32; 3])> = (0..shapes.len())
             .map(|i| u32::try_from(i).map(|b| (b, [0; 3])))
             .collect::<Result<_, _>>()
@@ -79,7 +89,12 @@ impl BatchLayout {
 
     /// Layout from complete descriptors (for example read back from a GPU
     /// launch record); validates everything, including the flux offsets.
-    pub fn from_descs(bin_edge: u32, ncomp: u32, nbins: u32, descs: Vec<PatchDesc>) -> Result<Self, LayoutError> {
+    pub fn from_descs(
+        bin_edge: u32,
+        ncomp: u32,
+        nbins: u32,
+        descs: Vec<PatchDesc>,
+    ) -> Result<Self, LayoutError> {
         let layout = Self::with_flux_offsets(bin_edge, ncomp, nbins, descs.clone())?;
         for (given, expected) in descs.iter().zip(&layout.patches) {
             if given.flux_offset != expected.flux_offset {
@@ -240,7 +255,10 @@ fn check_desc(d: &PatchDesc, bin_edge: u32, nbins: u32) -> Result<(), LayoutErro
         });
     }
     if d.dx.iter().any(|&h| !(h.is_finite() && h > 0.0)) {
-        return Err(LayoutError::Spacing { patch: d.id, dx: d.dx });
+        return Err(LayoutError::Spacing {
+            patch: d.id,
+            dx: d.dx,
+        });
     }
     Ok(())
 }
@@ -265,7 +283,8 @@ fn check_overlaps(descs: &[PatchDesc]) -> Result<(), LayoutError> {
                     break;
                 }
                 let overlaps = (0..3).all(|ax| {
-                    a.offset[ax] < b.offset[ax] + b.extent[ax] && b.offset[ax] < a.offset[ax] + a.extent[ax]
+                    a.offset[ax] < b.offset[ax] + b.extent[ax]
+                        && b.offset[ax] < a.offset[ax] + a.extent[ax]
                 });
                 if overlaps {
                     let (x, y) = if i < j { (a, b) } else { (b, a) };

@@ -46,8 +46,7 @@ impl PatchDesc {
     /// inconsistent descriptors, which [`BatchLayout`](crate::BatchLayout)
     /// rejects.
     pub fn interior(&self) -> [u32; 3] {
-        self.extent
-            .map(|e| e.saturating_sub(2 * self.ghost))
+        self.extent.map(|e| e.saturating_sub(2 * self.ghost))
     }
 
     /// Number of interior cells.

@@ -61,7 +61,8 @@ pub fn flux_index(
     if t_a >= n[a] || t_b >= n[b] {
         return None;
     }
-    let within = (u64::from(comp) * u64::from(n[b]) + u64::from(t_b)) * u64::from(n[a]) + u64::from(t_a);
+    let within =
+        (u64::from(comp) * u64::from(n[b]) + u64::from(t_b)) * u64::from(n[a]) + u64::from(t_a);
     usize::try_from(desc.flux_offset + face_offset(desc, ncomp, axis, side) + within).ok()
 }
 

@@ -18,5 +18,5 @@ mod flux;
 
 pub use batch_layout::{BatchLayout, DEFAULT_BIN_EDGE, data_index};
 pub use desc::{PatchDesc, PatchShape};
-pub use flux::{face_offset, flux_index, flux_len};
 pub(crate) use flux::transverse_axes;
+pub use flux::{face_offset, flux_index, flux_len};

@@ -42,11 +42,5 @@ pub fn signal_speed<T: Real>(k: &GasConsts<T>, u: &[T; 5]) -> (T, T, T) {
 /// normal velocity `vn` and pressure `p`.
 #[inline(always)]
 pub fn euler_flux<T: Real>(u: &[T; 5], vn: T, p: T) -> [T; 5] {
-    [
-        u[1],
-        u[1] * vn + p,
-        u[2] * vn,
-        u[3] * vn,
-        (u[4] + p) * vn,
-    ]
+    [u[1], u[1] * vn + p, u[2] * vn, u[3] * vn, (u[4] + p) * vn]
 }

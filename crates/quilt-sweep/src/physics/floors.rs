@@ -50,7 +50,11 @@ pub fn floor_state<T: Real>(k: &GasConsts<T>, w: [T; 5]) -> ([T; 5], bool, bool)
     let ke = T::lit(0.5) * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3])) * inv;
     let p = k.gm1 * (w[4] - ke);
     let low_p = p < k.p_floor;
-    let e = if low_p { ke + k.p_floor * k.inv_gm1 } else { w[4] };
+    let e = if low_p {
+        ke + k.p_floor * k.inv_gm1
+    } else {
+        w[4]
+    };
     ([rho, w[1], w[2], w[3], e], low_rho, low_p)
 }
 

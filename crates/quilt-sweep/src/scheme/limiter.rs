@@ -64,7 +64,9 @@ impl SlopeLimiter {
             }
             Self::Mc => {
                 let two = T::lit(2.0);
-                let m = (two * a.abs()).min(two * b.abs()).min(T::lit(0.5) * (a + b).abs());
+                let m = (two * a.abs())
+                    .min(two * b.abs())
+                    .min(T::lit(0.5) * (a + b).abs());
                 if a > T::zero() { m } else { -m }
             }
         }

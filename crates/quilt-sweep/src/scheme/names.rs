@@ -71,7 +71,11 @@ impl FromStr for WafLimiter {
             "vanleer" | "van-leer" => Ok(Self::VanLeer),
             "vanalbada" | "van-albada" => Ok(Self::VanAlbada),
             "minbee" => Ok(Self::Minbee),
-            _ => Err(unknown("WAF limiter", s, "superbee, vanleer, vanalbada, minbee")),
+            _ => Err(unknown(
+                "WAF limiter",
+                s,
+                "superbee, vanleer, vanalbada, minbee",
+            )),
         }
     }
 }

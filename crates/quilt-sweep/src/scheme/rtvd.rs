@@ -20,8 +20,8 @@
 //! selects instead of branches, so that it vectorises on the CPU; a CUDA
 //! port assigns one thread per cell of the column instead.
 
-use super::{ColumnBuf, RtvdLimiter};
 use super::update::update;
+use super::{ColumnBuf, RtvdLimiter};
 use crate::physics::{FloorCounts, GasConsts};
 use crate::real::Real;
 
@@ -60,7 +60,14 @@ impl<T: Real> RtvdScratch<T> {
 
 /// Right- and left-moving split fluxes of the cells `lo .. n` of `u`.
 #[inline(always)]
-fn split_fluxes<T: Real>(k: &GasConsts<T>, u: [&[T]; 5], fr: [&mut [T]; 5], fl: [&mut [T]; 5], lo: usize, n: usize) {
+fn split_fluxes<T: Real>(
+    k: &GasConsts<T>,
+    u: [&[T]; 5],
+    fr: [&mut [T]; 5],
+    fl: [&mut [T]; 5],
+    lo: usize,
+    n: usize,
+) {
     let [u0, u1, u2, u3, u4] = u.map(|x| &x[..n]);
     let [r0, r1, r2, r3, r4] = fr.map(|x| &mut x[..n]);
     let [l0, l1, l2, l3, l4] = fl.map(|x| &mut x[..n]);
@@ -109,7 +116,10 @@ pub fn rtvd_column<T: Real>(
     s: &mut RtvdScratch<T>,
     floors: &mut FloorCounts,
 ) {
-    assert!(len > 2 * REACH && len <= s.u.capacity(), "RTVD column of {len} cells");
+    assert!(
+        len > 2 * REACH && len <= s.u.capacity(),
+        "RTVD column of {len} cells"
+    );
     let n = len;
     let half = T::lit(0.5);
 
@@ -120,17 +130,36 @@ pub fn rtvd_column<T: Real>(
         let fl = s.fl.slices().map(|x| &x[..n]);
         // Face f (between f and f+1): F_R,f - F_L,f+1.
         let face = |v: usize, f: usize| fr[v][f] - fl[v][f + 1];
-        *floors += update(k, half * dtdx, s.u.slices(), s.next.slices_mut(), 1, n - 1, face);
+        *floors += update(
+            k,
+            half * dtdx,
+            s.u.slices(),
+            s.next.slices_mut(),
+            1,
+            n - 1,
+            face,
+        );
     }
 
     // 2. Second-order fluxes of the half-step state, faces 2 ..= n-4.
-    split_fluxes(k, s.next.slices(), s.fr.slices_mut(), s.fl.slices_mut(), 1, n - 1);
+    split_fluxes(
+        k,
+        s.next.slices(),
+        s.fr.slices_mut(),
+        s.fl.slices_mut(),
+        1,
+        n - 1,
+    );
     for ((fr, fl), out) in s.fr.0.iter().zip(&s.fl.0).zip(&mut s.flux.0) {
         // The limiter is chosen outside the loop so that each loop body is
         // branch-free and vectorises.
         match limiter {
-            RtvdLimiter::VanLeer => limited_fluxes(|a, b| RtvdLimiter::VanLeer.limit(a, b), fr, fl, out, n),
-            RtvdLimiter::Minmod => limited_fluxes(|a, b| RtvdLimiter::Minmod.limit(a, b), fr, fl, out, n),
+            RtvdLimiter::VanLeer => {
+                limited_fluxes(|a, b| RtvdLimiter::VanLeer.limit(a, b), fr, fl, out, n)
+            }
+            RtvdLimiter::Minmod => {
+                limited_fluxes(|a, b| RtvdLimiter::Minmod.limit(a, b), fr, fl, out, n)
+            }
         }
     }
 
@@ -138,5 +167,13 @@ pub fn rtvd_column<T: Real>(
     //    state is no longer needed once its fluxes are formed).
     let flux = s.flux.slices().map(|x| &x[..n]);
     let face = |v: usize, f: usize| flux[v][f];
-    *floors += update(k, dtdx, s.u.slices(), s.next.slices_mut(), REACH, n - REACH, face);
+    *floors += update(
+        k,
+        dtdx,
+        s.u.slices(),
+        s.next.slices_mut(),
+        REACH,
+        n - REACH,
+        face,
+    );
 }

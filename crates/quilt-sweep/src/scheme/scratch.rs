@@ -16,7 +16,13 @@ impl<T: Real> ColumnBuf<T> {
     /// The state of cell `i` as `[c0, .., c4]`.
     #[inline(always)]
     pub fn cell(&self, i: usize) -> [T; 5] {
-        [self.0[0][i], self.0[1][i], self.0[2][i], self.0[3][i], self.0[4][i]]
+        [
+            self.0[0][i],
+            self.0[1][i],
+            self.0[2][i],
+            self.0[3][i],
+            self.0[4][i],
+        ]
     }
 
     /// Stores the state of cell `i`.

@@ -57,7 +57,13 @@ impl<T: Real> TvdScratch<T> {
 fn conserved<T: Real>(k: &GasConsts<T>, w: &[T; 5]) -> ([T; 5], T) {
     let rho = w[0];
     let ke = T::lit(0.5) * rho * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3]));
-    let u = [rho, rho * w[1], rho * w[2], rho * w[3], w[4] * k.inv_gm1 + ke];
+    let u = [
+        rho,
+        rho * w[1],
+        rho * w[2],
+        rho * w[3],
+        w[4] * k.inv_gm1 + ke,
+    ];
     let cs = (k.gamma * w[4] / rho).sqrt();
     (u, cs)
 }
@@ -142,7 +148,13 @@ pub fn tvd_column<T: Real>(
 /// First-stage state `U* = U^n + (acc + du)` with floors, where `acc` holds
 /// the differences of the axes swept before the last one.
 #[inline(always)]
-pub fn stage_one<T: Real>(k: &GasConsts<T>, un: &[T; 5], acc: &[T; 5], du: &[T; 5], floors: &mut FloorCounts) -> [T; 5] {
+pub fn stage_one<T: Real>(
+    k: &GasConsts<T>,
+    un: &[T; 5],
+    acc: &[T; 5],
+    du: &[T; 5],
+    floors: &mut FloorCounts,
+) -> [T; 5] {
     let mut w = [T::zero(); 5];
     for v in 0..5 {
         w[v] = un[v] + (acc[v] + du[v]);

@@ -40,4 +40,3 @@ pub(crate) fn update<T: Real>(
         pressure: u64::from(np),
     }
 }
-

@@ -121,7 +121,10 @@ pub fn waf_column<T: Real>(
     s: &mut WafScratch<T>,
     floors: &mut FloorCounts,
 ) {
-    assert!(len > 2 * REACH && len <= s.u.capacity(), "WAF column of {len} cells");
+    assert!(
+        len > 2 * REACH && len <= s.u.capacity(),
+        "WAF column of {len} cells"
+    );
     let n = len;
     let half = T::lit(0.5);
 
@@ -129,12 +132,21 @@ pub fn waf_column<T: Real>(
     {
         let u = s.u.slices().map(|x| &x[..n]);
         let fs = s.fsum.slices_mut().map(|x| &mut x[..n]);
-        let [d1, d2, d3] = s.dflux.each_mut().map(|b| b.slices_mut().map(|x| &mut x[..n]));
+        let [d1, d2, d3] = s
+            .dflux
+            .each_mut()
+            .map(|b| b.slices_mut().map(|x| &mut x[..n]));
         let [c1, c2, c3] = s.courant.each_mut().map(|x| &mut x[..n]);
         let [r1, r2, r3] = s.drho.each_mut().map(|x| &mut x[..n]);
         for f in 0..n - 1 {
             let ul = [u[0][f], u[1][f], u[2][f], u[3][f], u[4][f]];
-            let ur = [u[0][f + 1], u[1][f + 1], u[2][f + 1], u[3][f + 1], u[4][f + 1]];
+            let ur = [
+                u[0][f + 1],
+                u[1][f + 1],
+                u[2][f + 1],
+                u[3][f + 1],
+                u[4][f + 1],
+            ];
             let (il, vl, pl, cl) = primitive(k, &ul);
             let (ir, vr, pr, cr) = primitive(k, &ur);
             let sl = (vl - cl).min(vr - cr);
@@ -142,8 +154,20 @@ pub fn waf_column<T: Real>(
             let ql = ul[0] * (sl - vl);
             let qr = ur[0] * (sr - vr);
             let s_star = (pr - pl + vl * ql - vr * qr) / (ql - qr);
-            let fl = [ul[1], ul[1] * vl + pl, ul[2] * vl, ul[3] * vl, (ul[4] + pl) * vl];
-            let fr = [ur[1], ur[1] * vr + pr, ur[2] * vr, ur[3] * vr, (ur[4] + pr) * vr];
+            let fl = [
+                ul[1],
+                ul[1] * vl + pl,
+                ul[2] * vl,
+                ul[3] * vl,
+                (ul[4] + pl) * vl,
+            ];
+            let fr = [
+                ur[1],
+                ur[1] * vr + pr,
+                ur[2] * vr,
+                ur[3] * vr,
+                (ur[4] + pr) * vr,
+            ];
             let usl = star_state(&ul, il, vl, pl, ql, sl, s_star);
             let usr = star_state(&ur, ir, vr, pr, qr, sr, s_star);
             for v in 0..5 {
@@ -187,5 +211,13 @@ pub fn waf_column<T: Real>(
     // 3. Conservative update of cells 2 .. n-2.
     let flux = s.flux.slices().map(|x| &x[..n]);
     let face = |v: usize, f: usize| flux[v][f];
-    *floors += update(k, dtdx, s.u.slices(), s.next.slices_mut(), REACH, n - REACH, face);
+    *floors += update(
+        k,
+        dtdx,
+        s.u.slices(),
+        s.next.slices_mut(),
+        REACH,
+        n - REACH,
+        face,
+    );
 }

@@ -46,7 +46,9 @@ pub enum GridError {
     #[error("cell size {0:?} must be finite and > 0")]
     Spacing([f64; 3]),
     /// The batch does not belong to this grid.
-    #[error("batch has {found} patches / components, grid needs {tiles} tiles and {NCOMP} components")]
+    #[error(
+        "batch has {found} patches / components, grid needs {tiles} tiles and {NCOMP} components"
+    )]
     Batch {
         /// Tiles of the grid.
         tiles: usize,
@@ -154,11 +156,19 @@ impl<T: Real> UniformGrid<T> {
 
     /// A batch with every tile in its own bin of edge `bin_edge`.
     pub fn one_per_slot_batch(&self, bin_edge: u32) -> Result<Batch<T>, GridError> {
-        Ok(Batch::new(BatchLayout::one_per_slot(bin_edge, NCOMP as u32, &self.shapes())?))
+        Ok(Batch::new(BatchLayout::one_per_slot(
+            bin_edge,
+            NCOMP as u32,
+            &self.shapes(),
+        )?))
     }
 
     /// A batch with tile `i` at `placements[i] = (bin, offset)`.
-    pub fn packed_batch(&self, bin_edge: u32, placements: &[(u32, [u32; 3])]) -> Result<Batch<T>, GridError> {
+    pub fn packed_batch(
+        &self,
+        bin_edge: u32,
+        placements: &[(u32, [u32; 3])],
+    ) -> Result<Batch<T>, GridError> {
         Ok(Batch::new(BatchLayout::packed(
             bin_edge,
             NCOMP as u32,
@@ -205,7 +215,13 @@ impl<T: Real> UniformGrid<T> {
     pub fn totals(&self) -> [f64; NCOMP] {
         let vol = self.dx.iter().product::<f64>();
         let n = self.state.len() / NCOMP;
-        std::array::from_fn(|c| self.state[c * n..(c + 1) * n].iter().map(|v| v.as_f64()).sum::<f64>() * vol)
+        std::array::from_fn(|c| {
+            self.state[c * n..(c + 1) * n]
+                .iter()
+                .map(|v| v.as_f64())
+                .sum::<f64>()
+                * vol
+        })
     }
 
     /// Maps a (possibly ghost) global index along `axis` to a cell and
@@ -261,7 +277,8 @@ impl<T: Real> UniformGrid<T> {
                     for j in 0..d.extent[1] {
                         let (gj, fj) = self.map(1, i64::from(t.lo[1]) + i64::from(j) - g);
                         let src = self.index(c, [0, gj, gk]);
-                        let cell = [d.offset[0], d.offset[1] + j, d.offset[2] + k].map(|v| v as usize);
+                        let cell =
+                            [d.offset[0], d.offset[1] + j, d.offset[2] + k].map(|v| v as usize);
                         let dst = data_index(b, nc, d.bin as usize, c, cell);
                         let row = &mut data[dst..dst + xs.len()];
                         let flip_row = (c == 2 && fj) || (c == 3 && fk);
@@ -287,9 +304,11 @@ impl<T: Real> UniformGrid<T> {
             for c in 0..NCOMP {
                 for k in 0..t.size[2] {
                     for j in 0..t.size[1] {
-                        let cell = [d.offset[0] + g, d.offset[1] + g + j, d.offset[2] + g + k].map(|v| v as usize);
+                        let cell = [d.offset[0] + g, d.offset[1] + g + j, d.offset[2] + g + k]
+                            .map(|v| v as usize);
                         let src = data_index(b, nc, d.bin as usize, c, cell);
-                        let dst = self.index(c, [t.lo[0], t.lo[1] + j, t.lo[2] + k].map(|v| v as usize));
+                        let dst =
+                            self.index(c, [t.lo[0], t.lo[1] + j, t.lo[2] + k].map(|v| v as usize));
                         let n = t.size[0] as usize;
                         self.state[dst..dst + n].copy_from_slice(&data[src..src + n]);
                     }
@@ -320,7 +339,11 @@ impl<T: Real> UniformGrid<T> {
             self.gather(batch)?;
             sum.steps += 1;
             // The step that reaches t_end lands on it exactly.
-            sum.time = if r.dt >= left * (1.0 - 1e-14) { t_end } else { sum.time + r.dt };
+            sum.time = if r.dt >= left * (1.0 - 1e-14) {
+                t_end
+            } else {
+                sum.time + r.dt
+            };
             sum.floors += r.floors;
             sum.cell_updates += r.cells;
         }

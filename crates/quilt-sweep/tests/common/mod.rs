@@ -10,7 +10,8 @@ use quilt_sweep::{Batch, PatchShape, Real, Scheme, Solver, Workspace};
 /// Bin placements of `shapes` from quilt-pack (EP-BFD, default options).
 pub fn pack(shapes: &[PatchShape], bin_edge: u32) -> Vec<(u32, [u32; 3])> {
     let items: Vec<[u32; 3]> = shapes.iter().map(|s| s.extent).collect();
-    let packing = quilt_pack::pack(&items, [bin_edge; 3], &quilt_pack::PackOptions::default()).expect("packing");
+    let packing = quilt_pack::pack(&items, [bin_edge; 3], &quilt_pack::PackOptions::default())
+        .expect("packing");
     packing
         .placements
         .iter()
@@ -94,7 +95,8 @@ pub fn run_tube<T: Real>(
     cells[axis] = n;
     let mut dx = [1.0 / f64::from(n); 3];
     dx[axis] = 1.0 / f64::from(n);
-    let mut cuts: [Vec<u32>; 3] = std::array::from_fn(|_| even_cuts(trans, trans.div_ceil(trans_tiles)));
+    let mut cuts: [Vec<u32>; 3] =
+        std::array::from_fn(|_| even_cuts(trans, trans.div_ceil(trans_tiles)));
     cuts[axis] = tube_cuts(n, g);
     let mut bc = [Boundary::Periodic; 3];
     bc[axis] = Boundary::Outflow;
@@ -104,11 +106,18 @@ pub fn run_tube<T: Real>(
         let s = if x[axis] < x0 { l } else { r };
         let mut vel = [0.0; 3];
         vel[axis] = s.u;
-        Primitive { rho: s.rho, vel, p: s.p }.to_conserved(&gas)
+        Primitive {
+            rho: s.rho,
+            vel,
+            p: s.p,
+        }
+        .to_conserved(&gas)
     });
     let mut batch = batch_for(&grid, how);
     let mut ws = Workspace::new();
-    let sum = grid.run(&solver, &mut batch, &mut ws, tube.t_end, cfl).unwrap();
+    let sum = grid
+        .run(&solver, &mut batch, &mut ws, tube.t_end, cfl)
+        .unwrap();
     let mut out = Vec::with_capacity(n as usize);
     for i in 0..n {
         let mut c = [0u32; 3];
@@ -148,8 +157,14 @@ pub fn cfl_of(s: Scheme) -> f64 {
 /// components vary along every axis) on a grid of `cells` cells of size 1/16.
 pub fn smooth_3d<T: Real>(solver: &Solver, cells: [u32; 3], cuts: [Vec<u32>; 3]) -> UniformGrid<T> {
     let gas = solver.gas();
-    let mut grid =
-        UniformGrid::<T>::new(cells, [1.0 / 16.0; 3], [Boundary::Periodic; 3], solver.ghost_width(), cuts).unwrap();
+    let mut grid = UniformGrid::<T>::new(
+        cells,
+        [1.0 / 16.0; 3],
+        [Boundary::Periodic; 3],
+        solver.ghost_width(),
+        cuts,
+    )
+    .unwrap();
     let l = cells.map(|n| f64::from(n) / 16.0);
     let tau = std::f64::consts::TAU;
     grid.init(|_, x| {
@@ -157,7 +172,11 @@ pub fn smooth_3d<T: Real>(solver: &Solver, cells: [u32; 3], cuts: [Vec<u32>; 3])
         let c = [0, 1, 2].map(|a| (tau * x[a] / l[a]).cos());
         Primitive {
             rho: 1.0 + 0.3 * s[0] * c[1] + 0.2 * s[2],
-            vel: [0.4 + 0.3 * c[1] * s[2], -0.2 + 0.3 * s[0] * c[2], 0.1 + 0.2 * c[0] * s[1]],
+            vel: [
+                0.4 + 0.3 * c[1] * s[2],
+                -0.2 + 0.3 * s[0] * c[2],
+                0.1 + 0.2 * c[0] * s[1],
+            ],
             p: 1.0 + 0.2 * c[0] * s[1] * c[2],
         }
         .to_conserved(&gas)
@@ -167,7 +186,12 @@ pub fn smooth_3d<T: Real>(solver: &Solver, cells: [u32; 3], cuts: [Vec<u32>; 3])
 
 /// Advances `grid` by `steps` CFL-limited steps (fill, step, gather),
 /// returning the flux buffer after each step.
-pub fn steps<T: Real>(solver: &Solver, grid: &mut UniformGrid<T>, batch: &mut Batch<T>, n: u64) -> Vec<Vec<T>> {
+pub fn steps<T: Real>(
+    solver: &Solver,
+    grid: &mut UniformGrid<T>,
+    batch: &mut Batch<T>,
+    n: u64,
+) -> Vec<Vec<T>> {
     let mut ws = Workspace::new();
     let mut fluxes = Vec::new();
     for s in 0..n {
