@@ -9,7 +9,37 @@
 //! |---|---|
 //! | [`deck`] | the TOML input deck: sections, defaults, validation with key and line |
 //! | [`cli`] | command-line overrides (`--config`, `--max-steps`, `--end-time`, `--out`, `--backend`) |
+//! | [`backend`] | [`SolveBackend`] and the CPU backend over `quilt_sweep::Solver` |
+//! | [`Integrator`] | the hierarchy, its data, one coarse step, regrid |
+//! | `plan` | per-hierarchy plans: ghost fill, bins, work descriptions, flux probes, registers |
+//! | `stages` | assemble, prepare and close of one batch |
+//! | `pipeline` | the batch loop, sequential or pipelined |
+//! | `schedule` | adaptive / static batch selection through quilt-batch |
+//! | [`timing`] | time per phase |
+//! | [`init`] | initial conditions |
 #![warn(missing_docs)]
 
+pub mod backend;
+mod cfl;
 pub mod cli;
 pub mod deck;
+mod error;
+pub mod init;
+mod integrator;
+mod pipeline;
+mod plan;
+mod schedule;
+mod stages;
+mod tagging;
+pub mod timing;
+
+pub use backend::{CpuBackend, SolveBackend, SolveError};
+pub use error::IntegratorError;
+pub use integrator::{Integrator, RunTotals, StepInfo};
+pub use timing::PhaseTimes;
+
+/// The floating-point types the integrator runs in: those both the mesh
+/// and the sweeps support (`f32`, `f64`).
+pub trait Real: quilt_mesh::Real + quilt_sweep::Real {}
+
+impl<T: quilt_mesh::Real + quilt_sweep::Real> Real for T {}

@@ -1,0 +1,677 @@
+//! [`Integrator`]: the hierarchy, its data and one coarse step after
+//! another with uniform time stepping (every level advances by the same
+//! `dt`, the mode of Raghavan & Vadhiyar 2015).
+//!
+//! One step:
+//! 1. `dt = cfl / max (|v_d| + c_s) / dx_d` over the interiors of all
+//!    patches of all levels (the scan also rejects bad states);
+//! 2. the bins of the hierarchy packing (recomputed only after a regrid)
+//!    are batched by quilt-batch, adaptive or static;
+//! 3. each batch is prepared, solved by the [`SolveBackend`] and closed,
+//!    pipelined or one after another ([`crate::pipeline`]);
+//! 4. flux registers take the fine patches' and the probes' boundary
+//!    fluxes, the coarse cells next to fine patches are refluxed and every
+//!    level is restricted onto the one below, finest first; states swap;
+//! 5. every `regrid_interval` steps the hierarchy is rebuilt: ghost fill,
+//!    tagging, Berger–Rigoutsos clustering, regrid, re-packing.
+
+use std::time::Instant;
+
+use quilt_batch::{CostModel, OnlineModel, RefineOptions};
+use quilt_mesh::fill::{BoundaryConditions, PhysicalBc};
+use quilt_mesh::flux_register::FaceFluxes;
+use quilt_mesh::interp::Limiter;
+use quilt_mesh::regrid::{RegridOptions, regrid};
+use quilt_mesh::restrict::{TimeLevel, restrict_hierarchy, restrict_level};
+use quilt_mesh::{Hierarchy, HierarchyData, IndexBox, PatchSpec, Side};
+use quilt_mesh::{PatchId, iv};
+use quilt_sweep::physics::{FloorCounts, Gas, NCOMP};
+use quilt_sweep::{Solver, SweepOrder};
+
+use crate::Real;
+use crate::backend::SolveBackend;
+use crate::cfl;
+use crate::deck::{BatchMode, Boundary, Deck, Interpolation};
+use crate::error::IntegratorError;
+use crate::init::InitialCondition;
+use crate::pipeline::{LoopInputs, run_batches};
+use crate::plan::{Probe, StepPlan};
+use crate::schedule::Scheduler;
+use crate::tagging::{Criterion, criteria, tag_patches};
+use crate::timing::PhaseTimes;
+
+/// What one coarse step did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepInfo {
+    /// Number of the step (1 for the first).
+    pub step: u64,
+    /// Time after the step.
+    pub time: f64,
+    /// The step's time step.
+    pub dt: f64,
+    /// Interior cells of the hierarchy advanced (the cell updates of the step).
+    pub cells: u64,
+    /// Cells the solver advanced in all, flux probes included.
+    pub solved_cells: u64,
+    /// Patches of the hierarchy the step advanced.
+    pub patches: usize,
+    /// Levels of the hierarchy the step advanced.
+    pub levels: usize,
+    /// Batches.
+    pub batches: usize,
+    /// Bins of the hierarchy packing.
+    pub bins: usize,
+    /// Largest Courant number of any batch.
+    pub courant: f64,
+    /// Floor applications.
+    pub floors: FloorCounts,
+    /// Whether the hierarchy was rebuilt after the step.
+    pub regridded: bool,
+    /// Time per phase.
+    pub phases: PhaseTimes,
+}
+
+/// Totals over all steps so far.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunTotals {
+    /// Steps taken.
+    pub steps: u64,
+    /// Hierarchy cell updates.
+    pub cells: u64,
+    /// Cells the solver advanced, probes included.
+    pub solved_cells: u64,
+    /// Batches solved.
+    pub batches: u64,
+    /// Regrids done.
+    pub regrids: u64,
+    /// Floor applications.
+    pub floors: FloorCounts,
+    /// Time per phase.
+    pub phases: PhaseTimes,
+}
+
+/// The AMR hydro integrator (see the module docs).
+pub struct Integrator<T: Real, B: SolveBackend<T>> {
+    deck: Deck,
+    gas: Gas,
+    cfl: f64,
+    bc: BoundaryConditions<T>,
+    limiter: Limiter,
+    criteria: Vec<Criterion>,
+    h: Hierarchy,
+    data: Option<HierarchyData<T>>,
+    plan: StepPlan<T>,
+    backend: B,
+    model: OnlineModel,
+    scheduler: Scheduler,
+    time: f64,
+    step: u64,
+    pipelined: bool,
+    totals: RunTotals,
+    version: u64,
+}
+
+fn limiter_of(i: Interpolation) -> Limiter {
+    match i {
+        Interpolation::Mc => Limiter::MonotonizedCentral,
+        Interpolation::Minmod => Limiter::MinMod,
+        Interpolation::Constant => Limiter::PiecewiseConstant,
+    }
+}
+
+fn boundary_conditions<T: Real>(deck: &Deck) -> Result<BoundaryConditions<T>, IntegratorError> {
+    let f = deck.boundary.faces();
+    let mut bc = BoundaryConditions::outflow().with_vector([1, 2, 3]);
+    for axis in 0..3 {
+        for side in Side::BOTH {
+            let b = match f[2 * axis + side.index()] {
+                Boundary::Outflow => PhysicalBc::Outflow,
+                Boundary::Reflecting => PhysicalBc::Reflecting,
+                Boundary::Periodic => PhysicalBc::Periodic,
+            };
+            bc = bc
+                .with_face(axis, side, b)
+                .map_err(IntegratorError::mesh("boundary conditions"))?;
+        }
+    }
+    Ok(bc)
+}
+
+impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
+    /// Builds the initial hierarchy of `deck` (level 0 from the base grid,
+    /// then tag → cluster → regrid up to `amr.max_levels`, each time with the
+    /// initial condition set afresh on the new patches) and an integrator
+    /// at time 0 solving through `backend`.
+    pub fn new(deck: &Deck, backend: B) -> Result<Self, IntegratorError> {
+        deck.validate()?;
+        let ic = InitialCondition::new(deck);
+        let geometry = deck.geometry().map_err(IntegratorError::mesh("geometry"))?;
+        let ghost = deck
+            .ghost()
+            .map_err(|e| IntegratorError::Config(e.to_string()))?;
+        let specs: Vec<PatchSpec> = deck
+            .base_boxes()
+            .into_iter()
+            .enumerate()
+            .map(|(n, b)| PatchSpec {
+                id: PatchId(n as u32),
+                interior: b,
+                parent: None,
+            })
+            .collect();
+        let h = Hierarchy::new(geometry, ghost, deck.size_limits(), vec![specs])
+            .map_err(IntegratorError::mesh("base level"))?;
+        let data = initial_data(&h, &ic)?;
+        let mut me = Self::from_state(deck, h, data, 0.0, 0, backend)?;
+        for _ in 1..deck.amr.max_levels {
+            let before: Vec<(usize, IndexBox)> =
+                me.h.patches()
+                    .iter()
+                    .map(|p| (p.level(), p.interior()))
+                    .collect();
+            me.regrid_now()?;
+            let after: Vec<(usize, IndexBox)> =
+                me.h.patches()
+                    .iter()
+                    .map(|p| (p.level(), p.interior()))
+                    .collect();
+            let data = initial_data(&me.h, &ic)?;
+            me.data = Some(data);
+            if before == after {
+                break;
+            }
+        }
+        me.totals = RunTotals::default();
+        Ok(me)
+    }
+
+    /// An integrator over an existing hierarchy and data (for example read
+    /// from a checkpoint) at `time` after `step` steps. Only the old state
+    /// of `data` is used.
+    pub fn from_state(
+        deck: &Deck,
+        hierarchy: Hierarchy,
+        data: HierarchyData<T>,
+        time: f64,
+        step: u64,
+        backend: B,
+    ) -> Result<Self, IntegratorError> {
+        deck.validate()?;
+        data.check_layout(&hierarchy)
+            .map_err(IntegratorError::mesh("state"))?;
+        if data.ncomp() != NCOMP {
+            return Err(IntegratorError::Config(format!(
+                "the state has {} components, the Euler equations {NCOMP}",
+                data.ncomp()
+            )));
+        }
+        let solver = deck
+            .solver()
+            .map_err(|e| IntegratorError::Config(e.to_string()))?;
+        if hierarchy.ghost() < solver.ghost_width() as i32 {
+            return Err(IntegratorError::Config(format!(
+                "the hierarchy's ghost width {} is below the {} the {} scheme needs",
+                hierarchy.ghost(),
+                solver.ghost_width(),
+                solver.scheme().name()
+            )));
+        }
+        let bc = boundary_conditions::<T>(deck)?;
+        let limiter = limiter_of(deck.amr.interpolation);
+        let plan = StepPlan::new(&hierarchy, bc.clone(), limiter, deck.batching.bin_edge)?;
+        let queues = rayon::current_num_threads();
+        Ok(Self {
+            deck: deck.clone(),
+            gas: deck.gas(),
+            cfl: deck.hydro.cfl,
+            bc,
+            limiter,
+            criteria: criteria(deck).map_err(|source| IntegratorError::Tag { step, source })?,
+            h: hierarchy,
+            data: Some(data),
+            plan,
+            backend,
+            model: OnlineModel::new(CostModel::default(), RefineOptions::default())?,
+            scheduler: Scheduler::new(
+                deck.batching.mode,
+                deck.batching.n_fixed,
+                queues,
+                deck.batching.max_bins,
+            ),
+            time,
+            step,
+            pipelined: deck.batching.pipelined,
+            totals: RunTotals::default(),
+            version: 0,
+        })
+    }
+
+    /// The deck the integrator was built from.
+    pub fn deck(&self) -> &Deck {
+        &self.deck
+    }
+
+    /// The current hierarchy.
+    pub fn hierarchy(&self) -> &Hierarchy {
+        &self.h
+    }
+
+    /// The current data (the `old` state holds time [`Integrator::time`]).
+    ///
+    /// # Panics
+    /// Only after a failed regrid, which consumes the data.
+    pub fn data(&self) -> &HierarchyData<T> {
+        self.data
+            .as_ref()
+            .expect("data is present unless a regrid failed")
+    }
+
+    /// The data, mutably (e.g. to impose a state in tests).
+    ///
+    /// # Panics
+    /// Only after a failed regrid.
+    pub fn data_mut(&mut self) -> &mut HierarchyData<T> {
+        self.data
+            .as_mut()
+            .expect("data is present unless a regrid failed")
+    }
+
+    /// Simulated time.
+    pub fn time(&self) -> f64 {
+        self.time
+    }
+
+    /// Steps taken.
+    pub fn steps(&self) -> u64 {
+        self.step
+    }
+
+    /// Totals since construction.
+    pub fn totals(&self) -> &RunTotals {
+        &self.totals
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// The cost model as refined so far.
+    pub fn model(&self) -> &OnlineModel {
+        &self.model
+    }
+
+    /// Incremented at every regrid: tells drivers when the hierarchy changed.
+    pub fn hierarchy_version(&self) -> u64 {
+        self.version
+    }
+
+    /// Packing efficiency of the current bins.
+    pub fn fill_ratio(&self) -> f64 {
+        self.plan.layout.fill_ratio
+    }
+
+    /// Number of bins of the current packing.
+    pub fn num_bins(&self) -> usize {
+        self.plan.layout.bins.len()
+    }
+
+    /// Switches between pipelined and sequential batch loops.
+    pub fn set_pipelined(&mut self, on: bool) {
+        self.pipelined = on;
+    }
+
+    /// Switches the batch selection (adaptive or static with `n_fixed`
+    /// patches per batch).
+    pub fn set_batching(&mut self, mode: BatchMode, n_fixed: usize) {
+        let d = &self.deck.batching;
+        self.scheduler = Scheduler::new(
+            mode,
+            n_fixed.max(1),
+            rayon::current_num_threads(),
+            d.max_bins,
+        );
+    }
+
+    /// Adds output time (written by the driver) to the totals.
+    pub fn record_output(&mut self, seconds: f64) {
+        self.totals.phases.output += seconds;
+        self.totals.phases.wall += seconds;
+    }
+
+    /// Volume integrals of the five conserved components over the domain:
+    /// the level-0 sums (finer levels are restricted onto them).
+    pub fn conserved_totals(&self) -> Result<[f64; NCOMP], IntegratorError> {
+        let mut out = [0.0; NCOMP];
+        for (c, o) in out.iter_mut().enumerate() {
+            *o = self
+                .data()
+                .level_integral(&self.h, 0, c)
+                .map_err(IntegratorError::mesh("conserved totals"))?;
+        }
+        Ok(out)
+    }
+
+    /// The CFL time step of the current state (errors name the first bad
+    /// cell).
+    pub fn cfl_dt(&self) -> Result<f64, IntegratorError> {
+        let data = self.data.as_ref().ok_or_else(poisoned)?;
+        let rate = cfl::max_rate(&self.h, data, &self.gas).map_err(|b| {
+            let p = &self.h.patches()[b.patch];
+            IntegratorError::BadState {
+                step: self.step + 1,
+                time: self.time,
+                level: p.level(),
+                patch: p.id(),
+                cell: [b.cell.x, b.cell.y, b.cell.z].map(i64::from),
+                what: b.what,
+                value: b.value,
+                stage: "at the start of the step",
+            }
+        })?;
+        if !(rate > 0.0 && rate.is_finite()) {
+            return Err(IntegratorError::Config(format!(
+                "the signal speed {rate} gives no finite time step"
+            )));
+        }
+        Ok(self.cfl / rate)
+    }
+
+    /// One coarse step with the CFL time step, shortened to land on
+    /// `run.end_time`.
+    pub fn step(&mut self) -> Result<StepInfo, IntegratorError> {
+        let t = Instant::now();
+        let mut dt = self.cfl_dt()?;
+        let end = self.deck.run.end_time;
+        if end > self.time && self.time + dt > end {
+            dt = end - self.time;
+        }
+        let scan = t.elapsed().as_secs_f64();
+        let mut info = self.advance(dt)?;
+        info.phases.other += scan;
+        info.phases.wall += scan;
+        self.totals.phases.other += scan;
+        self.totals.phases.wall += scan;
+        Ok(info)
+    }
+
+    /// Whether the deck's stop criteria (`run.end_time`, `run.max_steps`)
+    /// are met.
+    pub fn finished(&self) -> bool {
+        let r = &self.deck.run;
+        (r.max_steps > 0 && self.step >= r.max_steps)
+            || (r.end_time > 0.0 && self.time >= r.end_time * (1.0 - 1e-14))
+    }
+
+    /// One coarse step of `dt` (which the solver checks against its CFL
+    /// limit).
+    pub fn advance(&mut self, dt: f64) -> Result<StepInfo, IntegratorError> {
+        let t_step = Instant::now();
+        let step = self.step + 1;
+        let order = SweepOrder::for_step(self.step);
+        let mut data = self.data.take().ok_or_else(poisoned)?;
+        let res = run_batches(LoopInputs {
+            h: &self.h,
+            layout: &self.plan.layout,
+            fluxes: &mut self.plan.fluxes,
+            data: &mut data,
+            backend: &mut self.backend,
+            model: &mut self.model,
+            scheduler: &mut self.scheduler,
+            time: self.time,
+            dt,
+            order,
+            step,
+            pipelined: self.pipelined,
+        });
+        let stats = match res {
+            Ok(s) => s,
+            Err(e) => {
+                self.data = Some(data);
+                return Err(e);
+            }
+        };
+        let t = Instant::now();
+        let r = reflux_and_restrict(&self.h, &mut self.plan, &mut data);
+        data.swap_all();
+        self.data = Some(data);
+        r?;
+        let reflux_restrict = t.elapsed().as_secs_f64();
+        self.time += dt;
+        self.step = step;
+        let (cells, patches, levels) = (
+            self.h.total_cells() as u64,
+            self.h.num_patches(),
+            self.h.num_levels(),
+        );
+        let bins = self.plan.layout.bins.len();
+
+        let interval = self.deck.amr.regrid_interval;
+        let regridded = self.deck.amr.max_levels > 1 && interval > 0 && step % interval == 0;
+        let t = Instant::now();
+        if regridded {
+            self.regrid_now()?;
+        }
+        let regrid = t.elapsed().as_secs_f64();
+        let phases = PhaseTimes {
+            prepare: stats.prepare,
+            solve: stats.solve,
+            close: stats.close,
+            reflux_restrict,
+            regrid,
+            output: 0.0,
+            idle: (stats.wall - stats.solve).max(0.0),
+            other: 0.0,
+            batch_loop: stats.wall,
+            wall: t_step.elapsed().as_secs_f64(),
+        };
+        let info = StepInfo {
+            step,
+            time: self.time,
+            dt,
+            cells,
+            solved_cells: stats.report.cells,
+            patches,
+            levels,
+            batches: stats.batches,
+            bins,
+            courant: stats.report.courant,
+            floors: stats.report.floors,
+            regridded,
+            phases,
+        };
+        let t = &mut self.totals;
+        t.steps += 1;
+        t.cells += cells;
+        t.solved_cells += stats.report.cells;
+        t.batches += stats.batches as u64;
+        t.regrids += u64::from(regridded);
+        t.floors += stats.report.floors;
+        t.phases += phases;
+        log::debug!(
+            "step {step}: t = {:.6e}, dt = {dt:.3e}, {} batches, {:.3} s",
+            self.time,
+            stats.batches,
+            phases.wall
+        );
+        Ok(info)
+    }
+
+    /// Rebuilds the hierarchy from the current old state: ghost fill,
+    /// tagging, clustering, regrid, new step plan.
+    pub fn regrid_now(&mut self) -> Result<(), IntegratorError> {
+        let step = self.step;
+        let mut data = self.data.take().ok_or_else(poisoned)?;
+        if let Err(e) = self
+            .plan
+            .layout
+            .fill
+            .fill_all_in_place(&mut data, self.time)
+        {
+            self.data = Some(data);
+            return Err(IntegratorError::mesh("ghost fill before tagging")(e));
+        }
+        let tags = match tag_patches(
+            &self.h,
+            &data,
+            &self.criteria,
+            self.gas.gamma,
+            self.deck.amr.max_levels,
+        ) {
+            Ok(t) => t,
+            Err(source) => {
+                self.data = Some(data);
+                return Err(IntegratorError::Tag { step, source });
+            }
+        };
+        let a = &self.deck.amr;
+        let opts = RegridOptions {
+            efficiency: a.efficiency,
+            combine_efficiency: a.combine_efficiency,
+            nesting_buffer: a.nesting_buffer,
+            undo_unprofitable_cuts: true,
+            tag_buffer: a.tag_buffer,
+            max_levels: a.max_levels,
+            limiter: self.limiter,
+        };
+        // The data is consumed: unchanged patches move into the new layout.
+        let r = regrid(&self.h, data, &tags, &opts)
+            .map_err(|source| IntegratorError::Regrid { step, source })?;
+        let plan = StepPlan::new(
+            &r.hierarchy,
+            self.bc.clone(),
+            self.limiter,
+            self.deck.batching.bin_edge,
+        )?;
+        log::info!(
+            "regrid after step {step}: {} levels, {} patches, {} cells",
+            r.hierarchy.num_levels(),
+            r.hierarchy.num_patches(),
+            r.hierarchy.total_cells()
+        );
+        self.h = r.hierarchy;
+        self.data = Some(r.data);
+        self.plan = plan;
+        self.version += 1;
+        Ok(())
+    }
+
+    /// Fills the ghost cells of the old state (for output or analysis).
+    pub fn fill_ghosts(&mut self) -> Result<(), IntegratorError> {
+        let time = self.time;
+        let data = self.data.as_mut().ok_or_else(poisoned)?;
+        self.plan
+            .layout
+            .fill
+            .fill_all_in_place(data, time)
+            .map_err(IntegratorError::mesh("ghost fill"))
+    }
+
+    /// A CPU solver for the deck (what [`crate::backend::CpuBackend`] wraps).
+    pub fn cpu_solver(deck: &Deck) -> Result<Solver, IntegratorError> {
+        deck.solver()
+            .map_err(|e| IntegratorError::Config(e.to_string()))
+    }
+}
+
+fn poisoned() -> IntegratorError {
+    IntegratorError::Internal("the integrator lost its data in a failed regrid".into())
+}
+
+/// The initial condition's cell averages on every patch, then every level
+/// restricted onto the one below so that the levels agree.
+fn initial_data<T: Real>(
+    h: &Hierarchy,
+    ic: &InitialCondition,
+) -> Result<HierarchyData<T>, IntegratorError> {
+    let mut data =
+        HierarchyData::<T>::new(h, NCOMP).map_err(IntegratorError::mesh("initial data"))?;
+    data.init_with(h, |lg, p, v| {
+        let u = ic.cell_average(lg, p);
+        for (dst, src) in v.iter_mut().zip(u) {
+            *dst = T::from_f64(src);
+        }
+    })
+    .map_err(IntegratorError::mesh("initial data"))?;
+    restrict_hierarchy(h, &mut data, TimeLevel::Old)
+        .map_err(IntegratorError::mesh("initial restriction"))?;
+    for s in data.states_mut() {
+        s.new.clone_from(&s.old);
+    }
+    Ok(data)
+}
+
+/// Flux registers from the step's flux blocks (probes give the coarse
+/// fluxes, fine patches the fine ones; both in a fixed order, so the sums
+/// do not depend on batching), refluxing and restriction, finest level
+/// first.
+fn reflux_and_restrict<T: Real>(
+    h: &Hierarchy,
+    plan: &mut StepPlan<T>,
+    data: &mut HierarchyData<T>,
+) -> Result<(), IntegratorError> {
+    for l in (1..h.num_levels()).rev() {
+        let reg = &mut plan.registers[l - 1];
+        reg.reset();
+        let mut count = 0usize;
+        for (n, q) in plan.layout.probes.iter().enumerate() {
+            if h.patches()[q.fine].level() == l {
+                count += add_probe(reg, h, q, &plan.fluxes.probes[n])?;
+            }
+        }
+        if count != reg.num_faces() {
+            return Err(IntegratorError::Internal(format!(
+                "level {l}: coarse fluxes reached {count} of the register's {} faces",
+                reg.num_faces()
+            )));
+        }
+        for f in h.level_range(l) {
+            reg.add_fine_patch_block(f, &plan.fluxes.fine[f], 1.0)
+                .map_err(IntegratorError::mesh(format!("fine fluxes of level {l}")))?;
+        }
+        reg.reflux(h, data, TimeLevel::New)
+            .map_err(IntegratorError::mesh(format!("refluxing level {}", l - 1)))?;
+        restrict_level(h, data, l, TimeLevel::New)
+            .map_err(IntegratorError::mesh(format!("restricting level {l}")))?;
+    }
+    Ok(())
+}
+
+/// Hands a probe's six faces to the register as the coarse fluxes of the
+/// coarse patches across each face (periodic images included). Returns the
+/// register faces accumulated.
+fn add_probe<T: Real>(
+    reg: &mut quilt_mesh::flux_register::FluxRegister,
+    h: &Hierarchy,
+    q: &Probe,
+    block: &[T],
+) -> Result<usize, IntegratorError> {
+    let level = h.patches()[q.coarse].level();
+    let shifts = h
+        .level_geometry(level)
+        .map_or_else(|| vec![iv(0, 0, 0)], |g| g.periodic_shifts());
+    let n = q.interior.size();
+    let area = [n.y * n.z, n.x * n.z, n.x * n.y].map(|a| a as usize * NCOMP);
+    let mut at = 0;
+    let mut count = 0;
+    for (axis, &len) in area.iter().enumerate() {
+        for side in Side::BOTH {
+            let vals = block
+                .get(at..at + len)
+                .ok_or_else(|| IntegratorError::Internal("probe flux block too short".into()))?;
+            at += len;
+            let faces = q.interior.boundary_faces(axis, side);
+            let outside = q.interior.adjacent(axis, side, 1);
+            for s in &shifts {
+                for c in h.patches_intersecting(level, &outside.shift(s)) {
+                    let ff = FaceFluxes::new(vals, faces.shift(s), NCOMP)
+                        .map_err(IntegratorError::mesh("probe fluxes"))?;
+                    count += reg
+                        .add_coarse(c, axis, &ff, 1.0)
+                        .map_err(IntegratorError::mesh("coarse fluxes"))?;
+                }
+            }
+        }
+    }
+    Ok(count)
+}

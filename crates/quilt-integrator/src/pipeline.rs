@@ -1,0 +1,324 @@
+//! The batch loop of one step, sequential or pipelined.
+//!
+//! Pipelined (Raghavan & Vadhiyar 2015, section 3.2): while the backend
+//! solves batch `i`, the CPU closes batch `i − 1` and prepares batch
+//! `i + 1` (`rayon::join`), with two live batch buffers besides the one
+//! being closed. Prepare reads only old states, close writes only new
+//! states and flux stores, and the solve touches only its own buffer, so
+//! the three never race, and the result is bitwise the one of the
+//! sequential loop (prepare, solve, close, one batch after another).
+
+use std::time::Instant;
+
+use quilt_batch::{CloseSample, OnlineModel, PatchWork, PrepareSample, SolveSample};
+use quilt_mesh::fill::OldData;
+use quilt_mesh::{Hierarchy, HierarchyData, PatchData, PatchId};
+use quilt_sweep::{Batch, StepReport, SweepError, SweepOrder};
+
+use crate::Real;
+use crate::backend::{SolveBackend, SolveError};
+use crate::error::IntegratorError;
+use crate::plan::{FluxStore, PlanLayout};
+use crate::schedule::{Pick, Scheduler};
+use crate::stages::{self, Job, PROBE_ID_BASE, StagedBatch};
+
+/// What the batch loop of one step did.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LoopStats {
+    pub batches: usize,
+    pub bins: usize,
+    pub prepare: f64,
+    pub solve: f64,
+    pub close: f64,
+    pub wall: f64,
+    pub report: StepReport,
+}
+
+/// The borrowed pieces of an integrator the loop works on.
+pub(crate) struct LoopInputs<'a, T, B: ?Sized> {
+    pub h: &'a Hierarchy,
+    pub layout: &'a PlanLayout<T>,
+    pub fluxes: &'a mut FluxStore<T>,
+    pub data: &'a mut HierarchyData<T>,
+    pub backend: &'a mut B,
+    pub model: &'a mut OnlineModel,
+    pub scheduler: &'a mut Scheduler,
+    pub time: f64,
+    pub dt: f64,
+    pub order: SweepOrder,
+    pub step: u64,
+    pub pipelined: bool,
+}
+
+fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
+    layout: &PlanLayout<T>,
+    h: &Hierarchy,
+    old: &D,
+    time: f64,
+    pick: &Pick,
+) -> Result<StagedBatch<T>, IntegratorError> {
+    let (bl, queues) = stages::assemble(layout, h, &pick.bins, &pick.queues)?;
+    let mut batch = Batch::new(bl);
+    let prepare_secs = stages::prepare(layout, h, old, time, &mut batch, &queues)?;
+    Ok(StagedBatch {
+        batch,
+        bins: pick.bins.clone(),
+        queues,
+        prepare_secs,
+    })
+}
+
+/// The work descriptions of one queue's jobs (patches and their probes).
+fn queue_work<'a, T>(
+    layout: &'a PlanLayout<T>,
+    jobs: &'a [Job],
+) -> impl Iterator<Item = &'a PatchWork> + 'a {
+    jobs.iter().flat_map(move |j| {
+        std::iter::once(&layout.patch_work[j.patch])
+            .chain(j.probes.iter().map(move |&(n, _)| &layout.probe_work[n]))
+    })
+}
+
+fn observe_prepare<T>(model: &mut OnlineModel, layout: &PlanLayout<T>, s: &StagedBatch<T>) {
+    for (jobs, &secs) in s.queues.iter().zip(&s.prepare_secs) {
+        if !jobs.is_empty() && secs > 0.0 {
+            let sample = PrepareSample::patches(queue_work(layout, jobs), secs);
+            if let Err(e) = model.observe_prepare(&sample) {
+                log::debug!("prepare observation skipped: {e}");
+            }
+        }
+    }
+}
+
+fn observe_close<T>(
+    model: &mut OnlineModel,
+    layout: &PlanLayout<T>,
+    s: &StagedBatch<T>,
+    secs: &[f64],
+) {
+    for (jobs, &t) in s.queues.iter().zip(secs) {
+        if !jobs.is_empty() && t > 0.0 {
+            let sample = CloseSample::patches(queue_work(layout, jobs), t);
+            if let Err(e) = model.observe_close(&sample) {
+                log::debug!("close observation skipped: {e}");
+            }
+        }
+    }
+}
+
+fn observe_solve<T>(
+    model: &mut OnlineModel,
+    layout: &PlanLayout<T>,
+    bins: &[usize],
+    secs: f64,
+    transfers: bool,
+) {
+    if secs <= 0.0 {
+        return;
+    }
+    let work = bins.iter().map(|&b| &layout.work[b]);
+    let sample = if transfers {
+        SolveSample::batch(work, secs)
+    } else {
+        SolveSample::batch_without_transfer(work, secs)
+    };
+    if let Err(e) = model.observe_solve(&sample) {
+        log::debug!("solve observation skipped: {e}");
+    }
+}
+
+fn merge(total: &mut StepReport, r: &StepReport) {
+    total.floors += r.floors;
+    total.courant = total.courant.max(r.courant);
+    total.cells += r.cells;
+}
+
+/// Maps a backend error to one naming the step, level, patch and cell.
+pub(crate) fn solve_error<T>(
+    e: SolveError,
+    h: &Hierarchy,
+    layout: &PlanLayout<T>,
+    step: u64,
+    time: f64,
+    backend: &str,
+) -> IntegratorError {
+    if let SolveError::Sweep(SweepError::BadState {
+        patch,
+        cell,
+        what,
+        value,
+        stage,
+    }) = &e
+    {
+        let located = if *patch >= PROBE_ID_BASE {
+            layout
+                .probes
+                .get((*patch - PROBE_ID_BASE) as usize)
+                .map(|q| {
+                    let p = &h.patches()[q.coarse];
+                    (p.level(), p.id(), q.interior.lo)
+                })
+        } else {
+            u32::try_from(*patch)
+                .ok()
+                .and_then(|id| h.index_of(PatchId(id)))
+                .map(|i| {
+                    let p = &h.patches()[i];
+                    (p.level(), p.id(), p.interior().lo)
+                })
+        };
+        if let Some((level, id, lo)) = located {
+            return IntegratorError::BadState {
+                step,
+                time,
+                level,
+                patch: id,
+                cell: [0, 1, 2].map(|a| i64::from(lo[a]) + cell[a]),
+                what,
+                value: *value,
+                stage,
+            };
+        }
+    }
+    IntegratorError::Solve {
+        step,
+        backend: backend.to_string(),
+        source: e,
+    }
+}
+
+/// Runs every batch of one step.
+pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
+    inp: LoopInputs<'_, T, B>,
+) -> Result<LoopStats, IntegratorError> {
+    let LoopInputs {
+        h,
+        layout,
+        fluxes,
+        data,
+        backend,
+        model,
+        scheduler,
+        time,
+        dt,
+        order,
+        step,
+        pipelined,
+    } = inp;
+    let t_loop = Instant::now();
+    let transfers = backend.transfers();
+    let name = backend.name().to_string();
+    let (olds, news) = data.split_old_new();
+    let mut news: Vec<Option<&mut PatchData<T>>> = news.into_iter().map(Some).collect();
+    let mut stats = LoopStats::default();
+    scheduler.start(&layout.work);
+    let fail = |e: SolveError| solve_error(e, h, layout, step, time, &name);
+
+    if !pipelined {
+        let mut in_flight = None;
+        while let Some(pick) = scheduler.next(model.model(), in_flight)? {
+            in_flight = Some(pick.solve_estimate - pick.close_estimate);
+            let t = Instant::now();
+            let mut staged = stage(layout, h, &olds, time, &pick)?;
+            stats.prepare += t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let r = backend.solve(&mut staged.batch, dt, order).map_err(fail)?;
+            let solve_secs = t.elapsed().as_secs_f64();
+            stats.solve += solve_secs;
+            merge(&mut stats.report, &r);
+            let t = Instant::now();
+            let close_secs = stages::close(&staged, &mut news, fluxes)?;
+            stats.close += t.elapsed().as_secs_f64();
+            observe_prepare(model, layout, &staged);
+            observe_solve(model, layout, &staged.bins, solve_secs, transfers);
+            observe_close(model, layout, &staged, &close_secs);
+            stats.batches += 1;
+            stats.bins += staged.bins.len();
+        }
+    } else {
+        let Some(first) = scheduler.next(model.model(), None)? else {
+            stats.wall = t_loop.elapsed().as_secs_f64();
+            return Ok(stats);
+        };
+        let t = Instant::now();
+        let mut cur = stage(layout, h, &olds, time, &first)?;
+        stats.prepare += t.elapsed().as_secs_f64();
+        let mut cur_pick = first;
+        let mut prev: Option<(StagedBatch<T>, f64)> = None;
+        loop {
+            let close_before = prev.as_ref().map_or(0.0, |(_, c)| *c);
+            let next_pick =
+                scheduler.next(model.model(), Some(cur_pick.solve_estimate - close_before))?;
+            let solving = &mut cur.batch;
+            let be = &mut *backend;
+            let news_ref = &mut news;
+            let fluxes_ref = &mut *fluxes;
+            let olds_ref = &olds;
+            let (solved, (closed, staged)) = rayon::join(
+                move || {
+                    let t = Instant::now();
+                    let r = be.solve(solving, dt, order);
+                    (r, t.elapsed().as_secs_f64())
+                },
+                || {
+                    rayon::join(
+                        || {
+                            prev.as_ref().map(|(p, _)| {
+                                let t = Instant::now();
+                                let r = stages::close(p, news_ref, fluxes_ref);
+                                (r, t.elapsed().as_secs_f64())
+                            })
+                        },
+                        || {
+                            next_pick.as_ref().map(|p| {
+                                let t = Instant::now();
+                                let r = stage(layout, h, olds_ref, time, p);
+                                (r, t.elapsed().as_secs_f64())
+                            })
+                        },
+                    )
+                },
+            );
+            let (r, solve_secs) = solved;
+            let r = r.map_err(fail)?;
+            stats.solve += solve_secs;
+            merge(&mut stats.report, &r);
+            observe_solve(model, layout, &cur.bins, solve_secs, transfers);
+            observe_prepare(model, layout, &cur);
+            if let (Some((p, _)), Some((c, secs))) = (prev.take(), closed) {
+                let close_secs = c?;
+                stats.close += secs;
+                observe_close(model, layout, &p, &close_secs);
+            }
+            stats.batches += 1;
+            stats.bins += cur.bins.len();
+            match (staged, next_pick) {
+                (Some((s, secs)), Some(np)) => {
+                    stats.prepare += secs;
+                    prev = Some((cur, cur_pick.close_estimate));
+                    cur = s?;
+                    cur_pick = np;
+                }
+                _ => {
+                    let t = Instant::now();
+                    let close_secs = stages::close(&cur, &mut news, fluxes)?;
+                    stats.close += t.elapsed().as_secs_f64();
+                    observe_close(model, layout, &cur, &close_secs);
+                    break;
+                }
+            }
+        }
+    }
+    if let Some(i) = news.iter().position(Option::is_none) {
+        return Err(IntegratorError::Internal(format!(
+            "patch index {i} was not returned after close"
+        )));
+    }
+    if !scheduler.is_done() {
+        return Err(IntegratorError::Internal(
+            "bins left after the batch loop".into(),
+        ));
+    }
+    stats.wall = t_loop.elapsed().as_secs_f64();
+    Ok(stats)
+}

@@ -1,0 +1,303 @@
+//! What the integrator derives from a hierarchy once per regrid: ghost-fill
+//! plans, the bin packing, the work descriptions the batch selector reads,
+//! the flux probes and the flux registers.
+//!
+//! # Flux probes
+//! Refluxing needs, for every coarse face on the boundary of a fine patch,
+//! the flux the coarse level computed through it. Those faces mostly lie
+//! *inside* a coarse patch, while a solver's flux buffer holds only the
+//! faces of each patch's interior box (quilt-sweep's layout). A **probe**
+//! is the coarse cells under a fine patch `f` that lie in one coarse patch
+//! `P`: `Q = coarsen(interior(f)) ∩ interior(P)`. Solved as a patch of its
+//! own, with its ghost cells copied from `P`'s prepared data (`Q` lies in
+//! `P`'s interior, so `Q` grown by the ghost width lies in `P`'s ghost box),
+//! it reproduces `P`'s update on `Q` exactly — every cell and every face
+//! flux of the split and unsplit schemes depends only on data within the
+//! ghost width, which is what lets one ghost fill serve a whole step — and
+//! its flux buffer holds `P`'s fluxes through the coarse–fine faces, which
+//! are faces of `Q`'s box. A probe costs `1 / r³` of its fine patch's cells
+//! plus its ghost cells, and nothing else changes: the coarse patches are
+//! solved whole, as before.
+
+use std::mem::size_of;
+
+use quilt_batch::{BinWork, PatchWork};
+use quilt_mesh::fill::{BoundaryConditions, GhostFill};
+use quilt_mesh::flux_register::FluxRegister;
+use quilt_mesh::interp::Limiter;
+use quilt_mesh::{Hierarchy, IndexBox, Side};
+use quilt_pack::{HierarchyPacking, PackOptions, pack_hierarchy};
+use quilt_sweep::physics::NCOMP;
+
+use crate::Real;
+use crate::error::IntegratorError;
+
+/// A flux probe (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Probe {
+    /// Hierarchy index of the coarse patch `P` whose data the probe copies.
+    pub coarse: usize,
+    /// Hierarchy index of the fine patch whose coarse–fine faces it serves.
+    pub fine: usize,
+    /// Interior cells, in the coarse level's index space.
+    pub interior: IndexBox,
+}
+
+/// The probes of every fine patch, fine patches in index order, coarse
+/// patches ascending.
+pub(crate) fn find_probes(h: &Hierarchy) -> Vec<Probe> {
+    let mut out = Vec::new();
+    for l in 1..h.num_levels() {
+        let r = h.level_geometry(l).map_or(2, |g| g.ratio);
+        for f in h.level_range(l) {
+            let under = h.patches()[f].interior().coarsen(r);
+            for c in h.patches_intersecting(l - 1, &under) {
+                let q = under.intersect(&h.patches()[c].interior());
+                if !q.is_empty() {
+                    out.push(Probe {
+                        coarse: c,
+                        fine: f,
+                        interior: q,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// One bin of the hierarchy packing: the patches it holds and their
+/// offsets.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct BinPlan {
+    /// `(hierarchy index, offset in the bin)` in packing order.
+    pub patches: Vec<(usize, [u32; 3])>,
+}
+
+/// Everything the step needs that depends on the hierarchy only.
+pub(crate) struct StepPlan<T> {
+    /// Read-only during a step.
+    pub layout: PlanLayout<T>,
+    /// Written by close, read by refluxing.
+    pub fluxes: FluxStore<T>,
+    /// Flux registers, `registers[l - 1]` for fine level `l`.
+    pub registers: Vec<FluxRegister>,
+}
+
+/// The read-only part of a [`StepPlan`].
+pub(crate) struct PlanLayout<T> {
+    pub fill: GhostFill<T>,
+    pub bin_edge: u32,
+    pub ghost: i32,
+    pub bins: Vec<BinPlan>,
+    /// Work descriptions of the bins, aligned with `bins`: each bin's
+    /// patches first (in `bins[b].patches` order), then the probes of those
+    /// patches, which are solved in the same batch.
+    pub work: Vec<BinWork>,
+    /// Work description of every hierarchy patch.
+    pub patch_work: Vec<PatchWork>,
+    /// Work description of every probe.
+    pub probe_work: Vec<PatchWork>,
+    pub probes: Vec<Probe>,
+    /// Probe indices per hierarchy patch (as the coarse patch `P`).
+    pub probes_of: Vec<Vec<usize>>,
+    /// Packing efficiency (fraction of bin volume used).
+    pub fill_ratio: f64,
+}
+
+/// Per-step flux blocks, written by close.
+pub(crate) struct FluxStore<T> {
+    /// Each fine patch's flux block (empty on level 0).
+    pub fine: Vec<Vec<T>>,
+    /// Each probe's flux block.
+    pub probes: Vec<Vec<T>>,
+}
+
+/// Values of a patch's flux block: `ncomp * 2 * (n_y n_z + n_x n_z + n_x n_y)`.
+pub(crate) fn flux_block_len(interior: &IndexBox) -> usize {
+    let n = interior.size();
+    let (x, y, z) = (n.x as usize, n.y as usize, n.z as usize);
+    NCOMP * 2 * (y * z + x * z + x * y)
+}
+
+fn side_u32(v: i32) -> u32 {
+    u32::try_from(v).unwrap_or(0)
+}
+
+impl<T: Real> StepPlan<T> {
+    /// Builds the plan of `h`.
+    pub fn new(
+        h: &Hierarchy,
+        bc: BoundaryConditions<T>,
+        limiter: Limiter,
+        bin_edge: u32,
+    ) -> Result<Self, IntegratorError> {
+        let fill =
+            GhostFill::new(h, bc, limiter).map_err(IntegratorError::mesh("ghost-fill plans"))?;
+        let packing: HierarchyPacking = pack_hierarchy(h, [bin_edge; 3], &PackOptions::default())?;
+        let mut bins: Vec<BinPlan> = (0..packing.packing.bins_used)
+            .map(|_| BinPlan {
+                patches: Vec::new(),
+            })
+            .collect();
+        for (patch, place) in packing.patches.iter().zip(&packing.packing.placements) {
+            bins[place.bin].patches.push((patch.index, place.offset));
+        }
+        let probes = find_probes(h);
+        let mut probes_of = vec![Vec::new(); h.num_patches()];
+        for (n, p) in probes.iter().enumerate() {
+            probes_of[p.coarse].push(n);
+        }
+        let registers = (1..h.num_levels())
+            .map(|l| FluxRegister::new(h, l, NCOMP))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(IntegratorError::mesh("flux registers"))?;
+        let ghost = h.ghost();
+        let g = side_u32(ghost);
+        let bytes = (NCOMP * size_of::<T>()) as u32;
+        let patch_work = |i: usize| -> PatchWork {
+            let p = &h.patches()[i];
+            let s = p.size_with_ghosts();
+            let counts = fill.plan().patches()[i].counts();
+            let faces: i64 = if p.level() == 0 {
+                0
+            } else {
+                (0..3)
+                    .flat_map(|a| Side::BOTH.map(|s| p.coarse_fine_faces(a, s).num_cells()))
+                    .sum()
+            };
+            PatchWork::new([side_u32(s.x), side_u32(s.y), side_u32(s.z)], g)
+                .with_ghost_fill(
+                    counts.interpolated.max(0) as u64,
+                    counts.copied.max(0) as u64,
+                )
+                .with_flux_faces(faces.max(0) as u64)
+        };
+        let probe_work = |q: &Probe| -> PatchWork {
+            let s = q.interior.grow(ghost).size();
+            let e = [side_u32(s.x), side_u32(s.y), side_u32(s.z)];
+            let all: u64 = e.iter().map(|&v| u64::from(v)).product();
+            let inner = q.interior.num_cells().max(0) as u64;
+            // A probe is a plain copy of its coarse patch's prepared cells.
+            PatchWork::new(e, g).with_ghost_fill(0, all - inner)
+        };
+        let patch_work: Vec<PatchWork> = (0..h.num_patches()).map(patch_work).collect();
+        let probe_work: Vec<PatchWork> = probes.iter().map(probe_work).collect();
+        let work = bins
+            .iter()
+            .map(|b| {
+                let mut w: Vec<PatchWork> = b.patches.iter().map(|&(i, _)| patch_work[i]).collect();
+                for &(i, _) in &b.patches {
+                    w.extend(probes_of[i].iter().map(|&n| probe_work[n]));
+                }
+                BinWork::new(w, bytes)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let fine_flux = h
+            .patches()
+            .iter()
+            .map(|p| {
+                if p.level() == 0 {
+                    Vec::new()
+                } else {
+                    vec![T::zero(); flux_block_len(&p.interior())]
+                }
+            })
+            .collect();
+        let probe_flux = probes
+            .iter()
+            .map(|q| vec![T::zero(); flux_block_len(&q.interior)])
+            .collect();
+        let fill_ratio = packing.packing.efficiency();
+        log::debug!(
+            "step plan: {} patches in {} bins (fill {:.3}), {} flux probes, {} registers",
+            h.num_patches(),
+            bins.len(),
+            fill_ratio,
+            probes.len(),
+            registers.len()
+        );
+        Ok(Self {
+            layout: PlanLayout {
+                fill,
+                bin_edge,
+                ghost,
+                bins,
+                work,
+                patch_work,
+                probe_work,
+                probes,
+                probes_of,
+                fill_ratio,
+            },
+            fluxes: FluxStore {
+                fine: fine_flux,
+                probes: probe_flux,
+            },
+            registers,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quilt_mesh::{Geometry, PatchId, PatchSpec, SizeLimits, iv};
+
+    /// Two level-0 patches side by side, one fine patch straddling them.
+    fn two_level() -> Hierarchy {
+        let g = Geometry::new([0.0; 3], [2.0, 1.0, 1.0], iv(32, 16, 16), &[2]).unwrap();
+        let spec = |id: u32, lo: [i32; 3], hi: [i32; 3]| PatchSpec {
+            id: PatchId(id),
+            interior: IndexBox::new(iv(lo[0], lo[1], lo[2]), iv(hi[0], hi[1], hi[2])),
+            parent: None,
+        };
+        Hierarchy::new(
+            g,
+            3,
+            SizeLimits::default(),
+            vec![
+                vec![
+                    spec(0, [0, 0, 0], [15, 15, 15]),
+                    spec(1, [16, 0, 0], [31, 15, 15]),
+                ],
+                vec![spec(2, [24, 8, 8], [39, 23, 23])],
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn probes_split_the_coarse_image_by_coarse_patch() {
+        let h = two_level();
+        let p = find_probes(&h);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].coarse, 0);
+        assert_eq!(p[0].interior, IndexBox::new(iv(12, 4, 4), iv(15, 11, 11)));
+        assert_eq!(p[1].coarse, 1);
+        assert_eq!(p[1].interior, IndexBox::new(iv(16, 4, 4), iv(19, 11, 11)));
+        let cells: i64 = p.iter().map(|q| q.interior.num_cells()).sum();
+        assert_eq!(cells * 8, h.patches()[2].interior().num_cells());
+    }
+
+    #[test]
+    fn plan_packs_every_patch_and_sizes_flux_blocks() {
+        let h = two_level();
+        let full = StepPlan::<f64>::new(
+            &h,
+            BoundaryConditions::outflow().with_vector([1, 2, 3]),
+            Limiter::default(),
+            64,
+        )
+        .unwrap();
+        assert!(full.fluxes.fine[0].is_empty());
+        assert_eq!(full.fluxes.fine[2].len(), 5 * 2 * 3 * 16 * 16);
+        let (plan, registers) = (&full.layout, &full.registers);
+        let placed: usize = plan.bins.iter().map(|b| b.patches.len()).sum();
+        assert_eq!(placed, 3);
+        let listed: usize = plan.work.iter().map(|w| w.patches().len()).sum();
+        assert_eq!(listed, 3 + 2);
+        assert_eq!(registers.len(), 1);
+        assert_eq!(plan.probes_of[0], vec![0]);
+    }
+}

@@ -1,0 +1,348 @@
+//! The three stages of a batch: assemble + **prepare** (fill every patch's
+//! interior and ghosts straight into its bin, then copy its probes from
+//! it), **solve** (through the backend) and **close** (interiors into the
+//! new state, boundary fluxes into the per-patch flux stores).
+//!
+//! Prepare reads only old state; close writes only new state and the flux
+//! stores of its own patches. Each patch is prepared, solved and closed
+//! exactly once per step, whatever the batch it lands in, so neither the
+//! batching nor the overlap of stages can change a result.
+
+use std::time::Instant;
+
+use quilt_batch::PatchRef;
+use quilt_mesh::PatchData;
+use quilt_mesh::fill::{BinPlacement, FillScratch, FillTarget, OldData, split_bins};
+use quilt_mesh::{Hierarchy, IndexBox};
+use quilt_pack::{PackOptions, pack};
+use quilt_sweep::layout::data_index;
+use quilt_sweep::physics::NCOMP;
+use quilt_sweep::{Batch, BatchLayout, PatchDesc, PatchShape};
+use rayon::prelude::*;
+
+use crate::Real;
+use crate::error::IntegratorError;
+use crate::plan::{FluxStore, PlanLayout};
+
+/// Descriptor ids of probes start here (hierarchy patch ids are `u32`).
+pub(crate) const PROBE_ID_BASE: u64 = 1 << 32;
+
+/// One unit of prepare and close work: a hierarchy patch and the probes
+/// that copy from it.
+#[derive(Clone, Debug)]
+pub(crate) struct Job {
+    /// Hierarchy index.
+    pub patch: usize,
+    /// Descriptor index in the batch layout.
+    pub desc: usize,
+    /// `(probe index, descriptor index)`.
+    pub probes: Vec<(usize, usize)>,
+}
+
+/// A batch ready for (or past) its solve.
+pub(crate) struct StagedBatch<T> {
+    pub batch: Batch<T>,
+    /// Global bin indices (into the step plan's bins).
+    pub bins: Vec<usize>,
+    /// Jobs per CPU queue.
+    pub queues: Vec<Vec<Job>>,
+    /// Measured prepare seconds per queue.
+    pub prepare_secs: Vec<f64>,
+}
+
+/// Builds the layout of a batch made of the global bins `bins`, with the
+/// selector's queues (`PatchRef::bin` indexes `bins`), and its jobs. The
+/// probes of the batch's patches go into extra bins packed here.
+pub(crate) fn assemble<T: Real>(
+    plan: &PlanLayout<T>,
+    h: &Hierarchy,
+    bins: &[usize],
+    queues: &[Vec<PatchRef>],
+) -> Result<(BatchLayout, Vec<Vec<Job>>), IntegratorError> {
+    let g = plan.ghost;
+    let mut shapes = Vec::new();
+    let mut places = Vec::new();
+    let mut desc_of = std::collections::HashMap::new();
+    for (nb, &b) in bins.iter().enumerate() {
+        for &(i, offset) in &plan.bins[b].patches {
+            let p = &h.patches()[i];
+            let lg = h.level_geometry(p.level()).ok_or_else(|| {
+                IntegratorError::Internal(format!("patch index {i} has no level geometry"))
+            })?;
+            desc_of.insert(i, shapes.len());
+            shapes.push(PatchShape {
+                id: u64::from(p.id().0),
+                extent: size_of_box(&p.ghost_box()),
+                ghost: g as u32,
+                level: p.level() as u32,
+                dx: [lg.dx.x, lg.dx.y, lg.dx.z],
+                user: i as u32,
+            });
+            places.push((nb as u32, offset));
+        }
+    }
+    // Probes of the batch's patches, packed into extra bins.
+    let mut probe_list = Vec::new();
+    for &b in bins {
+        for &(i, _) in &plan.bins[b].patches {
+            probe_list.extend(plan.probes_of[i].iter().copied());
+        }
+    }
+    let mut probe_desc = std::collections::HashMap::new();
+    if !probe_list.is_empty() {
+        let extents: Vec<[u32; 3]> = probe_list
+            .iter()
+            .map(|&n| size_of_box(&plan.probes[n].interior.grow(g)))
+            .collect();
+        let edge = plan.bin_edge;
+        let packing = pack(&extents, [edge; 3], &PackOptions::default())?;
+        let first = bins.len() as u32;
+        for (k, &n) in probe_list.iter().enumerate() {
+            let q = &plan.probes[n];
+            let lg = h
+                .level_geometry(h.patches()[q.coarse].level())
+                .ok_or_else(|| {
+                    IntegratorError::Internal(format!("probe {n} has no level geometry"))
+                })?;
+            probe_desc.insert(n, shapes.len());
+            shapes.push(PatchShape {
+                id: PROBE_ID_BASE + n as u64,
+                extent: extents[k],
+                ghost: g as u32,
+                level: h.patches()[q.coarse].level() as u32,
+                dx: [lg.dx.x, lg.dx.y, lg.dx.z],
+                user: n as u32,
+            });
+            let pl = &packing.placements[k];
+            places.push((first + pl.bin as u32, pl.offset));
+        }
+    }
+    let layout = BatchLayout::packed(plan.bin_edge, NCOMP as u32, &shapes, &places)?;
+    let mut jobs: Vec<Vec<Job>> = Vec::with_capacity(queues.len());
+    for q in queues {
+        let mut list = Vec::with_capacity(q.len());
+        for r in q {
+            let b = *bins.get(r.bin).ok_or_else(|| {
+                IntegratorError::Internal(format!(
+                    "queue names bin {} of a batch of {}",
+                    r.bin,
+                    bins.len()
+                ))
+            })?;
+            // Entries past the bin's patches are its probes, which travel
+            // with their coarse patch.
+            let Some(&(i, _)) = plan.bins[b].patches.get(r.patch) else {
+                continue;
+            };
+            let probes = plan.probes_of[i]
+                .iter()
+                .map(|&n| (n, probe_desc[&n]))
+                .collect();
+            list.push(Job {
+                patch: i,
+                desc: desc_of[&i],
+                probes,
+            });
+        }
+        jobs.push(list);
+    }
+    let listed: usize = jobs.iter().map(Vec::len).sum();
+    if listed != desc_of.len() {
+        return Err(IntegratorError::Internal(format!(
+            "the selection's queues hold {listed} patches, the batch's bins {}",
+            desc_of.len()
+        )));
+    }
+    Ok((layout, jobs))
+}
+
+fn size_of_box(b: &IndexBox) -> [u32; 3] {
+    let s = b.size();
+    [s.x, s.y, s.z].map(|v| u32::try_from(v).unwrap_or(0))
+}
+
+/// Fills every patch of the batch (interior and ghosts, by the mesh's ghost
+/// fill straight into its bin) and copies each probe from its coarse
+/// patch's filled box, one rayon task per queue. Returns seconds per queue.
+pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
+    plan: &PlanLayout<T>,
+    h: &Hierarchy,
+    old: &D,
+    time: f64,
+    batch: &mut Batch<T>,
+    queues: &[Vec<Job>],
+) -> Result<Vec<f64>, IntegratorError> {
+    let g = plan.ghost;
+    let descs: Vec<PatchDesc> = batch.layout().patches().to_vec();
+    let placements: Vec<BinPlacement> = descs
+        .iter()
+        .map(|d| {
+            let bx = if d.id >= PROBE_ID_BASE {
+                plan.probes[d.user as usize].interior.grow(g)
+            } else {
+                h.patches()[d.user as usize].ghost_box()
+            };
+            BinPlacement {
+                bin: d.bin as usize,
+                offset: d.offset.map(|v| v as usize),
+                bx,
+            }
+        })
+        .collect();
+    let edge = plan.bin_edge as usize;
+    let targets = split_bins(batch.data_mut(), edge, NCOMP, &placements)
+        .map_err(IntegratorError::mesh("batch targets"))?;
+    let mut slots: Vec<Option<FillTarget<'_, T>>> = targets.into_iter().map(Some).collect();
+    type Work<'t, T> = Vec<(usize, FillTarget<'t, T>, Vec<(usize, FillTarget<'t, T>)>)>;
+    let mut work: Vec<Work<'_, T>> = Vec::with_capacity(queues.len());
+    for q in queues {
+        let mut w = Vec::with_capacity(q.len());
+        for job in q {
+            let t = slots[job.desc].take().ok_or_else(|| {
+                IntegratorError::Internal(format!("patch index {} listed twice", job.patch))
+            })?;
+            let mut probes = Vec::with_capacity(job.probes.len());
+            for &(n, d) in &job.probes {
+                let pt = slots[d]
+                    .take()
+                    .ok_or_else(|| IntegratorError::Internal(format!("probe {n} listed twice")))?;
+                probes.push((n, pt));
+            }
+            w.push((job.patch, t, probes));
+        }
+        work.push(w);
+    }
+    work.into_par_iter()
+        .map_init(FillScratch::new, |scratch, jobs| {
+            let t0 = Instant::now();
+            for (patch, mut target, mut probes) in jobs {
+                plan.fill
+                    .prepare(old, patch, time, &mut target, scratch)
+                    .map_err(IntegratorError::mesh(format!(
+                        "preparing patch {}",
+                        h.patches()[patch].id()
+                    )))?;
+                for (_, pt) in &mut probes {
+                    copy_box(&target, pt);
+                }
+            }
+            Ok(t0.elapsed().as_secs_f64())
+        })
+        .collect()
+}
+
+/// Copies every cell of `dst`'s box from `src` (which covers it).
+fn copy_box<T: Real>(src: &FillTarget<'_, T>, dst: &mut FillTarget<'_, T>) {
+    let bx = dst.bx();
+    for c in 0..dst.ncomp() {
+        for p in bx.iter() {
+            if let Some(v) = src.get(c, &p) {
+                // In range: `p` is in `dst`'s box and `c` below its ncomp.
+                let _ = dst.set(c, &p, v);
+            }
+        }
+    }
+}
+
+/// Copies every patch's interior from the batch into its new state and the
+/// flux blocks of fine patches and probes into the plan's flux stores, one
+/// rayon task per queue. Returns seconds per queue.
+pub(crate) fn close<T: Real>(
+    staged: &StagedBatch<T>,
+    news: &mut [Option<&mut PatchData<T>>],
+    fluxes: &mut FluxStore<T>,
+) -> Result<Vec<f64>, IntegratorError> {
+    let FluxStore {
+        fine: fine_flux,
+        probes: probe_flux,
+    } = fluxes;
+    let batch = &staged.batch;
+    type Work<'s, T> = Vec<(usize, &'s mut PatchData<T>, Vec<T>, Vec<(usize, Vec<T>)>)>;
+    let mut work: Vec<Work<'_, T>> = Vec::with_capacity(staged.queues.len());
+    for q in &staged.queues {
+        let mut w = Vec::with_capacity(q.len());
+        for job in q {
+            let new = news[job.patch].take().ok_or_else(|| {
+                IntegratorError::Internal(format!("patch index {} closed twice", job.patch))
+            })?;
+            let flux = std::mem::take(&mut fine_flux[job.patch]);
+            let probes = job
+                .probes
+                .iter()
+                .map(|&(n, _)| (n, std::mem::take(&mut probe_flux[n])))
+                .collect();
+            w.push((job.desc, new, flux, probes));
+        }
+        work.push(w);
+    }
+    let results: Vec<(f64, Work<'_, T>)> = work
+        .into_par_iter()
+        .zip(staged.queues.par_iter())
+        .map(|(mut jobs, q)| {
+            let t0 = Instant::now();
+            for ((desc, new, flux, probes), job) in jobs.iter_mut().zip(q) {
+                copy_interior(batch, *desc, new);
+                if !flux.is_empty() {
+                    copy_flux(batch, *desc, flux);
+                }
+                for ((_, pf), &(_, pd)) in probes.iter_mut().zip(&job.probes) {
+                    copy_flux(batch, pd, pf);
+                }
+            }
+            (t0.elapsed().as_secs_f64(), jobs)
+        })
+        .collect();
+    let mut secs = Vec::with_capacity(results.len());
+    for ((s, jobs), q) in results.into_iter().zip(&staged.queues) {
+        secs.push(s);
+        for ((_, new, flux, probes), job) in jobs.into_iter().zip(q) {
+            news[job.patch] = Some(new);
+            fine_flux[job.patch] = flux;
+            for (n, pf) in probes {
+                probe_flux[n] = pf;
+            }
+        }
+    }
+    Ok(secs)
+}
+
+/// Interior rows of descriptor `desc` into `new` (same interior box).
+fn copy_interior<T: Real>(batch: &Batch<T>, desc: usize, new: &mut PatchData<T>) {
+    let l = batch.layout();
+    let d = &l.patches()[desc];
+    let (b, nc) = (l.bin_edge() as usize, l.ncomp() as usize);
+    let g = d.ghost as usize;
+    let n = d.interior().map(|v| v as usize);
+    let src = batch.data();
+    let interior = new.interior();
+    let data_box = new.data_box();
+    let gi = (interior.lo.x - data_box.lo.x) as usize;
+    let [_, sy, sz] = new.strides();
+    for c in 0..nc {
+        let dst = new.comp_mut(c);
+        for k in 0..n[2] {
+            for j in 0..n[1] {
+                let s = data_index(
+                    b,
+                    nc,
+                    d.bin as usize,
+                    c,
+                    [
+                        d.offset[0] as usize + g,
+                        d.offset[1] as usize + g + j,
+                        d.offset[2] as usize + g + k,
+                    ],
+                );
+                let o = gi + (gi + j) * sy + (gi + k) * sz;
+                dst[o..o + n[0]].copy_from_slice(&src[s..s + n[0]]);
+            }
+        }
+    }
+}
+
+/// The flux block of descriptor `desc` into `out` (sized to match).
+fn copy_flux<T: Real>(batch: &Batch<T>, desc: usize, out: &mut [T]) {
+    let d = &batch.layout().patches()[desc];
+    let start = d.flux_offset as usize;
+    out.copy_from_slice(&batch.flux()[start..start + out.len()]);
+}

@@ -1,0 +1,78 @@
+//! Time per phase of a step, and run totals.
+
+use std::ops::AddAssign;
+
+use serde::Serialize;
+
+/// Seconds spent per phase. Stages that overlap in pipelined mode each
+/// count their own duration, so `prepare + solve + close` may exceed the
+/// batch loop's wall time; the difference is what the pipeline hid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct PhaseTimes {
+    /// Filling patches (interiors, ghosts, probes) into batch buffers.
+    pub prepare: f64,
+    /// The backend's solves.
+    pub solve: f64,
+    /// Copying results and flux blocks back.
+    pub close: f64,
+    /// Flux-register accumulation, refluxing, restriction, state swap.
+    pub reflux_restrict: f64,
+    /// Ghost fill, tagging, clustering, regrid, re-packing.
+    pub regrid: f64,
+    /// Output written by the driver (recorded through the integrator).
+    pub output: f64,
+    /// Time the solve stage was not busy during the batch loop: the wall
+    /// time of the loop minus the solve time (CPU work the pipeline could
+    /// not hide, batch selection and assembly).
+    pub idle: f64,
+    /// The CFL scan and other bookkeeping.
+    pub other: f64,
+    /// Wall time of the batch loop (prepare, solve, close of all batches).
+    pub batch_loop: f64,
+    /// Wall time of the whole step.
+    pub wall: f64,
+}
+
+impl PhaseTimes {
+    /// Prepare and close time the pipeline overlapped with solves:
+    /// `prepare + close - (batch_loop - solve)`, at least 0.
+    pub fn hidden(&self) -> f64 {
+        (self.prepare + self.close - (self.batch_loop - self.solve)).max(0.0)
+    }
+}
+
+impl AddAssign for PhaseTimes {
+    fn add_assign(&mut self, o: Self) {
+        self.prepare += o.prepare;
+        self.solve += o.solve;
+        self.close += o.close;
+        self.reflux_restrict += o.reflux_restrict;
+        self.regrid += o.regrid;
+        self.output += o.output;
+        self.idle += o.idle;
+        self.other += o.other;
+        self.batch_loop += o.batch_loop;
+        self.wall += o.wall;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_time_is_the_overlap() {
+        let p = PhaseTimes {
+            prepare: 2.0,
+            close: 1.0,
+            solve: 5.0,
+            batch_loop: 6.0,
+            ..Default::default()
+        };
+        assert_eq!(p.hidden(), 2.0);
+        let mut q = p;
+        q += p;
+        assert_eq!(q.solve, 10.0);
+        assert_eq!(q.hidden(), 4.0);
+    }
+}

@@ -1,0 +1,66 @@
+//! Shared helpers of the integrator tests.
+#![allow(dead_code)]
+
+use quilt_integrator::deck::Deck;
+use quilt_integrator::{CpuBackend, Integrator};
+
+/// A small closed box (reflecting walls) with an off-centre over-pressured
+/// sphere, two levels, regrids every 5 steps, several batches per step.
+pub fn closed_box() -> Deck {
+    Deck::parse(
+        r#"
+[domain]
+base_cells = [24, 24, 24]
+[amr]
+max_levels = 2
+base_patch = 12
+max_patch = 24
+regrid_interval = 5
+tag_buffer = 1
+[[tagging]]
+field = "pressure"
+detector = "gradient"
+tol = 8.0
+[boundary]
+x_lo = "reflecting"
+x_hi = "reflecting"
+y_lo = "reflecting"
+y_hi = "reflecting"
+z_lo = "reflecting"
+z_hi = "reflecting"
+[initial.sphere]
+center = [0.42, 0.47, 0.5]
+radius = 0.16
+rho_in = 2.0
+p_in = 8.0
+[run]
+end_time = 10.0
+[batching]
+max_bins = 2
+bin_edge = 32
+"#,
+    )
+    .expect("test deck")
+}
+
+/// An integrator on the CPU backend.
+pub fn cpu(deck: &Deck) -> Integrator<f64, CpuBackend<f64>> {
+    let solver = deck.solver().expect("solver");
+    Integrator::new(deck, CpuBackend::new(solver)).expect("integrator")
+}
+
+/// Every old interior value of every patch, bit for bit.
+pub fn state_bits(it: &Integrator<f64, CpuBackend<f64>>) -> Vec<u64> {
+    let h = it.hierarchy();
+    let d = it.data();
+    let mut out = Vec::new();
+    for (i, p) in h.patches().iter().enumerate() {
+        let pd = d.old(i);
+        for c in 0..5 {
+            for q in p.interior().iter() {
+                out.push(pd.get(c, &q).to_bits());
+            }
+        }
+    }
+    out
+}
