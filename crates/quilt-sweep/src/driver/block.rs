@@ -86,6 +86,13 @@ impl<T: Real> Block<T> {
         finite
     }
 
+    /// The lanes of column component `v` at cell `i`.
+    #[inline(always)]
+    pub(crate) fn row(&self, v: usize, i: usize) -> &[T] {
+        let at = self.at(v, i);
+        &self.vals[at..at + LANES]
+    }
+
     /// Column-ordered state of cell `i` in lane `lane`.
     #[inline(always)]
     pub(crate) fn cell(&self, lane: usize, i: usize) -> [T; 5] {

@@ -85,7 +85,25 @@ pub(crate) fn step<T: Real>(
                             col.record(&flux, &scr.flux, T::lit(0.5 * dt[col.patch]), stage == 1);
                         }
                         // Combine the differences of the lanes with the
-                        // batch-sized arrays, cell by cell (x-contiguous runs).
+                        // batch-sized arrays (x-contiguous runs of lanes).
+                        if s < 2 {
+                            for v in 0..5 {
+                                for i in lo..hi {
+                                    let (row, at) = (&block.row(v, i)[..lanes], col0.at(v, i));
+                                    for (l, &du) in row.iter().enumerate() {
+                                        // SAFETY: cell i of lane l's column is
+                                        // accessed by that column only (see
+                                        // `Shared`).
+                                        unsafe {
+                                            let x = if s == 0 { du } else { acc.get(at + l) + du };
+                                            acc.set(at + l, x);
+                                        }
+                                    }
+                                }
+                            }
+                            ta += lanes as u32;
+                            continue;
+                        }
                         for i in lo..hi {
                             for lane in 0..lanes {
                                 let du = block.cell(lane, i);
@@ -94,21 +112,8 @@ pub(crate) fn step<T: Real>(
                                 // lane's column is read and written by that
                                 // column only during the pass (see `Shared`).
                                 let load = |b: &Shared<'_, T>| idx.map(|j| unsafe { b.get(j) });
-                                let (w, dst) = match s {
-                                    0 => {
-                                        idx.iter()
-                                            .zip(du)
-                                            .for_each(|(&j, x)| unsafe { acc.set(j, x) });
-                                        continue;
-                                    }
-                                    1 => {
-                                        let a = load(&acc);
-                                        for v in 0..5 {
-                                            unsafe { acc.set(idx[v], a[v] + du[v]) };
-                                        }
-                                        continue;
-                                    }
-                                    _ if stage == 0 => (
+                                let (w, dst) = if stage == 0 {
+                                    (
                                         tvd::stage_one(
                                             &scheme.k,
                                             &load(&data),
@@ -117,8 +122,9 @@ pub(crate) fn step<T: Real>(
                                             &mut floors,
                                         ),
                                         &stage_buf,
-                                    ),
-                                    _ => (
+                                    )
+                                } else {
+                                    (
                                         tvd::stage_two(
                                             &scheme.k,
                                             &load(&data),
@@ -128,7 +134,7 @@ pub(crate) fn step<T: Real>(
                                             &mut floors,
                                         ),
                                         &data,
-                                    ),
+                                    )
                                 };
                                 if let Some((c, value)) = non_finite(&w, &col0.comps) {
                                     let col = Column::new(layout, &pass, g, ta + lane as u32);

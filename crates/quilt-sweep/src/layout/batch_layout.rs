@@ -126,12 +126,13 @@ impl BatchLayout {
             bin_edge,
         };
         let b = u64::from(bin_edge);
-        let data_len = u64::from(nbins)
+        let addressable = u64::from(nbins)
             .checked_mul(u64::from(ncomp))
             .and_then(|v| v.checked_mul(b * b * b))
-            .filter(|&v| usize::try_from(v).is_ok())
-            .ok_or_else(|| too_large.clone())?;
-        let _ = data_len;
+            .is_some_and(|v| usize::try_from(v).is_ok());
+        if !addressable {
+            return Err(too_large);
+        }
         let mut ids = HashSet::with_capacity(descs.len());
         let mut offset = 0u64;
         for d in &mut descs {
@@ -142,7 +143,11 @@ impl BatchLayout {
             d.flux_offset = offset;
             offset += flux_len(d, ncomp);
         }
-        let flux_len = usize::try_from(offset).map_err(|_| too_large)?;
+        let flux_len = usize::try_from(offset).map_err(|_| LayoutError::TooLarge {
+            nbins,
+            ncomp,
+            bin_edge,
+        })?;
         check_overlaps(&descs)?;
         Ok(Self {
             bin_edge,

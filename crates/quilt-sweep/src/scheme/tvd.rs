@@ -68,38 +68,75 @@ fn conserved<T: Real>(k: &GasConsts<T>, w: &[T; 5]) -> ([T; 5], T) {
     (u, cs)
 }
 
-/// The interface flux between primitive states `wl` and `wr`.
+/// HLL flux between primitive states `wl` and `wr` (Davis wave speeds);
+/// all three candidates are formed and one is selected, so that the face
+/// loop is branch-free.
 #[inline(always)]
-fn face_flux<T: Real>(k: &GasConsts<T>, kind: TvdFlux, wl: &[T; 5], wr: &[T; 5]) -> [T; 5] {
+fn hll<T: Real>(k: &GasConsts<T>, wl: &[T; 5], wr: &[T; 5]) -> [T; 5] {
     let (ul, cl) = conserved(k, wl);
     let (ur, cr) = conserved(k, wr);
     let fl = euler_flux(&ul, wl[1], wl[4]);
     let fr = euler_flux(&ur, wr[1], wr[4]);
-    let mut f = [T::zero(); 5];
-    match kind {
-        TvdFlux::Hll => {
-            let sl = (wl[1] - cl).min(wr[1] - cr);
-            let sr = (wl[1] + cl).max(wr[1] + cr);
-            if sl >= T::zero() {
-                f = fl;
-            } else if sr <= T::zero() {
-                f = fr;
-            } else {
-                let inv = T::one() / (sr - sl);
-                for v in 0..5 {
-                    f[v] = (sr * fl[v] - sl * fr[v] + sl * sr * (ur[v] - ul[v])) * inv;
-                }
-            }
+    let sl = (wl[1] - cl).min(wr[1] - cr);
+    let sr = (wl[1] + cl).max(wr[1] + cr);
+    let inv = T::one() / (sr - sl);
+    let (left, right) = (sl >= T::zero(), sr <= T::zero());
+    std::array::from_fn(|v| {
+        let star = (sr * fl[v] - sl * fr[v] + sl * sr * (ur[v] - ul[v])) * inv;
+        if left {
+            fl[v]
+        } else if right {
+            fr[v]
+        } else {
+            star
         }
-        TvdFlux::Llf => {
-            let a = (wl[1].abs() + cl).max(wr[1].abs() + cr);
-            let half = T::lit(0.5);
-            for v in 0..5 {
-                f[v] = half * ((fl[v] + fr[v]) - a * (ur[v] - ul[v]));
-            }
-        }
+    })
+}
+
+/// Local Lax-Friedrichs (Rusanov) flux between primitive states.
+#[inline(always)]
+fn llf<T: Real>(k: &GasConsts<T>, wl: &[T; 5], wr: &[T; 5]) -> [T; 5] {
+    let (ul, cl) = conserved(k, wl);
+    let (ur, cr) = conserved(k, wr);
+    let fl = euler_flux(&ul, wl[1], wl[4]);
+    let fr = euler_flux(&ur, wr[1], wr[4]);
+    let a = (wl[1].abs() + cl).max(wr[1].abs() + cr);
+    let half = T::lit(0.5);
+    std::array::from_fn(|v| half * ((fl[v] + fr[v]) - a * (ur[v] - ul[v])))
+}
+
+/// Limited slopes of one primitive for cells `1 .. n-1`.
+#[inline(always)]
+fn slopes<T: Real>(lim: impl Fn(T, T) -> T, w: &[T], dw: &mut [T], n: usize) {
+    let (w, dw) = (&w[..n], &mut dw[..n]);
+    for i in 1..n - 1 {
+        dw[i] = lim(w[i] - w[i - 1], w[i + 1] - w[i]);
     }
-    f
+}
+
+/// Face fluxes for faces `1 ..= n-3` from the reconstructed states.
+#[inline(always)]
+fn face_fluxes<T: Real>(
+    flux_of: impl Fn(&[T; 5], &[T; 5]) -> [T; 5],
+    w: [&[T]; 5],
+    dw: [&[T]; 5],
+    out: [&mut [T]; 5],
+    n: usize,
+) {
+    let w = w.map(|x| &x[..n]);
+    let dw = dw.map(|x| &x[..n]);
+    let [o0, o1, o2, o3, o4] = out.map(|x| &mut x[..n]);
+    let half = T::lit(0.5);
+    for f in 1..n - 2 {
+        let wl: [T; 5] = std::array::from_fn(|v| w[v][f] + half * dw[v][f]);
+        let wr: [T; 5] = std::array::from_fn(|v| w[v][f + 1] - half * dw[v][f + 1]);
+        let fx = flux_of(&wl, &wr);
+        o0[f] = fx[0];
+        o1[f] = fx[1];
+        o2[f] = fx[2];
+        o3[f] = fx[3];
+        o4[f] = fx[4];
+    }
 }
 
 /// Computes one stage's flux difference along one axis for a column of `len`
@@ -113,34 +150,41 @@ pub fn tvd_column<T: Real>(
     len: usize,
     s: &mut TvdScratch<T>,
 ) {
-    debug_assert!(len > 2 * REACH && len <= s.u.capacity());
+    assert!(
+        len > 2 * REACH && len <= s.u.capacity(),
+        "TVD column of {len} cells"
+    );
+    let n = len;
     let half = T::lit(0.5);
-    for i in 0..len {
-        let u = s.u.cell(i);
-        let inv = T::one() / u[0];
-        let ke = half * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
-        let p = (k.gm1 * (u[4] - ke)).max(k.p_floor);
-        s.w.set_cell(i, [u[0], u[1] * inv, u[2] * inv, u[3] * inv, p]);
-    }
-    for v in 0..5 {
-        let w = &s.w.0[v];
-        let dw = &mut s.dw.0[v];
-        for i in 1..len - 1 {
-            dw[i] = slope.slope(w[i] - w[i - 1], w[i + 1] - w[i]);
+    {
+        let [u0, u1, u2, u3, u4] = s.u.slices().map(|x| &x[..n]);
+        let [w0, w1, w2, w3, w4] = s.w.slices_mut().map(|x| &mut x[..n]);
+        for i in 0..n {
+            let inv = T::one() / u0[i];
+            let ke = half * (u1[i] * u1[i] + (u2[i] * u2[i] + u3[i] * u3[i])) * inv;
+            w0[i] = u0[i];
+            w1[i] = u1[i] * inv;
+            w2[i] = u2[i] * inv;
+            w3[i] = u3[i] * inv;
+            w4[i] = (k.gm1 * (u4[i] - ke)).max(k.p_floor);
         }
     }
-    for f in 1..len - 2 {
-        let mut wl = [T::zero(); 5];
-        let mut wr = [T::zero(); 5];
-        for v in 0..5 {
-            wl[v] = s.w.0[v][f] + half * s.dw.0[v][f];
-            wr[v] = s.w.0[v][f + 1] - half * s.dw.0[v][f + 1];
+    // Limiter and flux are chosen outside the loops (branch-free bodies).
+    for (w, dw) in s.w.0.iter().zip(&mut s.dw.0) {
+        match slope {
+            SlopeLimiter::Minmod => slopes(|a, b| SlopeLimiter::Minmod.slope(a, b), w, dw, n),
+            SlopeLimiter::Mc => slopes(|a, b| SlopeLimiter::Mc.slope(a, b), w, dw, n),
         }
-        s.flux.set_cell(f, face_flux(k, kind, &wl, &wr));
     }
-    for v in 0..5 {
-        for i in REACH..len - REACH {
-            s.du.0[v][i] = dtdx * (s.flux.0[v][i - 1] - s.flux.0[v][i]);
+    let (w, dw, out) = (s.w.slices(), s.dw.slices(), s.flux.slices_mut());
+    match kind {
+        TvdFlux::Hll => face_fluxes(|l, r| hll(k, l, r), w, dw, out, n),
+        TvdFlux::Llf => face_fluxes(|l, r| llf(k, l, r), w, dw, out, n),
+    }
+    for (flux, du) in s.flux.0.iter().zip(&mut s.du.0) {
+        let (flux, du) = (&flux[..n], &mut du[..n]);
+        for i in REACH..n - REACH {
+            du[i] = dtdx * (flux[i - 1] - flux[i]);
         }
     }
 }
