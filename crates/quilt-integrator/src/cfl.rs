@@ -33,7 +33,9 @@ const NONFINITE: [&str; 5] = [
 ];
 
 /// The largest signal rate over the old interiors of every patch, or the
-/// first bad cell (in patch order, then z, y, x).
+/// first bad cell of the finest level that has one (patch order, then z,
+/// y, x). Restriction copies a bad fine value onto the levels below, so
+/// the finest occurrence is where it arose.
 pub(crate) fn max_rate<T: Real>(
     h: &Hierarchy,
     data: &HierarchyData<T>,
@@ -50,8 +52,10 @@ pub(crate) fn max_rate<T: Real>(
         })
         .collect();
     let mut best = 0.0f64;
-    for r in rates {
-        best = best.max(r?);
+    for l in (0..h.num_levels()).rev() {
+        for r in &rates[h.level_range(l)] {
+            best = best.max((*r)?);
+        }
     }
     Ok(best)
 }

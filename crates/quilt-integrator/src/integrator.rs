@@ -296,6 +296,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         &self.backend
     }
 
+    /// The backend, mutably.
+    pub fn backend_mut(&mut self) -> &mut B {
+        &mut self.backend
+    }
+
     /// The cost model as refined so far.
     pub fn model(&self) -> &OnlineModel {
         &self.model
