@@ -49,9 +49,10 @@ template <class T> struct PatchStep {
     T wflux;
 };
 
-// One work item of a pass: a column (cell-parallel kernels) or the first of
-// up to 32 neighbouring columns (marching kernels), patch-local transverse
-// coordinates, ghosts included.
+// One work item of a pass: a column (cell-parallel kernels: patch-local
+// transverse coordinates, ghosts included) or, for the marching kernels, 32
+// consecutive columns of one patch in the flat order of its (tb, ta) grid
+// starting at ta (tb unused): whole warps stay busy whatever the widths.
 struct ColItem {
     u32 patch;
     unsigned short ta, tb;
@@ -66,6 +67,8 @@ struct PassInfo {
     int slot;    // error slot (sweep index, or TVD stage)
     int stage;   // TVD stage 0/1
     int sub;     // TVD: 0 = acc = du, 1 = acc += du, 2 = stage update
+    int march;   // items are flat segments of 32 columns, marched (else one column each)
+    int pad;
 };
 
 #define QUILT_MAX_PASSES 6
@@ -325,70 +328,118 @@ __device__ __forceinline__ void grid_barrier(u64 counter, u32 epoch) {
 }
 
 // ----------------------------------------------------------- input scan ----
-// quilt_sweep's driver::check::scan_patch on the GPU: the state must be finite
+// quilt_sweep's driver::check::scan_patch on the GPU (same operations, so the
+// rate and hence the Courant number are the CPU's bit for bit): the state must be finite
 // with positive density and pressure everywhere in a patch (bad[q] = 1
 // otherwise; the host then reproduces the exact error on the CPU), and the
 // fastest signal max_d (|v_d| + c_s) / dx_d over interior cells, in f64 as on
 // the CPU, goes to rate[q] as the bits of a non-negative double.
-// Grid: (patch positions of the chunk, z planes); block: any size.
+// Grid: (patch positions of the chunk, QUILT_SCAN_SPLIT), block y taking
+// every QUILT_SCAN_SPLIT-th z plane; QUILT_SCAN_BLOCK threads, each loading
+// QUILT_SCAN_BATCH cells before computing (few, long-lived blocks with many
+// loads in flight: one block per plane made the scan latency-bound).
+
+// One cell of the scan: bad flag, and the rate if the cell is interior.
+__device__ __forceinline__ void scan_cell(const double u[5], bool interior, double gamma, double gm1,
+                                          const double inv_dx[3], double& best, bool& is_bad) {
+    bool fin = isfinite(u[0]) && isfinite(u[1]) && isfinite(u[2]) && isfinite(u[3]) && isfinite(u[4]);
+    if (!fin || !(u[0] > 0.0)) {
+        is_bad = true;
+        return;
+    }
+    double inv = 1.0 / u[0];
+    double vel[3] = {u[1] * inv, u[2] * inv, u[3] * inv};
+    double pr = gm1 * (u[4] - 0.5 * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]));
+    if (!(pr > 0.0)) {
+        is_bad = true;
+        return;
+    }
+    if (interior) {
+        double c = sqrt(gamma * pr * inv);
+#pragma unroll
+        for (int a = 0; a < 3; ++a) best = fmax(best, (fabs(vel[a]) + c) * inv_dx[a]);
+    }
+}
+
+// Cells a thread loads before it computes: the scan is a stream with little
+// arithmetic, so loads in flight set its speed.
+#define QUILT_SCAN_BATCH 4
 
 template <class T>
-__device__ __forceinline__ void scan_body(const T* data, const PatchDesc* descs, const u32* order, u32 q0, u32 q1, int B, double gamma,
-                          u64* rate, u32* bad) {
+__device__ __forceinline__ void scan_body(const T* data, const PatchDesc* descs, const u32* order, u32 q0, u32 q1, int B,
+                                          double gamma, u64* rate, u32* bad) {
     u32 q = q0 + blockIdx.x;
     if (q >= q1) return;
     u32 p = order[q];
     const PatchDesc& d = descs[p];
-    int k = blockIdx.y;
-    if (k >= (int)d.extent[2]) return;
-    int ex = d.extent[0], ey = d.extent[1];
-    int g = d.ghost;
-    i64 bb = B;
-    i64 cs = bb * bb * bb;
+    const int ex = d.extent[0], ey = d.extent[1], ez = d.extent[2];
+    const int g = d.ghost;
+    const i64 bb = B;
+    const i64 cs = bb * bb * bb;
+    const double gm1 = gamma - 1.0;
+    const double inv_dx[3] = {1.0 / d.dx[0], 1.0 / d.dx[1], 1.0 / d.dx[2]};
     double best = 0.0;
     bool is_bad = false;
-    bool zin = k >= g && k < (int)d.extent[2] - g;
-    for (int t = threadIdx.x; t < ex * ey; t += blockDim.x) {
-        int j = t / ex, i = t - j * ex;
-        i64 at = ((i64)d.bin * 5 * bb + (d.offset[2] + k)) * bb * bb + (i64)(d.offset[1] + j) * bb + (d.offset[0] + i);
-        double u[5];
-        for (int v = 0; v < 5; ++v) u[v] = (double)data[at + v * cs];
-        bool fin = isfinite(u[0]) && isfinite(u[1]) && isfinite(u[2]) && isfinite(u[3]) && isfinite(u[4]);
-        if (!fin || !(u[0] > 0.0)) {
-            is_bad = true;
-            continue;
-        }
-        double vel[3] = {u[1] / u[0], u[2] / u[0], u[3] / u[0]};
-        double ke = 0.5 * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]);
-        double pr = (gamma - 1.0) * (u[4] - ke);
-        if (!(pr > 0.0)) {
-            is_bad = true;
-            continue;
-        }
-        bool interior = zin && j >= g && j < ey - g && i >= g && i < ex - g;
-        if (interior) {
-            double c = sqrt(gamma * pr / u[0]);
-            for (int a = 0; a < 3; ++a) {
-                double r = (fabs(vel[a]) + c) / d.dx[a];
-                best = fmax(best, r);
+    // Cells of this block: planes blockIdx.y, blockIdx.y + gridDim.y, ...
+    const int plane = ex * ey;
+    const int nplanes = (ez - (int)blockIdx.y + (int)gridDim.y - 1) / (int)gridDim.y;
+    const int ncells = nplanes > 0 ? nplanes * plane : 0;
+    for (int base = threadIdx.x; base < ncells; base += QUILT_SCAN_BATCH * blockDim.x) {
+        double u[QUILT_SCAN_BATCH][5];
+        bool interior[QUILT_SCAN_BATCH];
+        bool live[QUILT_SCAN_BATCH];
+#pragma unroll
+        for (int m = 0; m < QUILT_SCAN_BATCH; ++m) {
+            int t = base + m * blockDim.x;
+            live[m] = t < ncells;
+            interior[m] = false;
+            if (live[m]) {
+                int kk = t / plane, r = t - kk * plane;
+                int k = (int)blockIdx.y + kk * (int)gridDim.y;
+                int j = r / ex, i = r - j * ex;
+                i64 at = ((i64)d.bin * 5 * bb + (d.offset[2] + k)) * bb * bb + (i64)(d.offset[1] + j) * bb +
+                         (d.offset[0] + i);
+#pragma unroll
+                for (int v = 0; v < 5; ++v) u[m][v] = (double)data[at + v * cs];
+                interior[m] = k >= g && k < ez - g && j >= g && j < ey - g && i >= g && i < ex - g;
             }
         }
+#pragma unroll
+        for (int m = 0; m < QUILT_SCAN_BATCH; ++m)
+            if (live[m]) scan_cell(u[m], interior[m], gamma, gm1, inv_dx, best, is_bad);
     }
-    // Warp maxima, then one atomic per warp (non-negative doubles order as u64).
+    // Block maximum (non-negative doubles order as u64) and flag, then one
+    // atomic per block.
+    __shared__ u64 s_bits[32];
+    __shared__ int s_bad[32];
     u64 bits = (u64)__double_as_longlong(best);
     for (int o = 16; o > 0; o >>= 1) {
         u64 other = __shfl_xor_sync(0xffffffffu, bits, o);
         bits = other > bits ? other : bits;
     }
     int any_bad = __any_sync(0xffffffffu, is_bad);
+    const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     if ((threadIdx.x & 31) == 0) {
-        if (bits) atomicMax(rate + q, bits);
-        if (any_bad) atomicOr(bad + q, 1u);
+        s_bits[warp] = bits;
+        s_bad[warp] = any_bad;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 m = 0;
+        int b = 0;
+        for (int w = 0; w < nwarps; ++w) {
+            m = s_bits[w] > m ? s_bits[w] : m;
+            b |= s_bad[w];
+        }
+        if (m) atomicMax(rate + q, m);
+        if (b) atomicOr(bad + q, 1u);
     }
 }
 
+#define QUILT_SCAN_BLOCK 256
+#define QUILT_SCAN_SPLIT 8
 #define QUILT_SCAN_KERNEL(T, NAME)                                                                           \
-    extern "C" __global__ void NAME(const T* data, const PatchDesc* descs, const u32* order, u32 q0, u32 q1, \
+    extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK) NAME(const T* data, const PatchDesc* descs, const u32* order, u32 q0, u32 q1, \
                                     int B, double gamma, u64* rate, u32* bad) {                              \
         scan_body<T>(data, descs, order, q0, q1, B, gamma, rate, bad);                                       \
     }
@@ -489,17 +540,26 @@ __device__ __forceinline__ void row_item(const StepArgs<T>& A, const PassInfo& p
     S::template par<T, 32, 2, true>(A, ps, c, lane, sm, fc);
 }
 
-// Kernel-optimised y and z sweeps: a warp per segment of up to 32
-// neighbouring columns of one patch, one thread marching along each column;
-// neighbouring lanes read neighbouring x cells, so every load coalesces.
+// Kernel-optimised y and z sweeps: a warp per 32 columns of one patch, one
+// thread marching along each column; neighbouring lanes read neighbouring x
+// cells (two runs where the flat order wraps to the next row), so loads
+// coalesce.
 template <class S, class T>
 __device__ __forceinline__ void march_item(const StepArgs<T>& A, const PassInfo& ps, u32 it, int lane, Floors& fc) {
     ColItem ci = item_at(ps, it);
     const PatchDesc& d = desc_of(A.use_const, A.descs, ci.patch);
-    int a = ps.axis == 0 ? 1 : 0;
-    int ta = (int)ci.ta + lane;
-    if (ta < t_hi(d, ps, a)) {
-        Col c = make_col(d, ci.patch, ps, ta, ci.tb, A.bin_edge);
+    const int axis = ps.axis;
+    const int a = axis == 0 ? 1 : 0;
+    const int b = axis == 2 ? 1 : 2;
+    const int g = (int)d.ghost;
+    const int tha = pick(a, ps.th0, ps.th1, ps.th2), thb = pick(b, ps.th0, ps.th1, ps.th2);
+    const int ra = (int)pick(a, d.extent[0], d.extent[1], d.extent[2]) - 2 * g + 2 * tha;
+    const int rb = (int)pick(b, d.extent[0], d.extent[1], d.extent[2]) - 2 * g + 2 * thb;
+    const int l = (int)ci.ta + lane;
+    if (l < ra * rb) {
+        const int tb = l / ra;
+        const int ta = l - tb * ra;
+        Col c = make_col(d, ci.patch, ps, g - tha + ta, g - thb + tb, A.bin_edge);
         S::template march<T>(A, ps, c, fc);
     }
 }
@@ -529,7 +589,7 @@ template <class S, class T> __device__ __forceinline__ void shell_march(const St
 }
 
 // Every pass of the step in one cooperative launch, a grid barrier between
-// passes; x passes as rows, y and z passes marched.
+// passes; each pass as rows or marched, as its table says.
 template <class S, class T> __device__ __forceinline__ void shell_fused(const StepArgs<T>& A) {
     extern __shared__ __align__(16) unsigned char qsm[];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -541,10 +601,10 @@ template <class S, class T> __device__ __forceinline__ void shell_fused(const St
         u32 s0, s1;
         item_range(ps, A.q0, A.q1, s0, s1);
         for (u32 it = s0 + blockIdx.x * nw + warp; it < s1; it += gridDim.x * nw) {
-            if (ps.axis == 0)
-                row_item<S, T>(A, ps, it, lane, sm, fc);
-            else
+            if (ps.march)
                 march_item<S, T>(A, ps, it, lane, fc);
+            else
+                row_item<S, T>(A, ps, it, lane, sm, fc);
         }
         if (k + 1 < A.npasses) grid_barrier(A.barrier, (u32)(k + 1));
     }

@@ -10,6 +10,11 @@
 // threads per column, one or two cells per thread, shared memory between
 // phases) and `march` (one thread per column, a register window sliding
 // along it).
+// Resident blocks per SM asked of ptxas for the cell-parallel kernels
+// (registers per thread 65536 / (128 x blocks)): chosen from ptxas' spill
+// report so that no kernel of this file spills.
+#define QUILT_MINB_F32 6
+#define QUILT_MINB_F64 4
 #include "common.cuh"
 
 template <class T> __device__ __forceinline__ T rtvd_limit(int lim, T a, T b) {
@@ -148,10 +153,12 @@ struct Rtvd {
         QUILT_SYNC(WARP);
     }
 
-    // One thread, one column. At step j (cell j read) the window holds
-    // U_{j-1..j}, the half-step split fluxes HR_{j-4..j-1}, HL_{j-3..j-1};
-    // face j-3 and cell j-3 are finished (U_{j-3} is read again, from the
-    // cache, rather than kept in registers).
+    // One thread, one column. At step j the window holds U_{j-1}, U_j, the
+    // half-step split fluxes HR_{j-4..j-1}, HL_{j-3..j-1} (those of index
+    // j-1 formed in this step); face j-3 and cell j-3 are finished. The
+    // split fluxes of U_{j+1} and the face flux F*_j = F_R,j - F_L,j+1 of
+    // the half step are formed one step early, off the dependency chain of
+    // the step (U_{j-3} is read again, from the cache, rather than kept).
     template <class T>
     static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc) {
         const int axis = ps.axis;
@@ -162,67 +169,79 @@ struct Rtvd {
         const T dtdx = st.dtdx[axis], wf = st.wflux;
         const T hdtdx = T(0.5) * dtdx;
         const int len = c.len;
-        T u2[5], u3[5];
-        T nx[5];
-        T frp[5], fsp[5];
+        T u2[5], u3[5];   // U_{j-1}, U_j
+        T nx[5];          // U_{j+1}
+        T frc[5];         // F_R,j
+        T fs1[5], fs2[5]; // F*_{j-1}, F*_{j-2}
         T hr0[5], hr1[5], hr2[5], hr3[5];
         T hl1[5], hl2[5], hl3[5];
         T fxp[5];
 #pragma unroll
         for (int v = 0; v < 5; ++v) {
-            u2[v] = u3[v] = T(0);
-            frp[v] = fsp[v] = fxp[v] = T(0);
+            u2[v] = T(0);
+            fs1[v] = fs2[v] = fxp[v] = T(0);
             hr0[v] = hr1[v] = hr2[v] = hr3[v] = T(0);
             hl1[v] = hl2[v] = hl3[v] = T(0);
         }
-        load_cell(data, c, axis, 0, nx);
+        load_cell(data, c, axis, 0, u3);
+        {
+            T fl[5];
+            split_flux(k, u3, frc, fl);
+        }
+        load_cell(data, c, axis, 1, nx);
 #pragma unroll 1
         for (int j = 0; j < len; ++j) {
-            COPY5(u2, u3);
-            COPY5(u3, nx);
-            if (j + 1 < len) load_cell(data, c, axis, j + 1, nx);
-            T fr[5], fl[5];
-            split_flux(k, u3, fr, fl);
-            if (j >= 1) {
-                T fs[5];  // F*_{j-1} = F_R,j-1 - F_L,j
+            const int f = j - 3;
+            const bool face = f >= 2 && f <= len - 4;
+            T un[5];
+            if (face && f >= 3) load_cell(data, c, axis, f, un);
+            // Off the chain: split fluxes of U_{j+1}, F*_j, and the next load.
+            T fsn[5], frn[5];
+            if (j + 1 < len) {
+                T fln[5];
+                split_flux(k, nx, frn, fln);
 #pragma unroll
-                for (int v = 0; v < 5; ++v) fs[v] = frp[v] - fl[v];
-                if (j >= 2) {
-                    T uh[5];
-#pragma unroll
-                    for (int v = 0; v < 5; ++v) uh[v] = u2[v] - hdtdx * (fs[v] - fsp[v]);
-                    apply_floors(k, uh, fc);
-                    T hr[5], hl[5];
-                    split_flux(k, uh, hr, hl);
-                    COPY5(hr0, hr1);
-                    COPY5(hr1, hr2);
-                    COPY5(hr2, hr3);
-                    COPY5(hr3, hr);
-                    COPY5(hl1, hl2);
-                    COPY5(hl2, hl3);
-                    COPY5(hl3, hl);
-                    const int f = j - 3;
-                    if (f >= 2 && f <= len - 4) {
-                        T fx[5];
-#pragma unroll
-                        for (int v = 0; v < 5; ++v) fx[v] = rtvd_face(lim, hr0[v], hr1[v], hr2[v], hl1[v], hl2[v], hl3[v]);
-                        if (f == c.face_lo) record_face((T*)A.flux, c, axis, 0, fx, wf, false);
-                        if (f == c.face_hi) record_face((T*)A.flux, c, axis, 1, fx, wf, false);
-                        if (f >= 3) {
-                            T w[5];
-                            load_cell(data, c, axis, f, w);
-#pragma unroll
-                            for (int v = 0; v < 5; ++v) w[v] = w[v] - dtdx * (fx[v] - fxp[v]);
-                            apply_floors(k, w, fc);
-                            check_finite(c, axis, f, w, A.errors, ps.slot);
-                            store_cell(data, c, axis, f, w);
-                        }
-                        COPY5(fxp, fx);
-                    }
-                }
-                COPY5(fsp, fs);
+                for (int v = 0; v < 5; ++v) fsn[v] = frc[v] - fln[v];
             }
-            COPY5(frp, fr);
+            T nxt[5];
+            COPY5(nxt, nx);
+            if (j + 2 < len) load_cell(data, c, axis, j + 2, nx);
+            if (j >= 2) {
+                T uh[5];
+#pragma unroll
+                for (int v = 0; v < 5; ++v) uh[v] = u2[v] - hdtdx * (fs1[v] - fs2[v]);
+                apply_floors(k, uh, fc);
+                T hr[5], hl[5];
+                split_flux(k, uh, hr, hl);
+                COPY5(hr0, hr1);
+                COPY5(hr1, hr2);
+                COPY5(hr2, hr3);
+                COPY5(hr3, hr);
+                COPY5(hl1, hl2);
+                COPY5(hl2, hl3);
+                COPY5(hl3, hl);
+                if (face) {
+                    T fx[5];
+#pragma unroll
+                    for (int v = 0; v < 5; ++v) fx[v] = rtvd_face(lim, hr0[v], hr1[v], hr2[v], hl1[v], hl2[v], hl3[v]);
+                    if (f == c.face_lo) record_face((T*)A.flux, c, axis, 0, fx, wf, false);
+                    if (f == c.face_hi) record_face((T*)A.flux, c, axis, 1, fx, wf, false);
+                    if (f >= 3) {
+                        T w[5];
+#pragma unroll
+                        for (int v = 0; v < 5; ++v) w[v] = un[v] - dtdx * (fx[v] - fxp[v]);
+                        apply_floors(k, w, fc);
+                        check_finite(c, axis, f, w, A.errors, ps.slot);
+                        store_cell(data, c, axis, f, w);
+                    }
+                    COPY5(fxp, fx);
+                }
+            }
+            COPY5(fs2, fs1);
+            COPY5(fs1, fsn);
+            COPY5(frc, frn);
+            COPY5(u2, u3);
+            COPY5(u3, nxt);
         }
     }
 };

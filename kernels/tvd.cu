@@ -6,6 +6,11 @@
 //   sub 0: acc = dU_a,   sub 1: acc += dU_b,
 //   sub 2: stage 0: U* = U^n + (acc + dU_c)            (floors)
 //          stage 1: U^{n+1} = (U^n + (U* + (acc + dU_c))) / 2   (floors)
+// Resident blocks per SM asked of ptxas for the cell-parallel kernels
+// (registers per thread 65536 / (128 x blocks)): chosen from ptxas' spill
+// report so that no kernel of this file spills.
+#define QUILT_MINB_F32 6
+#define QUILT_MINB_F64 5
 #include "common.cuh"
 
 template <class T> __device__ __forceinline__ void primitive(const GasK<T>& k, const T u[5], T w[5]) {

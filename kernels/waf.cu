@@ -6,6 +6,11 @@
 //   2. limited weighted-average fluxes at faces 1 .. len-3 (per wave, density
 //      jump ratios at the upwind face)
 //   3. conservative update of cells 2 .. len-3.
+// Resident blocks per SM asked of ptxas for the cell-parallel kernels
+// (registers per thread 65536 / (128 x blocks)): chosen from ptxas' spill
+// report so that no kernel of this file spills.
+#define QUILT_MINB_F32 4
+#define QUILT_MINB_F64 3
 #include "common.cuh"
 
 template <class T>

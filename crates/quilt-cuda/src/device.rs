@@ -24,7 +24,8 @@ pub(crate) struct Device {
     pub ctx: Arc<CudaContext>,
 }
 
-type ModuleKey = (usize, KernelFile, bool);
+/// (device, file, FMA contraction, blocks per SM asked of the marching kernels).
+type ModuleKey = (usize, KernelFile, bool, Option<u32>);
 
 fn devices() -> &'static Mutex<HashMap<usize, Device>> {
     static D: OnceLock<Mutex<HashMap<usize, Device>>> = OnceLock::new();
@@ -65,14 +66,19 @@ pub(crate) fn device(ordinal: usize) -> Result<Device, CudaError> {
 
 /// The image of `file` for `dev`, compiled on first use (other threads
 /// asking for the same image wait for that compilation).
-pub(crate) fn image(dev: &Device, file: KernelFile, fma: bool) -> Result<Arc<Image>, CudaError> {
-    let key = (dev.info.ordinal, file, fma);
+pub(crate) fn image(
+    dev: &Device,
+    file: KernelFile,
+    fma: bool,
+    march_blocks: Option<u32>,
+) -> Result<Arc<Image>, CudaError> {
+    let key = (dev.info.ordinal, file, fma, march_blocks);
     let cell = {
         let mut map = images().lock().unwrap_or_else(|e| e.into_inner());
         map.entry(key).or_default().clone()
     };
     let res = cell.get_or_init(|| {
-        build(dev, file, fma)
+        build(dev, file, fma, march_blocks)
             .map(Arc::new)
             .map_err(|e| e.to_string())
     });
@@ -89,8 +95,9 @@ pub(crate) fn module(
     dev: &Device,
     file: KernelFile,
     fma: bool,
+    march_blocks: Option<u32>,
 ) -> Result<Arc<CudaModule>, CudaError> {
-    let img = image(dev, file, fma)?;
+    let img = image(dev, file, fma, march_blocks)?;
     let ptx = match &*img {
         Image::Cubin(c) => Ptx::from_binary(c.clone()),
         Image::Ptx(p) => Ptx::from_src(p.clone()),
@@ -99,9 +106,19 @@ pub(crate) fn module(
     dev.ctx.load_module(ptx).call("cuModuleLoadData")
 }
 
-fn build(dev: &Device, file: KernelFile, fma: bool) -> Result<Image, CudaError> {
+fn build(
+    dev: &Device,
+    file: KernelFile,
+    fma: bool,
+    march_blocks: Option<u32>,
+) -> Result<Image, CudaError> {
     let t = Instant::now();
-    let opts = CompileOptions::new(dev.info.arch(), fma);
+    let mut opts = CompileOptions::new(dev.info.arch(), fma);
+    if let Some(b) = march_blocks {
+        for name in ["QUILT_MARCH_MINB_F32", "QUILT_MARCH_MINB_F64"] {
+            opts.defines.push((name.to_string(), b.to_string()));
+        }
+    }
     let out = compile(file, &opts)?;
     if !out.log.trim().is_empty() {
         log::debug!("NVRTC log of {} (fma {fma}):\n{}", file.path(), out.log);
@@ -124,7 +141,7 @@ pub(crate) fn precompile(dev: &Device, wanted: &[(KernelFile, bool)]) -> Result<
     std::thread::scope(|s| {
         let handles: Vec<_> = wanted
             .iter()
-            .map(|&(file, fma)| s.spawn(move || image(dev, file, fma).map(|_| ())))
+            .map(|&(file, fma)| s.spawn(move || image(dev, file, fma, None).map(|_| ())))
             .collect();
         handles
             .into_iter()

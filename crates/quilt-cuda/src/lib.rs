@@ -45,6 +45,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod bandwidth;
 mod buffer;
 mod device;
 mod error;
@@ -55,8 +56,9 @@ mod real;
 mod solver;
 pub mod source;
 
+pub use bandwidth::{Bandwidth, measure_bandwidth};
 pub use error::CudaError;
-pub use plan::MAX_EDGE;
+pub use plan::{MAX_EDGE, step_traffic};
 pub use probe::{Backend, DeviceInfo, Selected, probe, probe_device, select_backend};
 pub use real::GpuReal;
 pub use solver::{CudaConfig, CudaSolver, KernelInfo, StepTiming, Variant};

@@ -27,9 +27,11 @@ pub(crate) struct PassInfo {
     pub slot: i32,
     pub stage: i32,
     pub sub: i32,
+    pub march: i32,
+    pub pad: i32,
 }
 
-const _: () = assert!(std::mem::size_of::<PassInfo>() == 48);
+const _: () = assert!(std::mem::size_of::<PassInfo>() == 56);
 const _: () = assert!(std::mem::size_of::<ColItem>() == 8);
 
 /// `GasK<T>`.

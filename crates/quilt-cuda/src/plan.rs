@@ -18,7 +18,7 @@ use crate::params::{ColItem, PassInfo};
 /// Largest bin edge (column length) the kernels support (`QUILT_MAX_EDGE`).
 pub const MAX_EDGE: u32 = 64;
 
-/// Lanes of a marching segment.
+/// Columns of a marching item (a warp).
 pub(crate) const SEGMENT: u32 = 32;
 
 /// Geometry of one pass.
@@ -34,8 +34,9 @@ pub(crate) struct PassGeom {
 pub(crate) enum TableKind {
     /// One column per item.
     Columns,
-    /// Up to [`SEGMENT`] neighbouring columns per item.
-    Segments,
+    /// [`SEGMENT`] consecutive columns of one patch in the flat order of its
+    /// `(tb, ta)` grid (the last item of a patch may have fewer).
+    Flat,
 }
 
 /// A pass of a step with its bookkeeping.
@@ -50,13 +51,14 @@ pub(crate) struct PassSpec {
     pub sub: u32,
 }
 
-/// The passes of one step of `scheme` in `order`; `segments_yz` selects
-/// marching segments for the y and z passes.
-pub(crate) fn step_passes(scheme: &Scheme, order: SweepOrder, segments_yz: bool) -> Vec<PassSpec> {
+/// The passes of one step of `scheme` in `order`; the passes along the
+/// axes with `march[axis]` are marched (flat tables), the others run a
+/// group of threads per column.
+pub(crate) fn step_passes(scheme: &Scheme, order: SweepOrder, march: [bool; 3]) -> Vec<PassSpec> {
     let axes = order.axes();
     let kind = |axis: usize| {
-        if segments_yz && axis != 0 {
-            TableKind::Segments
+        if march[axis] {
+            TableKind::Flat
         } else {
             TableKind::Columns
         }
@@ -283,22 +285,23 @@ impl HostPlan {
             };
             let (alo, ahi) = range(a);
             let (blo, bhi) = range(b);
-            for tb in blo..bhi {
-                match kind {
-                    TableKind::Columns => {
+            match kind {
+                TableKind::Columns => {
+                    for tb in blo..bhi {
                         items.extend((alo..ahi).map(|ta| ColItem {
                             patch: p,
                             ta: ta as u16,
                             tb: tb as u16,
                         }));
                     }
-                    TableKind::Segments => {
-                        items.extend((alo..ahi).step_by(SEGMENT as usize).map(|ta| ColItem {
-                            patch: p,
-                            ta: ta as u16,
-                            tb: tb as u16,
-                        }));
-                    }
+                }
+                TableKind::Flat => {
+                    let cols = (ahi - alo) * (bhi - blo);
+                    items.extend((0..cols).step_by(SEGMENT as usize).map(|l| ColItem {
+                        patch: p,
+                        ta: l as u16,
+                        tb: 0,
+                    }));
                 }
             }
             let n = u32::try_from(items.len())
@@ -327,7 +330,262 @@ pub(crate) fn pass_infos(passes: &[PassSpec], tables: &TablePtrs) -> Vec<PassInf
                 slot: p.slot as i32,
                 stage: p.stage as i32,
                 sub: p.sub as i32,
+                march: i32::from(p.kind == TableKind::Flat),
+                pad: 0,
             }
         })
         .collect()
+}
+
+/// Bytes one step of `scheme` must move through device memory at the
+/// least: every pass reads each cell of each column once and writes each
+/// updated cell once (TVD also reads and writes its stage and accumulator
+/// arrays), the boundary fluxes are written (TVD stage 2 also reads them),
+/// and the input scan reads every patch cell once. `value_bytes` is the
+/// size of one value (4 or 8).
+pub fn step_traffic(layout: &BatchLayout, scheme: &Scheme, value_bytes: u64) -> u64 {
+    let passes = step_passes(scheme, SweepOrder::Xyz, [false; 3]);
+    let tvd = matches!(scheme, Scheme::Tvd { .. });
+    let mut values = 0u64;
+    for d in layout.patches() {
+        values += 5 * d.total_cells();
+        for p in &passes {
+            let g = p.geom;
+            let (a, b) = match g.axis {
+                0 => (1, 2),
+                1 => (0, 2),
+                _ => (0, 1),
+            };
+            let n = d.interior();
+            let cols = u64::from(n[a] + 2 * g.t_halo[a]) * u64::from(n[b] + 2 * g.t_halo[b]);
+            let len = u64::from(n[g.axis] + 2 * g.read_halo);
+            let faces = 2 * 5 * u64::from(n[a]) * u64::from(n[b]);
+            let per_col = if tvd {
+                let out = len - 4;
+                let extra = match p.sub {
+                    0 => out,                            // write acc
+                    1 => 2 * out,                        // read + write acc
+                    _ => out * (3 + u64::from(p.stage)), // read data, acc (, stage), write
+                };
+                len + extra
+            } else {
+                let r = u64::from(g.read_halo);
+                len + (len - 2 * r)
+            };
+            values += 5 * cols * per_col;
+            values += if tvd && p.stage == 1 {
+                2 * faces
+            } else {
+                faces
+            };
+        }
+    }
+    values * value_bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quilt_sweep::PatchShape;
+
+    fn layout(per_slot: bool) -> BatchLayout {
+        // Nine patches of assorted sizes, two or three per bin when packed.
+        let sizes = [
+            [20, 30, 16],
+            [16, 16, 16],
+            [40, 20, 24],
+            [18, 44, 20],
+            [26, 26, 26],
+            [16, 60, 16],
+            [30, 16, 40],
+            [22, 22, 22],
+            [16, 16, 30],
+        ];
+        let shapes: Vec<PatchShape> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &e)| PatchShape::new(i as u64, e.map(|v| v - 8), 4, [0.1; 3]))
+            .collect();
+        if per_slot {
+            return BatchLayout::one_per_slot(64, 5, &shapes).unwrap();
+        }
+        let pl = [
+            (2, [0, 0, 0]),
+            (0, [0, 0, 0]),
+            (1, [0, 0, 0]),
+            (2, [20, 0, 0]),
+            (0, [16, 0, 0]),
+            (1, [40, 0, 0]),
+            (0, [0, 26, 0]),
+            (3, [0, 0, 0]),
+            (2, [0, 0, 16]),
+        ];
+        BatchLayout::packed(64, 5, &shapes, &pl).unwrap()
+    }
+
+    fn check_chunks(l: &BatchLayout, plan: &HostPlan) {
+        // Positions are sorted by bin; chunks tile positions and bins; every
+        // flux value belongs to exactly one chunk.
+        let bins: Vec<u32> = plan
+            .order
+            .iter()
+            .map(|&p| l.patches()[p as usize].bin)
+            .collect();
+        assert!(bins.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(plan.chunks[0].q0, 0);
+        assert_eq!(plan.chunks[0].bin0, 0);
+        assert_eq!(plan.chunks.last().unwrap().q1 as usize, l.patches().len());
+        assert_eq!(plan.chunks.last().unwrap().bin1, l.nbins());
+        for w in plan.chunks.windows(2) {
+            assert_eq!(w[0].q1, w[1].q0);
+            assert_eq!(w[0].bin1, w[1].bin0);
+        }
+        for c in &plan.chunks {
+            for q in c.q0..c.q1 {
+                let b = bins[q as usize];
+                assert!(
+                    b >= c.bin0 && b < c.bin1,
+                    "patch of bin {b} outside chunk bins {}..{}",
+                    c.bin0,
+                    c.bin1
+                );
+            }
+        }
+        let mut covered = vec![0u8; l.flux_len()];
+        for c in &plan.chunks {
+            for &(s, n) in &c.flux_runs {
+                covered[s..s + n].iter_mut().for_each(|x| *x += 1);
+            }
+        }
+        assert!(covered.iter().all(|&x| x == 1));
+    }
+
+    #[test]
+    fn chunks_tile_bins_patches_and_fluxes() {
+        for per_slot in [false, true] {
+            let l = layout(per_slot);
+            for chunking in [
+                Chunking::Bins(1),
+                Chunking::Bins(3),
+                Chunking::Bins(50),
+                Chunking::Patches(2),
+                Chunking::Patches(100),
+            ] {
+                let plan = HostPlan::new(&l, chunking).unwrap();
+                check_chunks(&l, &plan);
+                if let Chunking::Patches(n) = chunking
+                    && per_slot
+                {
+                    assert!(
+                        plan.chunks
+                            .iter()
+                            .all(|c| (c.q1 - c.q0) as usize <= n.max(1))
+                    );
+                }
+            }
+        }
+        let l = layout(true);
+        assert_eq!(
+            HostPlan::new(&l, Chunking::Bins(3)).unwrap().chunks.len(),
+            3
+        );
+        // One patch per bin: a contiguous flux run per chunk.
+        assert!(
+            HostPlan::new(&l, Chunking::Patches(4))
+                .unwrap()
+                .chunks
+                .iter()
+                .all(|c| c.flux_runs.len() == 1)
+        );
+    }
+
+    #[test]
+    fn tables_hold_the_columns_of_the_cpu_passes() {
+        let l = layout(false);
+        let plan = HostPlan::new(&l, Chunking::Bins(2)).unwrap();
+        for scheme in [Scheme::rtvd(), Scheme::tvd(), Scheme::waf()] {
+            for order in [SweepOrder::Xyz, SweepOrder::Zyx] {
+                for p in step_passes(&scheme, order, [false; 3]) {
+                    let g = p.geom;
+                    let cols = plan.table(&g, TableKind::Columns).unwrap();
+                    let flat = plan.table(&g, TableKind::Flat).unwrap();
+                    for (q, &pi) in plan.order.iter().enumerate() {
+                        let d = &l.patches()[pi as usize];
+                        let (a, b) = match g.axis {
+                            0 => (1, 2),
+                            1 => (0, 2),
+                            _ => (0, 1),
+                        };
+                        let n = d.interior();
+                        let want = (n[a] + 2 * g.t_halo[a]) * (n[b] + 2 * g.t_halo[b]);
+                        let got = cols.pstart[q + 1] - cols.pstart[q];
+                        assert_eq!(got, want, "{} pass {p:?} patch {pi}", scheme.name());
+                        let items =
+                            &cols.items[cols.pstart[q] as usize..cols.pstart[q + 1] as usize];
+                        assert!(items.iter().all(|c| c.patch == pi));
+                        // Every (ta, tb) of the range exactly once.
+                        let mut seen = std::collections::HashSet::new();
+                        for c in items {
+                            assert!(
+                                u32::from(c.ta) >= d.ghost - g.t_halo[a]
+                                    && u32::from(c.ta) < d.extent[a] - d.ghost + g.t_halo[a]
+                            );
+                            assert!(
+                                u32::from(c.tb) >= d.ghost - g.t_halo[b]
+                                    && u32::from(c.tb) < d.extent[b] - d.ghost + g.t_halo[b]
+                            );
+                            assert!(seen.insert((c.ta, c.tb)));
+                        }
+                        let nflat = flat.pstart[q + 1] - flat.pstart[q];
+                        assert_eq!(nflat, want.div_ceil(SEGMENT));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn passes_follow_the_cpu_rules() {
+        let r = step_passes(&Scheme::rtvd(), SweepOrder::Zyx, [false, true, true]);
+        assert_eq!(r.iter().map(|p| p.geom.axis).collect::<Vec<_>>(), [2, 1, 0]);
+        assert_eq!(r[0].geom.t_halo, [3, 3, 3]);
+        assert_eq!(r[1].geom.t_halo, [3, 3, 0]);
+        assert_eq!(r[2].geom.t_halo, [3, 0, 0]);
+        assert_eq!(r[2].kind, TableKind::Columns);
+        assert_eq!(r[0].kind, TableKind::Flat);
+        let t = step_passes(&Scheme::tvd(), SweepOrder::Xyz, [false; 3]);
+        assert_eq!(t.len(), 6);
+        assert!(
+            t[..3]
+                .iter()
+                .all(|p| p.geom.read_halo == 4 && p.geom.t_halo == [2; 3] && p.stage == 0)
+        );
+        assert!(
+            t[3..]
+                .iter()
+                .all(|p| p.geom.read_halo == 2 && p.geom.t_halo == [0; 3] && p.stage == 1)
+        );
+        assert_eq!(
+            t.iter().map(|p| p.sub).collect::<Vec<_>>(),
+            [0, 1, 2, 0, 1, 2]
+        );
+    }
+
+    #[test]
+    fn traffic_counts_every_pass() {
+        let l = layout(false);
+        let rtvd = step_traffic(&l, &Scheme::rtvd(), 4);
+        assert_eq!(step_traffic(&l, &Scheme::rtvd(), 8), 2 * rtvd);
+        // At least a read and a write of every interior cell per sweep.
+        assert!(rtvd >= 3 * 2 * 5 * 4 * l.interior_cells());
+        assert!(step_traffic(&l, &Scheme::tvd(), 4) > rtvd);
+    }
+
+    #[test]
+    fn unsupported_layouts_are_refused() {
+        let s = [PatchShape::new(0, [60, 8, 8], 4, [0.1; 3])];
+        let l = BatchLayout::one_per_slot(128, 5, &s).unwrap();
+        let err = HostPlan::new(&l, Chunking::Bins(1)).unwrap_err();
+        assert!(err.to_string().contains("bin edge 128"), "{err}");
+    }
 }

@@ -53,9 +53,12 @@ pub enum Variant {
     PackedWarp,
     /// [`Variant::PackedWarp`] for x sweeps; y and z sweeps by warps of 32
     /// neighbouring columns, one thread marching each column, so that every
-    /// access is coalesced (paper sec. 3.4). The fastest measured; the
-    /// default.
+    /// access is coalesced (paper sec. 3.4); the default.
     PackedOpt,
+    /// Every sweep marched (x sweeps too: each thread reads its own row,
+    /// neighbouring lanes neighbouring rows, and the L1 cache serves the
+    /// rest of each sector).
+    PackedMarch,
 }
 
 impl Variant {
@@ -74,11 +77,21 @@ impl Variant {
             Self::Packed => "packed",
             Self::PackedWarp => "packed+warp",
             Self::PackedOpt => "packed+kopt",
+            Self::PackedMarch => "packed+march",
         }
     }
 
     fn uses_constant_descriptors(self) -> bool {
-        matches!(self, Self::PackedWarp | Self::PackedOpt)
+        matches!(self, Self::PackedWarp | Self::PackedOpt | Self::PackedMarch)
+    }
+
+    /// Axes whose passes are marched.
+    fn marched_axes(self) -> [bool; 3] {
+        match self {
+            Self::PackedOpt => [false, true, true],
+            Self::PackedMarch => [true; 3],
+            _ => [false; 3],
+        }
     }
 }
 
@@ -87,8 +100,9 @@ impl Variant {
 pub struct CudaConfig {
     /// Kernel organisation.
     pub variant: Variant,
-    /// [`Variant::PackedOpt`] only: every pass of a step in one cooperative
-    /// launch with grid barriers, instead of one launch per pass.
+    /// [`Variant::PackedOpt`] and [`Variant::PackedMarch`] only: every pass
+    /// of a step in one cooperative launch with grid barriers, instead of one
+    /// launch per pass.
     pub fused: bool,
     /// CUDA streams the chunks rotate over (the paper's default uses 4).
     pub streams: usize,
@@ -103,6 +117,11 @@ pub struct CudaConfig {
     pub fma: bool,
     /// Device ordinal.
     pub device: usize,
+    /// Resident blocks of 128 threads per multiprocessor asked of ptxas for
+    /// the marching and fused kernels (`__launch_bounds__`; fewer blocks,
+    /// more registers per thread). `None`: 3 in f32, 2 in f64. A tuning
+    /// knob: each value compiles its own image.
+    pub march_blocks: Option<u32>,
 }
 
 impl Default for CudaConfig {
@@ -115,6 +134,7 @@ impl Default for CudaConfig {
             chunks: 4,
             fma: false,
             device: 0,
+            march_blocks: None,
         }
     }
 }
@@ -138,13 +158,17 @@ impl CudaConfig {
         if self.chunks == 0 {
             return Err(CudaError::Config("chunks must be at least 1".into()));
         }
+        if self.march_blocks.is_some_and(|b| !(1..=16).contains(&b)) {
+            return Err(CudaError::Config("march_blocks must lie in 1..=16".into()));
+        }
         if self.n_fixed == Some(0) {
             return Err(CudaError::Config("n_fixed must be at least 1".into()));
         }
-        if self.fused && self.variant != Variant::PackedOpt {
+        if self.fused && !matches!(self.variant, Variant::PackedOpt | Variant::PackedMarch) {
             return Err(CudaError::Config(format!(
-                "fused launches exist for the {} variant only, not {}",
+                "fused launches exist for the {} and {} variants only, not {}",
                 Variant::PackedOpt.name(),
+                Variant::PackedMarch.name(),
                 self.variant.name()
             )));
         }
@@ -202,7 +226,7 @@ impl<T: GpuReal> CudaSolver<T> {
             Scheme::Tvd { .. } => KernelFile::Tvd,
             Scheme::Waf { .. } => KernelFile::Waf,
         };
-        let module = device::module(&dev, file, config.fma)?;
+        let module = device::module(&dev, file, config.fma, config.march_blocks)?;
         let kernels = Kernels::load::<T>(&module, file, &dev.info)?;
         let streams = (0..config.streams)
             .map(|_| dev.ctx.new_stream().call("cuStreamCreate"))

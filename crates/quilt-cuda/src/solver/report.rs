@@ -102,3 +102,61 @@ pub(crate) fn input_error<T: Real>(
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::step_passes;
+    use quilt_sweep::{BatchLayout, PatchShape, Scheme};
+
+    /// The key `check_finite` in kernels/common.cuh builds.
+    fn key(patch: u64, tb: u64, ta: u64, i: u64, comp: u64, class: u64) -> u64 {
+        (patch << 23) | (((tb << 12) | (ta << 6) | i) << 5) | (comp << 2) | class
+    }
+
+    #[test]
+    fn error_keys_decode_to_the_cpu_cell() {
+        let shapes = [
+            PatchShape::new(11, [10, 12, 14], 3, [0.1; 3]),
+            PatchShape::new(42, [20, 8, 9], 3, [0.1; 3]),
+        ];
+        let l = BatchLayout::one_per_slot(64, 5, &shapes).unwrap();
+        let passes = step_passes(&Scheme::rtvd(), SweepOrder::Xyz, [false; 3]);
+        // Slot 1 = the y sweep (read halo 3): column cell 5 is y = 5 - 3 + 3 - 3 = 2 rel.
+        let e = decode_sweep_error(l.patches(), &passes, 1, key(1, 7, 4, 5, 3, 2));
+        match e {
+            SweepError::BadState {
+                patch,
+                cell,
+                what,
+                value,
+                stage,
+            } => {
+                assert_eq!(patch, 42);
+                assert_eq!(cell, [4 - 3, 5 - 3, 7 - 3]);
+                assert_eq!(what, "z momentum is not finite");
+                assert_eq!(value, f64::NEG_INFINITY);
+                assert_eq!(stage, "after the y sweep");
+            }
+            e => panic!("{e}"),
+        }
+        let tvd = step_passes(&Scheme::tvd(), SweepOrder::Zyx, [false; 3]);
+        // TVD slot 0 = stage 1, checked in its last pass (axis x for Zyx, read halo 4).
+        let e = decode_sweep_error(l.patches(), &tvd, 0, key(0, 2, 9, 0, 0, 0));
+        match e {
+            SweepError::BadState {
+                patch,
+                cell,
+                value,
+                stage,
+                ..
+            } => {
+                assert_eq!(patch, 11);
+                assert_eq!(cell, [-4, 9 - 3, 2 - 3]);
+                assert!(value.is_nan());
+                assert_eq!(stage, "after TVD stage 1");
+            }
+            e => panic!("{e}"),
+        }
+    }
+}

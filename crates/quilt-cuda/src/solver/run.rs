@@ -14,7 +14,7 @@ use crate::error::{CudaError, DriverContext};
 use crate::params::{GasK, STEP_WORDS, StepArgs};
 use crate::plan::{Chunk, Chunking, TableKind};
 use crate::real::GpuReal;
-use crate::solver::kernels::BLOCK;
+use crate::solver::kernels::{BLOCK, SCAN_BLOCK, SCAN_SPLIT};
 
 /// The time step of every patch: one for all, or one per level.
 #[derive(Clone, Copy, Debug)]
@@ -83,7 +83,7 @@ impl<T: GpuReal> CudaSolver<T> {
             layout,
             &self.cpu.scheme(),
             chunking,
-            variant == Variant::PackedOpt,
+            variant.marched_axes(),
             variant.uses_constant_descriptors(),
         )?);
         Ok(())
@@ -102,8 +102,8 @@ impl<T: GpuReal> CudaSolver<T> {
             }
             st.dt[p] = dt;
             let w = &mut h[STEP_WORDS * p..STEP_WORDS * (p + 1)];
-            for a in 0..3 {
-                w[a] = T::lit(dt / d.dx[a]);
+            for (wa, dx) in w.iter_mut().zip(d.dx) {
+                *wa = T::lit(dt / dx);
             }
             w[3] = if tvd { T::lit(0.5 * dt) } else { T::lit(dt) };
         }
@@ -190,8 +190,8 @@ impl<T: GpuReal> CudaSolver<T> {
         let b = st.plan.bin_edge as i32;
         let gamma = self.cpu.gas().gamma;
         let cfg = LaunchConfig {
-            grid_dim: (chunk.q1 - chunk.q0, st.plan.bin_edge, 1),
-            block_dim: (BLOCK, 1, 1),
+            grid_dim: (chunk.q1 - chunk.q0, SCAN_SPLIT, 1),
+            block_dim: (SCAN_BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
         let mut l = stream.launch_builder(&self.kernels.scan);
@@ -268,7 +268,7 @@ impl<T: GpuReal> CudaSolver<T> {
                         (Variant::Packed, _) => {
                             launch(&kern.packed, kern.packed.grid(items, 2), args, false)?
                         }
-                        (_, TableKind::Segments) => {
+                        (_, TableKind::Flat) => {
                             launch(&kern.march, kern.march.grid(items, 4), args, false)?
                         }
                         _ => launch(&kern.rows, kern.rows.grid(items, 4), args, false)?,
@@ -364,6 +364,7 @@ impl<T: GpuReal> CudaSolver<T> {
             floors,
             courant,
             cells: st.plan.descs.iter().map(PatchDesc::interior_cells).sum(),
+            dt: st.dt.iter().copied().fold(0.0, f64::max),
         }
     }
 
@@ -377,7 +378,16 @@ impl<T: GpuReal> CudaSolver<T> {
         self.cpu.check_layout(batch.layout())?;
         self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
         self.ensure_state(batch.layout())?;
-        self.prepare_step(dt)?;
+        if let Err(e) = self.prepare_step(dt) {
+            // The CPU scans the input before it looks at the time steps: let
+            // it decide which error comes first.
+            return Err(match e {
+                CudaError::Sweep(gpu) => {
+                    input_error(&self.cpu, batch, dt, order, false, 0.0, Some(gpu))
+                }
+                e => e,
+            });
+        }
         let ctx = self.dev.ctx.clone();
         self.state
             .as_mut()
@@ -531,9 +541,15 @@ impl<T: GpuReal> CudaSolver<T> {
         self.cpu.check_layout(batch.layout())?;
         self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
         self.ensure_state(batch.layout())?;
+        let ctx = self.dev.ctx.clone();
         let s0 = self.streams[0].clone();
-        let st = self.state.as_ref().expect("state built");
-        st.d_data.upload(0, batch.data(), &s0)?;
+        let st = self.state.as_mut().expect("state built");
+        // Through pinned memory: several times faster than from the batch's
+        // pageable vector.
+        st.ensure_staging(&ctx)?;
+        let h = st.h_data.as_mut().expect("staging").as_mut_slice();
+        par_copy(h, batch.data());
+        st.d_data.upload(0, h, &s0)?;
         st.d_flux.fill_bytes(0, st.d_flux.len(), 0, &s0)?;
         s0.synchronize().call("cuStreamSynchronize")
     }

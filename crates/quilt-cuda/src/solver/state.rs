@@ -82,7 +82,7 @@ impl<T: GpuReal> LayoutState<T> {
         layout: &BatchLayout,
         scheme: &Scheme,
         chunking: Chunking,
-        segments_yz: bool,
+        march: [bool; 3],
         const_descs: bool,
     ) -> Result<Self, CudaError> {
         let plan = HostPlan::new(layout, chunking)?;
@@ -111,7 +111,7 @@ impl<T: GpuReal> LayoutState<T> {
         let mut pstart = HashMap::new();
         let mut steps = HashMap::new();
         for order in [SweepOrder::Xyz, SweepOrder::Zyx] {
-            let passes = step_passes(scheme, order, segments_yz);
+            let passes = step_passes(scheme, order, march);
             for p in &passes {
                 let key = (p.geom, p.kind);
                 if ptrs.contains_key(&key) {

@@ -1,0 +1,471 @@
+//! GPU solver benchmark on the paper's synthetic hierarchies (Raghavan &
+//! Vadhiyar 2015, sec. 4.1: 120..420 patches, 5 seeds, 64^3 bins): solver
+//! time per step of the default scheme (one block per patch, one patch per
+//! bin) against packed bins and the kernel optimisations, as the ratios of
+//! the paper's Figure 10 / Table 5, with in-kernel cell updates per second,
+//! achieved DRAM bandwidth against the measured device copy bandwidth, the
+//! pinned host-device bandwidth, and the cost and error of the FMA fast
+//! path.
+//!
+//! ```text
+//! cargo run --release --example gpu_bench -- --patches 120,420 --seeds 2 --steps 5
+//! ```
+//!
+//! Solver time is kernel time on a resident batch (scan + sweeps, CUDA
+//! events, median over the timed steps, mean over seeds); the end-to-end
+//! `advance` with transfers is timed once per hierarchy size.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use quilt::cuda::{CudaConfig, CudaSolver, GpuReal, Variant, measure_bandwidth, probe_device, step_traffic};
+use quilt::mesh::synthetic::{SyntheticSpec, generate};
+use quilt::sweep::physics::{Gas, Primitive};
+use quilt::sweep::{Batch, BatchLayout, PatchShape, Real, Scheme, SweepOrder};
+
+#[derive(Debug, Parser)]
+#[command(about = "GPU solver benchmark on synthetic AMR hierarchies")]
+struct Args {
+    /// Patch counts of the synthetic hierarchies.
+    #[arg(long, value_delimiter = ',', default_value = "120,180,240,300,360,420")]
+    patches: Vec<usize>,
+    /// Seeds per patch count (1..=seeds).
+    #[arg(long, default_value_t = 5)]
+    seeds: u64,
+    /// Timed steps per configuration (after one warm-up step).
+    #[arg(long, default_value_t = 5)]
+    steps: usize,
+    /// Schemes (rtvd, tvd, waf).
+    #[arg(long, value_delimiter = ',', default_value = "rtvd,tvd,waf")]
+    schemes: Vec<String>,
+    /// Precisions (f32, f64).
+    #[arg(long, value_delimiter = ',', default_value = "f32,f64")]
+    precisions: Vec<String>,
+    /// Write every measurement to this CSV file.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Only these configurations (table column names, e.g. `+kopt`); the
+    /// others are printed as NaN. For profiling runs.
+    #[arg(long, value_delimiter = ',')]
+    configs: Vec<String>,
+    /// Skip the end-to-end advance() timing and the FMA comparison.
+    #[arg(long)]
+    kernels_only: bool,
+}
+
+/// The configurations of one table row, in column order: the default
+/// scheme (one patch per bin), then packed bins with more and more of the
+/// kernel optimisations, the fused launches, and the FMA fast path.
+fn configs() -> Vec<(&'static str, CudaConfig, bool)> {
+    let one = |v| CudaConfig {
+        chunks: 1,
+        ..CudaConfig::variant(v)
+    };
+    let fused = |v| CudaConfig {
+        fused: true,
+        ..one(v)
+    };
+    vec![
+        ("default", CudaConfig::variant(Variant::Default), false),
+        ("packed", one(Variant::Packed), true),
+        ("+warp", one(Variant::PackedWarp), true),
+        ("+kopt", one(Variant::PackedOpt), true),
+        ("+march", one(Variant::PackedMarch), true),
+        (
+            "kopt4",
+            CudaConfig {
+                march_blocks: Some(4),
+                ..one(Variant::PackedOpt)
+            },
+            true,
+        ),
+        ("kopt-f", fused(Variant::PackedOpt), true),
+        ("march-f", fused(Variant::PackedMarch), true),
+        (
+            "fma",
+            CudaConfig {
+                fma: true,
+                ..one(Variant::PackedOpt)
+            },
+            true,
+        ),
+    ]
+}
+
+/// Columns of [`configs`] that are packed variants without FMA (the best of
+/// them is "packed + kernel optimisations").
+const PACKED: std::ops::Range<usize> = 1..8;
+const FMA: usize = 8;
+
+/// Patch shapes of a synthetic hierarchy with `ghost` ghost layers.
+fn hierarchy_shapes(patches: usize, seed: u64, ghost: u32) -> anyhow::Result<Vec<PatchShape>> {
+    let h = generate(&SyntheticSpec {
+        patches,
+        seed,
+        ghost: ghost as i32,
+        ..Default::default()
+    })
+    .context("synthetic hierarchy")?;
+    let geom = h.geometry();
+    h.patches()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let s = p.interior().size();
+            let dx = geom.level(p.level())?.dx;
+            Ok(PatchShape {
+                id: u64::from(p.id().0),
+                extent: [s.x, s.y, s.z].map(|v| (v + 2 * ghost as i32) as u32),
+                ghost,
+                level: p.level() as u32,
+                dx: [dx.x, dx.y, dx.z],
+                user: i as u32,
+            })
+        })
+        .collect()
+}
+
+fn packed_layout(shapes: &[PatchShape]) -> anyhow::Result<BatchLayout> {
+    let items: Vec<[u32; 3]> = shapes.iter().map(|s| s.extent).collect();
+    let p = quilt::pack::pack(&items, [64; 3], &quilt::pack::PackOptions::default()).context("packing")?;
+    let pl: Vec<(u32, [u32; 3])> = p.placements.iter().map(|x| (x.bin as u32, x.offset)).collect();
+    Ok(BatchLayout::packed(64, 5, shapes, &pl)?)
+}
+
+/// A smooth moving state in every cell of every patch (ghosts included),
+/// computed on all host cores.
+fn fill<T: Real>(layout: BatchLayout, gas: &Gas) -> anyhow::Result<Batch<T>> {
+    let mut batch = Batch::<T>::new(layout);
+    let descs = batch.layout().patches().to_vec();
+    let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+    let dense: Vec<Vec<T>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let descs = &descs;
+                s.spawn(move || {
+                    (t..descs.len())
+                        .step_by(threads)
+                        .map(|p| {
+                            let e = descs[p].extent.map(|v| v as usize);
+                            let cells = e[0] * e[1] * e[2];
+                            let mut d = vec![T::zero(); 5 * cells];
+                            for k in 0..e[2] {
+                                for j in 0..e[1] {
+                                    for i in 0..e[0] {
+                                        let x = [i, j, k].map(|v| v as f64 / 16.0 + p as f64);
+                                        let w = Primitive {
+                                            rho: 1.0 + 0.2 * (x[0] + 0.5 * x[1]).sin(),
+                                            vel: [0.3 * x[2].cos(), 0.2, -0.1 * x[0].sin()],
+                                            p: 1.0 + 0.1 * (x[1] - x[2]).cos(),
+                                        };
+                                        let u = w.to_conserved(gas);
+                                        let at = (k * e[1] + j) * e[0] + i;
+                                        for c in 0..5 {
+                                            d[c * cells + at] = T::lit(u[c]);
+                                        }
+                                    }
+                                }
+                            }
+                            (p, d)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut all: Vec<(usize, Vec<T>)> = hs.into_iter().flat_map(|h| h.join().expect("fill thread")).collect();
+        all.sort_by_key(|x| x.0);
+        all.into_iter().map(|x| x.1).collect()
+    });
+    for (p, d) in dense.iter().enumerate() {
+        batch.load_patch(p, d)?;
+    }
+    Ok(batch)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Componentwise relative difference (max |a-b| / max |b| per component).
+fn rel_diff<T: Real>(a: &[T], b: &[T]) -> f64 {
+    let block = 64usize.pow(3);
+    let mut m = [0.0f64; 5];
+    let mut d = [0.0f64; 5];
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        let c = (i / block) % 5;
+        m[c] = m[c].max(y.as_f64().abs());
+        d[c] = d[c].max((x.as_f64() - y.as_f64()).abs());
+    }
+    (0..5).map(|c| if m[c] > 0.0 { d[c] / m[c] } else { d[c] }).fold(0.0, f64::max)
+}
+
+/// One measurement: a configuration on one hierarchy.
+#[derive(Clone, Debug, Default)]
+struct Run {
+    solver_ms: f64,
+    scan_ms: f64,
+    cells: u64,
+}
+
+/// Times `steps` resident steps (after a warm-up) of `gpu` on `batch`.
+fn time_resident<T: GpuReal>(gpu: &mut CudaSolver<T>, batch: &Batch<T>, dt: f64, steps: usize) -> anyhow::Result<Run> {
+    gpu.upload(batch)?;
+    gpu.step_resident(dt, SweepOrder::Xyz)?;
+    let mut solver = Vec::new();
+    let mut scan = Vec::new();
+    let mut cells = 0;
+    for s in 0..steps {
+        let r = gpu.step_resident(dt, SweepOrder::for_step(s as u64 + 1))?;
+        let t = gpu.last_timing();
+        solver.push(t.scan_ms + t.sweep_ms);
+        scan.push(t.scan_ms);
+        cells = r.cells;
+    }
+    Ok(Run {
+        solver_ms: median(solver),
+        scan_ms: median(scan),
+        cells,
+    })
+}
+
+#[derive(Default)]
+struct Row {
+    patches: usize,
+    bins: f64,
+    fill: f64,
+    cells: f64,
+    ms: Vec<f64>,
+    traffic: f64,
+    fma_diff: f64,
+}
+
+fn bench<T: GpuReal>(args: &Args, scheme: Scheme, copy_gbs: f64, csv: &mut Vec<String>) -> anyhow::Result<Vec<Row>> {
+    let gas = Gas::ideal(1.4);
+    let g = scheme.ghost_width();
+    let cfgs = configs();
+    let mut solvers = cfgs
+        .iter()
+        .map(|(_, c, _)| CudaSolver::<T>::new(scheme, gas, *c))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut rows = Vec::new();
+    for &n in &args.patches {
+        let mut row = Row {
+            patches: n,
+            ms: vec![0.0; cfgs.len()],
+            ..Default::default()
+        };
+        for seed in 1..=args.seeds {
+            let shapes = hierarchy_shapes(n, seed, g)?;
+            let packed = packed_layout(&shapes)?;
+            let slots = BatchLayout::one_per_slot(64, 5, &shapes)?;
+            row.bins += f64::from(packed.nbins()) / args.seeds as f64;
+            row.fill += packed.fill_ratio() / args.seeds as f64;
+            let bp = fill::<T>(packed, &gas)?;
+            let bs = fill::<T>(slots, &gas)?;
+            let dt = solvers[1].cpu().max_dt(&bp, 0.5 * scheme.cfl_limit())?;
+            let traffic = step_traffic(bp.layout(), &scheme, std::mem::size_of::<T>() as u64);
+            row.traffic += traffic as f64 / args.seeds as f64;
+            for (i, (name, _, packed_layout)) in cfgs.iter().enumerate() {
+                if !args.configs.is_empty() && !args.configs.iter().any(|c| c == name) {
+                    row.ms[i] = f64::NAN;
+                    continue;
+                }
+                let batch = if *packed_layout { &bp } else { &bs };
+                let run = time_resident(&mut solvers[i], batch, dt, args.steps)
+                    .with_context(|| format!("{} {} {name}, {n} patches, seed {seed}", scheme.name(), T::NAME))?;
+                row.ms[i] += run.solver_ms / args.seeds as f64;
+                row.cells = run.cells as f64 / 1e6;
+                csv.push(format!(
+                    "{},{},{n},{seed},{name},{:.4},{:.4},{},{},{:.1}",
+                    scheme.name(),
+                    T::NAME,
+                    run.solver_ms,
+                    run.scan_ms,
+                    run.cells,
+                    traffic,
+                    traffic as f64 / run.solver_ms / 1e6
+                ));
+            }
+            if seed == 1 && !args.kernels_only {
+                // FMA contraction: one step from the same input with and
+                // without it (without is bitwise the CPU reference).
+                let k = cfgs.iter().position(|c| c.0 == "+kopt").expect("kopt");
+                let f = FMA;
+                let mut a = bp.clone();
+                let mut b = bp.clone();
+                solvers[k].advance(&mut a, dt, SweepOrder::Xyz)?;
+                solvers[f].advance(&mut b, dt, SweepOrder::Xyz)?;
+                row.fma_diff = rel_diff(b.data(), a.data());
+            }
+        }
+        let best = row.ms[PACKED].iter().copied().filter(|m| m.is_finite()).fold(f64::INFINITY, f64::min);
+        eprintln!(
+            "{} {} {n} patches: default {:.3} ms, packed {:.3}, best {:.3} ms; {:.2e} cells/s; {:.0} GB/s ({:.0}% of copy)",
+            scheme.name(),
+            T::NAME,
+            row.ms[0],
+            row.ms[1],
+            best,
+            row.cells * 1e6 / (best * 1e-3),
+            row.traffic / (best * 1e-3) / 1e9,
+            100.0 * row.traffic / (best * 1e-3) / 1e9 / copy_gbs
+        );
+        rows.push(row);
+    }
+    // End-to-end advance with transfers on the largest set (seed 1).
+    if let Some(&n) = args.patches.iter().max().filter(|_| !args.kernels_only) {
+        let shapes = hierarchy_shapes(n, 1, g)?;
+        let mut batch = fill::<T>(packed_layout(&shapes)?, &gas)?;
+        let mut gpu = CudaSolver::<T>::new(scheme, gas, CudaConfig::default())?;
+        let dt = gpu.cpu().max_dt(&batch, 0.5 * scheme.cfl_limit())?;
+        let mut walls = Vec::new();
+        let mut last = Default::default();
+        for s in 0..4u64 {
+            let t = Instant::now();
+            gpu.advance(&mut batch, dt, SweepOrder::for_step(s))?;
+            walls.push(t.elapsed().as_secs_f64() * 1e3);
+            last = gpu.last_timing();
+        }
+        walls.remove(0);
+        let t: quilt::cuda::StepTiming = last;
+        println!(
+            "{} {} advance() with transfers, {n} patches, 4 chunks on 4 streams: {:.2} ms per step (GPU span {:.2} ms: upload {:.2}, scan {:.2}, sweeps {:.2}, download {:.2}; host copies {:.2} ms)",
+            scheme.name(),
+            T::NAME,
+            median(walls),
+            t.total_ms,
+            t.upload_ms,
+            t.scan_ms,
+            t.sweep_ms,
+            t.download_ms,
+            t.host_ms
+        );
+    }
+    for (k, info) in solvers[4].kernel_info().iter().enumerate() {
+        if k == 0 {
+            println!("  kernels ({} {}): name, registers, local bytes, shared bytes, blocks/SM", scheme.name(), T::NAME);
+        }
+        println!(
+            "    {:<22} {:>4} {:>5} {:>6} {:>3}",
+            info.name, info.registers, info.local_bytes, info.shared_bytes, info.blocks_per_sm
+        );
+    }
+    Ok(rows)
+}
+
+fn print_table(scheme: Scheme, prec: &str, rows: &[Row], copy_gbs: f64) {
+    println!();
+    println!(
+        "{} {prec}: solver time per step (ms, kernels on a resident batch, mean over seeds of the median of steps)",
+        scheme.name().to_uppercase()
+    );
+    let names: Vec<String> = configs().iter().map(|c| format!("{:>8}", c.0)).collect();
+    println!(
+        "patches  bins  fill  Mcells |{} | LB x  LB+K x | Gcell/s   GB/s  %copy | fma rel diff",
+        names.join("")
+    );
+    for r in rows {
+        let best = r.ms[PACKED].iter().copied().filter(|m| m.is_finite()).fold(f64::INFINITY, f64::min);
+        let gbs = r.traffic / (best * 1e-3) / 1e9;
+        let ms: Vec<String> = r.ms.iter().map(|m| format!("{m:>8.3}")).collect();
+        println!(
+            "{:>7} {:>5.1} {:>5.2} {:>7.2} |{} | {:>4.2} {:>6.2} | {:>7.2} {:>6.0} {:>5.1} | {:.1e}",
+            r.patches,
+            r.bins,
+            r.fill,
+            r.cells,
+            ms.join(""),
+            r.ms[0] / r.ms[1],
+            r.ms[0] / best,
+            r.cells * 1e6 / (best * 1e-3) / 1e9,
+            gbs,
+            100.0 * gbs / copy_gbs,
+            r.fma_diff
+        );
+    }
+    let lb: f64 = rows.iter().map(|r| r.ms[0] / r.ms[1]).sum::<f64>() / rows.len().max(1) as f64;
+    let all: f64 = rows
+        .iter()
+        .map(|r| r.ms[0] / r.ms[PACKED].iter().copied().filter(|m| m.is_finite()).fold(f64::INFINITY, f64::min))
+        .sum::<f64>()
+        / rows.len().max(1) as f64;
+    println!("mean speedup over the default scheme: packed {lb:.2}x, packed + kernel optimisations {all:.2}x");
+}
+
+fn main() -> anyhow::Result<()> {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let args = Args::parse();
+    if args.patches.is_empty() || args.seeds == 0 || args.steps == 0 {
+        bail!("--patches, --seeds and --steps must be non-empty / positive");
+    }
+    let info = probe_device(args.device).context("no usable CUDA device")?;
+    println!("device: {info}");
+    let schemes: Vec<Scheme> = args
+        .schemes
+        .iter()
+        .map(|s| Scheme::from_names(s, None))
+        .collect::<Result<_, _>>()?;
+    for p in &args.precisions {
+        if p != "f32" && p != "f64" {
+            bail!("unknown precision `{p}` (expected f32, f64)");
+        }
+    }
+    let t = Instant::now();
+    quilt::cuda::precompile(args.device, &schemes, &[false, true])?;
+    println!("kernels compiled in {:.1} s (NVRTC, {} files x 2 FMA modes, in parallel)", t.elapsed().as_secs_f64(), schemes.len());
+    let bw = measure_bandwidth(args.device, 1 << 30, 256 << 20, 9)?;
+    println!(
+        "bandwidth: device copy {:.0} GB/s (read + write), pinned host->device {:.1} GB/s, device->host {:.1} GB/s",
+        bw.device_copy, bw.host_to_device, bw.device_to_host
+    );
+    let mut csv = vec!["scheme,precision,patches,seed,config,solver_ms,scan_ms,cells,traffic_bytes,gbs".to_string()];
+    let mut tables = Vec::new();
+    for &scheme in &schemes {
+        for p in &args.precisions {
+            let rows = if p == "f32" {
+                bench::<f32>(&args, scheme, bw.device_copy, &mut csv)?
+            } else {
+                bench::<f64>(&args, scheme, bw.device_copy, &mut csv)?
+            };
+            tables.push((scheme, p.clone(), rows));
+        }
+    }
+    for (scheme, p, rows) in &tables {
+        print_table(*scheme, p, rows, bw.device_copy);
+    }
+    // The goals of the issue.
+    println!();
+    for (scheme, p, rows) in &tables {
+        let lb: f64 = rows.iter().map(|r| r.ms[0] / r.ms[1]).sum::<f64>() / rows.len() as f64;
+        println!(
+            "goal packed >= 1.5x default ({} {p}): {:.2}x -> {}",
+            scheme.name(),
+            lb,
+            if lb >= 1.5 { "met" } else { "NOT met" }
+        );
+        if scheme.name() == "rtvd" && p == "f32"
+            && let Some(r) = rows.iter().find(|r| r.patches == 420)
+        {
+            let best = r.ms[PACKED].iter().copied().filter(|m| m.is_finite()).fold(f64::INFINITY, f64::min);
+            let cps = r.cells * 1e6 / (best * 1e-3);
+            let frac = r.traffic / (best * 1e-3) / 1e9 / bw.device_copy;
+            println!(
+                "goal RTVD f32 420 patches >= 5e9 cell updates/s: {cps:.2e} -> {}; >= 50% of copy bandwidth: {:.0}% -> {}",
+                if cps >= 5e9 { "met" } else { "NOT met" },
+                100.0 * frac,
+                if frac >= 0.5 { "met" } else { "NOT met" }
+            );
+        }
+    }
+    if let Some(path) = &args.csv {
+        std::fs::write(path, csv.join("\n") + "\n").with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}

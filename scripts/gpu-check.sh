@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# GPU checks of crates/quilt-cuda, in two halves:
+#
+#   scripts/gpu-check.sh build      (here, on the x86-64 development machine)
+#       builds the release gpu_bench example and the quilt-cuda test binaries
+#       (located through cargo's --message-format=json) and copies them into
+#       .device-bin/ (git-ignored), stripped.
+#
+#   scripts/gpu-check.sh device     (on the GPU machine, from the repository root)
+#       runs, with NVRTC found on that machine: the no-GPU tests, the GPU tests
+#       (--ignored: every scheme, precision and variant against the CPU,
+#       Riemann problems, x/y/z symmetry, packed vs default, errors, the FMA
+#       path), compute-sanitizer memcheck and racecheck on the kernels of the
+#       sanitizer_smoke test, and the gpu_bench example; prints a short table
+#       and leaves full logs in $OUT (or ./gpu-check-out).
+#
+# The one device command (through the device tool, carrying .device-bin):
+#   bash scripts/gpu-check.sh device
+# Environment of the device half:
+#   QUILT_BENCH_ARGS   arguments of gpu_bench (default: the paper's full set)
+#   QUILT_CHECK_SKIP   space-separated steps to skip: tests sanitizer bench
+#   QUILT_TEST_FILTER  extra arguments for the GPU test binary (e.g. a test name)
+#   QUILT_NCU=1        also profile the RTVD f32 rows and march kernels with
+#                      Nsight Compute (clock control off: clocks as found)
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bin="$root/.device-bin"
+mode="${1:-build}"
+
+build() {
+    set -e
+    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+    mkdir -p "$bin"
+    echo "building gpu_bench (release) ..."
+    cargo build --release --example gpu_bench
+    cp "$CARGO_TARGET_DIR/release/examples/gpu_bench" "$bin/gpu_bench"
+    echo "building the quilt-cuda test binaries (release) ..."
+    local json
+    if ! json="$(cargo test -p quilt-cuda --release --no-run --message-format=json 2>"$bin/build.log")"; then
+        cat "$bin/build.log" >&2
+        exit 1
+    fi
+    rm -f "$bin/build.log"
+    # Test executables: compiler-artifact lines with an "executable" and a
+    # target of kind "test" (the unit tests have kind "lib").
+    echo "$json" | python3 -c '
+import json, sys, shutil, os
+dst = sys.argv[1]
+n = 0
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+        continue
+    t = m["target"]
+    if m["package_id"].find("quilt-cuda") < 0 or "test" not in t["kind"]:
+        continue
+    shutil.copy(m["executable"], os.path.join(dst, t["name"]))
+    print("  ", t["name"], "<-", m["executable"])
+    n += 1
+if n == 0:
+    sys.exit("no quilt-cuda test binaries found in cargo output")
+' "$bin"
+    if command -v strip >/dev/null; then
+        strip "$bin"/* 2>/dev/null || true
+    fi
+    # The binaries must not need libhdf5 (absent on the GPU machine).
+    if ldd "$bin"/* 2>/dev/null | grep -q hdf5; then
+        echo "error: a binary in $bin links libhdf5" >&2
+        exit 1
+    fi
+    du -sh "$bin"
+    echo "now run on the GPU machine: bash scripts/gpu-check.sh device   (carry .device-bin)"
+}
+
+device() {
+    local out="${OUT:-$root/gpu-check-out}"
+    mkdir -p "$out"
+    local skip=" ${QUILT_CHECK_SKIP:-} "
+    local summary="$out/summary.txt"
+    : >"$summary"
+    note() { echo "$*" | tee -a "$summary"; }
+    nvidia-smi -L 2>&1 | tee "$out/device.txt"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >>"$out/device.txt" 2>&1
+    # NVRTC of the machine's CUDA 13 (toolkit or the PyPI wheel of its Python).
+    local lib
+    lib="$(find /usr/local/cuda*/ /usr/lib/x86_64-linux-gnu /opt /usr/local/lib -name 'libnvrtc.so.13*' -not -name '*builtins*' 2>/dev/null | head -n 1)"
+    if [[ -z "$lib" ]]; then
+        note "FAIL  nvrtc: libnvrtc.so.13 not found"
+        return 1
+    fi
+    export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    note "nvrtc: $lib"
+    export QUILT_REQUIRE_NVRTC=1 QUILT_REQUIRE_GPU=1 RUST_BACKTRACE=1
+    chmod +x "$bin"/* 2>/dev/null || true
+    local status=0
+    step() {
+        local name="$1"
+        shift
+        local t0=$SECONDS
+        if "$@" >"$out/$name.log" 2>&1; then
+            note "PASS  $name ($((SECONDS - t0)) s)"
+        else
+            note "FAIL  $name ($((SECONDS - t0)) s): see $name.log"
+            tail -n 30 "$out/$name.log"
+            status=1
+        fi
+    }
+    if [[ "$skip" != *" tests "* ]]; then
+        step backend "$bin/backend"
+        step compile "$bin/compile"
+        # shellcheck disable=SC2086
+        step gpu-tests "$bin/gpu" --ignored --test-threads=4 ${QUILT_TEST_FILTER:-}
+        grep -E "^fma on|GPU: L1|Sod on the GPU" "$out/gpu-tests.log" | tee -a "$summary"
+    fi
+    if [[ "$skip" != *" sanitizer "* ]]; then
+        for tool in memcheck racecheck; do
+            step "sanitizer-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+                "$bin/gpu" --ignored --exact sanitizer_smoke --test-threads=1
+            grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer-$tool.log" | tail -n 2 | tee -a "$summary"
+        done
+    fi
+    if [[ "${QUILT_NCU:-0}" == 1 ]]; then
+        step ncu ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
+            --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+            --section ComputeWorkloadAnalysis -k 'regex:rtvd_(march|rows)_f32' -c 2 \
+            "$bin/gpu_bench" --patches 420 --seeds 1 --steps 1 --schemes rtvd --precisions f32 \
+            --configs +kopt --kernels-only
+    fi
+    if [[ "$skip" != *" bench "* ]]; then
+        # shellcheck disable=SC2086
+        step bench "$bin/gpu_bench" ${QUILT_BENCH_ARGS:-} --csv "$out/bench.csv"
+        grep -E "^device|^bandwidth|^kernels compiled|mean speedup|^goal|advance\(\)|^[A-Z]+ f(32|64):|^patches|^ *[0-9]+ +[0-9.]+ +[0-9.]+ " \
+            "$out/bench.log" | tee -a "$summary" || true
+    fi
+    echo
+    echo "=== summary ($out) ==="
+    cat "$summary"
+    return $status
+}
+
+case "$mode" in
+build) build ;;
+device) device ;;
+*)
+    echo "usage: scripts/gpu-check.sh [build|device]" >&2
+    exit 2
+    ;;
+esac
