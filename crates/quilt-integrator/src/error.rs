@@ -82,6 +82,9 @@ pub enum IntegratorError {
     /// A batch layout could not be built.
     #[error("batch layout: {0}")]
     Layout(#[from] quilt_sweep::LayoutError),
+    /// A checkpoint could not be written or read.
+    #[error(transparent)]
+    Io(#[from] quilt_io::IoError),
     /// A configuration the integrator cannot run.
     #[error("{0}")]
     Config(String),

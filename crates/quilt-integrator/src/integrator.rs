@@ -15,9 +15,11 @@
 //! 5. every `regrid_interval` steps the hierarchy is rebuilt: ghost fill,
 //!    tagging, Berger–Rigoutsos clustering, regrid, re-packing.
 
+use std::path::Path;
 use std::time::Instant;
 
 use quilt_batch::{CostModel, OnlineModel, RefineOptions};
+use quilt_io::{CheckpointReal, RunState, read_checkpoint, write_checkpoint};
 use quilt_mesh::fill::{BoundaryConditions, PhysicalBc};
 use quilt_mesh::flux_register::FaceFluxes;
 use quilt_mesh::interp::Limiter;
@@ -576,6 +578,69 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     pub fn cpu_solver(deck: &Deck) -> Result<Solver, IntegratorError> {
         deck.solver()
             .map_err(|e| IntegratorError::Config(e.to_string()))
+    }
+}
+
+impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
+    /// Writes a checkpoint (atomically) holding everything a bitwise
+    /// restart needs: time, step, run totals, the deck, the hierarchy and
+    /// the state.
+    pub fn write_checkpoint(&self, path: &Path) -> Result<(), IntegratorError> {
+        let t = &self.totals;
+        let counters = [
+            ("steps_taken", t.steps),
+            ("cells_updated", t.cells),
+            ("cells_solved", t.solved_cells),
+            ("batches", t.batches),
+            ("regrids", t.regrids),
+            ("hierarchy_version", self.version),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let run = RunState {
+            time: self.time,
+            step: self.step,
+            counters,
+            values: Default::default(),
+            deck: self.deck.to_toml(),
+        };
+        let data = self.data.as_ref().ok_or_else(poisoned)?;
+        write_checkpoint(path, &run, &self.h, data)?;
+        Ok(())
+    }
+
+    /// Continues a run from a checkpoint: its hierarchy, state, time and
+    /// step, with `deck` if given (e.g. a later end time) or else the deck
+    /// stored in the checkpoint. The run then continues bit for bit as if
+    /// it had not stopped.
+    pub fn restart(path: &Path, deck: Option<&Deck>, backend: B) -> Result<Self, IntegratorError> {
+        let ck = read_checkpoint::<T>(path)?;
+        let stored;
+        let deck = match deck {
+            Some(d) => d,
+            None => {
+                stored =
+                    Deck::parse_named(&ck.run.deck, &format!("deck stored in {}", path.display()))?;
+                &stored
+            }
+        };
+        let mut me = Self::from_state(
+            deck,
+            ck.hierarchy,
+            ck.data,
+            ck.run.time,
+            ck.run.step,
+            backend,
+        )?;
+        let c = |k: &str| ck.run.counters.get(k).copied().unwrap_or(0);
+        me.totals.steps = c("steps_taken");
+        me.totals.cells = c("cells_updated");
+        me.totals.solved_cells = c("cells_solved");
+        me.totals.batches = c("batches");
+        me.totals.regrids = c("regrids");
+        me.version = c("hierarchy_version");
+        Ok(me)
     }
 }
 

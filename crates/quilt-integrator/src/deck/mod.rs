@@ -139,12 +139,25 @@ impl Deck {
         validate::validate(self, &loc)
     }
 
-    /// The deck as TOML text (every key written out); parses back to an
-    /// equal deck. Checkpoints store it.
+    /// The deck as TOML text (every key written out, the parameters of the
+    /// chosen initial condition only); parses back to an equal deck.
+    /// Checkpoints store it.
     pub fn to_toml(&self) -> String {
-        // Every field is a plain number, string, boolean or array of them;
-        // serialisation cannot fail.
-        toml::to_string(self).unwrap_or_default()
+        // Every field is a plain number, string, boolean or array of them,
+        // so conversion to a table cannot fail.
+        let Ok(mut table) = toml::Table::try_from(self) else {
+            return String::new();
+        };
+        let kind = match self.initial.kind {
+            InitialKind::Sphere => "sphere",
+            InitialKind::Sedov => "sedov",
+            InitialKind::Riemann => "riemann",
+            InitialKind::Uniform => "uniform",
+        };
+        if let Some(toml::Value::Table(init)) = table.get_mut("initial") {
+            init.retain(|k, _| k == "kind" || k == kind);
+        }
+        toml::to_string(&table).unwrap_or_default()
     }
 }
 
