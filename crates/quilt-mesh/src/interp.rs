@@ -81,6 +81,9 @@ pub struct CoarseScratch<T> {
     len: usize,
     data: Vec<T>,
     mask: Vec<u8>,
+    /// Whether `mask` is kept (ghost fill, whose plans hold the stencil
+    /// flags, skips it).
+    masked: bool,
 }
 
 impl<T: Real> Default for CoarseScratch<T> {
@@ -98,11 +101,22 @@ impl<T: Real> CoarseScratch<T> {
             len: 0,
             data: Vec::new(),
             mask: Vec::new(),
+            masked: true,
         }
     }
 
     /// Prepares for `ncomp` components over `bx` with no cell available.
     pub fn reset(&mut self, bx: IndexBox, ncomp: usize) -> Result<(), MeshError> {
+        self.reset_unmasked(bx, ncomp)?;
+        self.masked = true;
+        self.mask.clear();
+        self.mask.resize(self.len, 0);
+        Ok(())
+    }
+
+    /// [`CoarseScratch::reset`] without the availability mask, for callers
+    /// that hold precomputed stencil flags.
+    pub(crate) fn reset_unmasked(&mut self, bx: IndexBox, ncomp: usize) -> Result<(), MeshError> {
         if bx.is_empty() || ncomp == 0 {
             return Err(MeshError::invalid(
                 format!("coarse scratch over {bx}"),
@@ -118,8 +132,7 @@ impl<T: Real> CoarseScratch<T> {
         if self.data.len() < len * ncomp {
             self.data.resize(len * ncomp, T::zero());
         }
-        self.mask.clear();
-        self.mask.resize(len, 0);
+        self.masked = false;
         Ok(())
     }
 
@@ -137,7 +150,7 @@ impl<T: Real> CoarseScratch<T> {
 
     /// Whether cell `p` holds data.
     pub fn is_available(&self, p: &IntVect) -> bool {
-        self.bx.contains(p) && self.mask[self.bx.offset(p)] != 0
+        self.masked && self.bx.contains(p) && self.mask[self.bx.offset(p)] != 0
     }
 
     /// Value of component `c` at `p`, if available.
@@ -191,24 +204,32 @@ impl<T: Real> CoarseScratch<T> {
         region: &IndexBox,
         shift: &IntVect,
     ) {
+        if region.is_empty() {
+            return;
+        }
         let nx = region.size().x as usize;
-        let sdb = src.data_box();
-        for k in region.lo.z..=region.hi.z {
-            for j in region.lo.y..=region.hi.y {
-                let p = iv(region.lo.x, j, k);
-                let od = self.bx.offset(&p);
-                self.mask[od..od + nx].fill(1);
+        if self.masked {
+            for k in region.lo.z..=region.hi.z {
+                for j in region.lo.y..=region.hi.y {
+                    let od = self.bx.offset(&iv(region.lo.x, j, k));
+                    self.mask[od..od + nx].fill(1);
+                }
             }
         }
+        let [_, ssy, ssz] = src.strides();
+        let dsz = self.bx.size();
+        let (dsy, dsz) = (dsz.x as usize, dsz.x as usize * dsz.y as usize);
+        let os0 = src.index(&(region.lo - shift));
+        let od0 = self.bx.offset(&region.lo);
+        let (ny, nz) = (region.size().y as usize, region.size().z as usize);
         for c in 0..self.ncomp {
             let s = src.comp(c);
             let d = &mut self.data[c * self.len..(c + 1) * self.len];
-            for k in region.lo.z..=region.hi.z {
-                for j in region.lo.y..=region.hi.y {
-                    let p = iv(region.lo.x, j, k);
-                    let od = self.bx.offset(&p);
-                    let os = sdb.offset(&(p - shift));
-                    d[od..od + nx].copy_from_slice(&s[os..os + nx]);
+            for dk in 0..nz {
+                for dj in 0..ny {
+                    let os = os0 + dk * ssz + dj * ssy;
+                    let od = od0 + dk * dsz + dj * dsy;
+                    copy_row(&mut d[od..od + nx], &s[os..os + nx]);
                 }
             }
         }
@@ -224,6 +245,10 @@ pub struct InterpWork<T> {
     sx: Vec<T>,
     sy: Vec<T>,
     sz: Vec<T>,
+    /// Per fine cell of a row: `u + s_x·o_x`, `s_y`, `s_z` of its coarse cell.
+    fx: Vec<T>,
+    fy: Vec<T>,
+    fz: Vec<T>,
 }
 
 impl<T: Real> InterpWork<T> {
@@ -235,6 +260,9 @@ impl<T: Real> InterpWork<T> {
             sx: Vec::new(),
             sy: Vec::new(),
             sz: Vec::new(),
+            fx: Vec::new(),
+            fy: Vec::new(),
+            fz: Vec::new(),
         }
     }
 }
@@ -259,6 +287,61 @@ pub fn interpolate<T: Real>(
     if fine.is_empty() {
         return Ok(());
     }
+    check(coarse, ratio, fine, dst)?;
+    if !coarse.masked {
+        return Err(MeshError::invalid(
+            "coarse scratch",
+            "it was not prepared with `reset` (no availability mask)",
+        ));
+    }
+    dispatch(
+        coarse,
+        ratio,
+        limiter,
+        fine,
+        RowFlags::Mask(&coarse.mask),
+        dst,
+        work,
+    )
+}
+
+/// [`interpolate`] with stencil flags precomputed by [`stencil_flags`]
+/// over the coarse box `flags_box`, which must hold `fine.coarsen(ratio)`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn interpolate_planned<T: Real>(
+    coarse: &CoarseScratch<T>,
+    ratio: i32,
+    limiter: Limiter,
+    fine: &IndexBox,
+    flags_box: &IndexBox,
+    flags: &[u8],
+    dst: &mut FillTarget<'_, T>,
+    work: &mut InterpWork<T>,
+) -> Result<(), MeshError> {
+    if fine.is_empty() {
+        return Ok(());
+    }
+    check(coarse, ratio, fine, dst)?;
+    let cg = fine.coarsen(ratio);
+    if !flags_box.contains_box(&cg) || flags.len() != flags_box.num_cells() as usize {
+        return Err(MeshError::invalid(
+            format!("interpolation into {fine}"),
+            format!("stencil flags over {flags_box} do not cover the coarse cells {cg}"),
+        ));
+    }
+    let rf = RowFlags::Planned {
+        bx: *flags_box,
+        flags,
+    };
+    dispatch(coarse, ratio, limiter, fine, rf, dst, work)
+}
+
+fn check<T: Real>(
+    coarse: &CoarseScratch<T>,
+    ratio: i32,
+    fine: &IndexBox,
+    dst: &FillTarget<'_, T>,
+) -> Result<(), MeshError> {
     if ratio != 2 && ratio != 4 {
         return Err(MeshError::invalid(
             "interpolation ratio",
@@ -286,17 +369,90 @@ pub fn interpolate<T: Real>(
             ),
         });
     }
-    // One monomorphised kernel per ratio and limiter, so that the inner
-    // loops have fixed trip counts and no limiter dispatch.
+    Ok(())
+}
+
+/// Where the kernel takes each coarse row's stencil flags from.
+#[derive(Clone, Copy)]
+enum RowFlags<'a> {
+    /// Computed per row from the scratch's availability mask.
+    Mask(&'a [u8]),
+    /// Precomputed (from the layout) over `bx`.
+    Planned { bx: IndexBox, flags: &'a [u8] },
+}
+
+/// Bits of a coarse cell's stencil flags: bit `2d` if the low neighbour
+/// along `d` is available, bit `2d + 1` if the high one is.
+const ALL_NEIGHBOURS: u8 = 0x3F;
+
+/// Stencil flags of the coarse cells `cg` from an availability mask over
+/// `mask_box` (see [`ALL_NEIGHBOURS`]); the first cell of `cg` without data
+/// is the error.
+pub(crate) fn stencil_flags(
+    mask: &[u8],
+    mask_box: &IndexBox,
+    cg: &IndexBox,
+) -> Result<Vec<u8>, IntVect> {
+    let mut out = vec![0u8; cg.num_cells() as usize];
+    let n = cg.size().x as usize;
+    let mut at = 0;
+    for k in cg.lo.z..=cg.hi.z {
+        for j in cg.lo.y..=cg.hi.y {
+            row_flags(mask, mask_box, iv(cg.lo.x, j, k), &mut out[at..at + n])?;
+            at += n;
+        }
+    }
+    Ok(out)
+}
+
+/// Stencil flags of the `out.len()` coarse cells from `start` along `x`.
+fn row_flags(mask: &[u8], mbx: &IndexBox, start: IntVect, out: &mut [u8]) -> Result<(), IntVect> {
+    if !mbx.contains(&start) || !mbx.contains(&(start + iv(out.len() as i32 - 1, 0, 0))) {
+        return Err(start);
+    }
+    let ss = mbx.size();
+    let stride = [1usize, ss.x as usize, ss.x as usize * ss.y as usize];
+    let o0 = mbx.offset(&start);
+    for (q, f) in out.iter_mut().enumerate() {
+        let o = o0 + q;
+        let p = start + iv(q as i32, 0, 0);
+        if mask[o] == 0 {
+            return Err(p);
+        }
+        let mut fl = 0u8;
+        for d in 0..3 {
+            if p[d] > mbx.lo[d] && mask[o - stride[d]] != 0 {
+                fl |= 1 << (2 * d);
+            }
+            if p[d] < mbx.hi[d] && mask[o + stride[d]] != 0 {
+                fl |= 2 << (2 * d);
+            }
+        }
+        *f = fl;
+    }
+    Ok(())
+}
+
+/// One monomorphised kernel per ratio and limiter, so that the inner loops
+/// have fixed trip counts and no limiter dispatch.
+fn dispatch<T: Real>(
+    coarse: &CoarseScratch<T>,
+    ratio: i32,
+    limiter: Limiter,
+    fine: &IndexBox,
+    rf: RowFlags<'_>,
+    dst: &mut FillTarget<'_, T>,
+    work: &mut InterpWork<T>,
+) -> Result<(), MeshError> {
     macro_rules! run {
         ($r:literal) => {
             match limiter {
                 Limiter::PiecewiseConstant => {
-                    kernel::<T, $r>(coarse, fine, dst, work, |_, _| T::zero())
+                    kernel::<T, $r>(coarse, fine, rf, dst, work, |_, _| T::zero())
                 }
-                Limiter::MinMod => kernel::<T, $r>(coarse, fine, dst, work, minmod),
+                Limiter::MinMod => kernel::<T, $r>(coarse, fine, rf, dst, work, minmod),
                 Limiter::MonotonizedCentral => {
-                    kernel::<T, $r>(coarse, fine, dst, work, monotonized_central)
+                    kernel::<T, $r>(coarse, fine, rf, dst, work, monotonized_central)
                 }
             }
         };
@@ -325,12 +481,33 @@ fn monotonized_central<T: Real>(dl: T, dr: T) -> T {
     if dl * dr > T::zero() { m } else { T::zero() }
 }
 
+/// Copies a row; short rows (ghost slabs are three cells wide) without a
+/// library call.
+#[inline(always)]
+pub(crate) fn copy_row<T: Copy>(d: &mut [T], s: &[T]) {
+    let n = d.len();
+    if n > 16 {
+        d.copy_from_slice(s);
+        return;
+    }
+    let s = &s[..n];
+    let mut dc = d.chunks_exact_mut(4);
+    let mut sc = s.chunks_exact(4);
+    for (a, b) in (&mut dc).zip(&mut sc) {
+        a.copy_from_slice(b);
+    }
+    for (a, b) in dc.into_remainder().iter_mut().zip(sc.remainder()) {
+        *a = *b;
+    }
+}
+
 /// The interpolation, one row of coarse cells at a time: stencil flags,
 /// then per component the values and slopes of the row, then the (up to
 /// `R²`) fine rows above it.
 fn kernel<T: Real, const R: usize>(
     coarse: &CoarseScratch<T>,
     fine: &IndexBox,
+    rf: RowFlags<'_>,
     dst: &mut FillTarget<'_, T>,
     work: &mut InterpWork<T>,
     slope: impl Fn(T, T) -> T,
@@ -341,149 +518,137 @@ fn kernel<T: Real, const R: usize>(
     let cg = fine.coarsen(r);
     let sbx = coarse.bx;
     let ss = sbx.size();
-    let stride = [1usize, ss.x as usize, ss.x as usize * ss.y as usize];
+    let (sy, sz) = (ss.x as usize, ss.x as usize * ss.y as usize);
+    let stride = [1usize, sy, sz];
     let cnx = cg.size().x as usize;
     let fnx = fine.size().x as usize;
-    // Fine cells of the first and last coarse cell of a row.
+    // Sub-cell of the first fine cell of a row in its coarse cell.
     let head = (fine.lo.x & m) as usize;
-    let tail = (fine.hi.x & m) as usize;
+    let lr = R.trailing_zeros();
     let InterpWork {
-        flags,
+        flags: fbuf,
         a,
         sx,
-        sy,
-        sz,
+        sy: vy,
+        sz: vz,
+        fx,
+        fy,
+        fz,
     } = work;
-    for v in [&mut *a, &mut *sx, &mut *sy, &mut *sz] {
+    for v in [&mut *a, &mut *sx, &mut *vy, &mut *vz] {
         if v.len() < cnx {
             v.resize(cnx, T::zero());
         }
     }
-    if flags.len() < cnx {
-        flags.resize(cnx, 0);
+    for v in [&mut *fx, &mut *fy, &mut *fz] {
+        if v.len() < fnx {
+            v.resize(fnx, T::zero());
+        }
     }
-    let mask = &coarse.mask;
+    let (fx, fy, fz) = (&mut fx[..fnx], &mut fy[..fnx], &mut fz[..fnx]);
+    if fbuf.len() < cnx {
+        fbuf.resize(cnx, 0);
+    }
+    let (a, sx, vy, vz) = (
+        &mut a[..cnx],
+        &mut sx[..cnx],
+        &mut vy[..cnx],
+        &mut vz[..cnx],
+    );
     for qk in cg.lo.z..=cg.hi.z {
         let (k0, k1) = (fine.lo.z.max(qk * r), fine.hi.z.min(qk * r + m));
         for qj in cg.lo.y..=cg.hi.y {
             let (j0, j1) = (fine.lo.y.max(qj * r), fine.hi.y.min(qj * r + m));
-            let o0 = sbx.offset(&iv(cg.lo.x, qj, qk));
-            let q3 = [cg.lo.x, qj, qk];
-            for (q, f) in flags[..cnx].iter_mut().enumerate() {
-                let o = o0 + q;
-                if mask[o] == 0 {
-                    return Err(MeshError::BadAccess {
-                        field: format!(
-                            "interpolation from coarse cell [{},{qj},{qk}]",
-                            cg.lo.x + q as i32
-                        ),
-                        why: "the cell holds no coarse data (coarse level does not cover it)"
-                            .into(),
-                    });
+            let start = iv(cg.lo.x, qj, qk);
+            let o0 = sbx.offset(&start);
+            let fl: &[u8] = match rf {
+                RowFlags::Mask(mask) => {
+                    row_flags(mask, &sbx, start, &mut fbuf[..cnx]).map_err(|p| {
+                        MeshError::BadAccess {
+                            field: format!(
+                                "interpolation from coarse cell [{},{},{}]",
+                                p.x, p.y, p.z
+                            ),
+                            why: "the cell holds no coarse data (coarse level does not cover it)"
+                                .into(),
+                        }
+                    })?;
+                    &fbuf[..cnx]
                 }
-                let mut fl = 0u8;
-                for d in 0..3 {
-                    let x = if d == 0 { cg.lo.x + q as i32 } else { q3[d] };
-                    if x > sbx.lo[d] && mask[o - stride[d]] != 0 {
-                        fl |= 1 << (2 * d);
-                    }
-                    if x < sbx.hi[d] && mask[o + stride[d]] != 0 {
-                        fl |= 2 << (2 * d);
-                    }
+                RowFlags::Planned { bx, flags } => {
+                    let o = bx.offset(&start);
+                    &flags[o..o + cnx]
                 }
-                *f = fl;
-            }
+            };
+            let full = fl.iter().all(|&f| f == ALL_NEIGHBOURS);
             for c in 0..coarse.ncomp {
                 let src = &coarse.data[c * coarse.len..(c + 1) * coarse.len];
-                for q in 0..cnx {
-                    let o = o0 + q;
-                    let f = flags[q];
-                    let u = src[o];
-                    let mut s = [T::zero(); 3];
-                    for (d, sd) in s.iter_mut().enumerate() {
-                        let hl = (f >> (2 * d)) & 1 != 0;
-                        let hr = (f >> (2 * d)) & 2 != 0;
-                        // A missing neighbour reads the cell itself, so every
-                        // index is in range; its difference is then replaced
-                        // by the other side's (a one-sided slope).
-                        let dl = u - src[o - if hl { stride[d] } else { 0 }];
-                        let dr = src[o + if hr { stride[d] } else { 0 }] - u;
-                        let (dl, dr) = (if hl { dl } else { dr }, if hr { dr } else { dl });
-                        *sd = slope(dl, dr);
+                if full {
+                    // Every neighbour present: straight slices, no selects.
+                    let u = &src[o0..o0 + cnx];
+                    let (xm, xp) = (&src[o0 - 1..o0 - 1 + cnx], &src[o0 + 1..o0 + 1 + cnx]);
+                    let (ym, yp) = (&src[o0 - sy..o0 - sy + cnx], &src[o0 + sy..o0 + sy + cnx]);
+                    let (zm, zp) = (&src[o0 - sz..o0 - sz + cnx], &src[o0 + sz..o0 + sz + cnx]);
+                    for q in 0..cnx {
+                        let uq = u[q];
+                        a[q] = uq;
+                        sx[q] = slope(uq - xm[q], xp[q] - uq);
+                        vy[q] = slope(uq - ym[q], yp[q] - uq);
+                        vz[q] = slope(uq - zm[q], zp[q] - uq);
                     }
-                    a[q] = u;
-                    sx[q] = s[0];
-                    sy[q] = s[1];
-                    sz[q] = s[2];
+                } else {
+                    for q in 0..cnx {
+                        let o = o0 + q;
+                        let f = fl[q];
+                        let u = src[o];
+                        let mut s = [T::zero(); 3];
+                        for (d, sd) in s.iter_mut().enumerate() {
+                            let hl = (f >> (2 * d)) & 1 != 0;
+                            let hr = (f >> (2 * d)) & 2 != 0;
+                            // A missing neighbour reads the cell itself, so
+                            // every index is in range; its difference is then
+                            // replaced by the other side's (one-sided slope).
+                            let dl = u - src[o - if hl { stride[d] } else { 0 }];
+                            let dr = src[o + if hr { stride[d] } else { 0 }] - u;
+                            let (dl, dr) = (if hl { dl } else { dr }, if hr { dr } else { dl });
+                            *sd = slope(dl, dr);
+                        }
+                        a[q] = u;
+                        sx[q] = s[0];
+                        vy[q] = s[1];
+                        vz[q] = s[2];
+                    }
+                }
+                // Expand the row to fine cells along x once; every fine
+                // row above it is then `f_x + f_y·o_y + f_z·o_z`.
+                for (t, ((x, y), z)) in fx
+                    .iter_mut()
+                    .zip(fy.iter_mut())
+                    .zip(fz.iter_mut())
+                    .enumerate()
+                {
+                    let i = head + t;
+                    let q = i >> lr;
+                    *x = a[q] + sx[q] * off[i & (R - 1)];
+                    *y = vy[q];
+                    *z = vz[q];
                 }
                 for k in k0..=k1 {
                     let oz = off[(k & m) as usize];
                     for j in j0..=j1 {
                         let oy = off[(j & m) as usize];
                         let out = dst.row_mut(c, fine.lo.x, j, k, fnx);
-                        emit_row::<T, R>(
-                            out,
-                            &a[..cnx],
-                            &sx[..cnx],
-                            &sy[..cnx],
-                            &sz[..cnx],
-                            oy,
-                            oz,
-                            &off,
-                            head,
-                            tail,
-                        );
+                        for (o, ((x, y), z)) in
+                            out.iter_mut().zip(fx.iter().zip(fy.iter()).zip(fz.iter()))
+                        {
+                            *o = *x + *y * oy + *z * oz;
+                        }
                     }
                 }
             }
         }
     }
     Ok(())
-}
-
-/// One fine row: `u + s_y·o_y + s_z·o_z` per coarse cell, then `R` fine
-/// values per coarse cell (fewer in the first and last, which the fine box
-/// may cut: the row starts at sub-cell `head` and ends at sub-cell `tail`).
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn emit_row<T: Real, const R: usize>(
-    out: &mut [T],
-    a: &[T],
-    sx: &[T],
-    sy: &[T],
-    sz: &[T],
-    oy: T,
-    oz: T,
-    off: &[T; R],
-    head: usize,
-    tail: usize,
-) {
-    let n = a.len();
-    let base = |q: usize| a[q] + sy[q] * oy + sz[q] * oz;
-    if n == 1 {
-        let b = base(0);
-        for (o, t) in out.iter_mut().zip(head..=tail) {
-            *o = b + sx[0] * off[t];
-        }
-        return;
-    }
-    let (first, rest) = out.split_at_mut(R - head);
-    let b = base(0);
-    for (o, t) in first.iter_mut().zip(head..R) {
-        *o = b + sx[0] * off[t];
-    }
-    let (body, last) = rest.split_at_mut((n - 2) * R);
-    for ((cell, q), _) in body.chunks_exact_mut(R).zip(1..).zip(0..n - 2) {
-        let b = base(q);
-        let s = sx[q];
-        for (o, &t) in cell.iter_mut().zip(off) {
-            *o = b + s * t;
-        }
-    }
-    let b = base(n - 1);
-    for (o, t) in last.iter_mut().zip(0..=tail) {
-        *o = b + sx[n - 1] * off[t];
-    }
 }
 
 #[cfg(test)]

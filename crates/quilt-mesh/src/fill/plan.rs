@@ -6,6 +6,16 @@ use crate::error::MeshError;
 use crate::geometry::LevelGeometry;
 use crate::hierarchy::{GhostCounts, Hierarchy, Overlap, PatchId};
 use crate::index::{BoxList, IndexBox, Side};
+use crate::interp::stencil_flags;
+
+/// One box of coarse–fine ghosts with the stencil flags of the coarse
+/// cells under it (which neighbours the gathered coarse data holds).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct InterpBox {
+    pub fine: IndexBox,
+    pub coarse: IndexBox,
+    pub flags: Vec<u8>,
+}
 
 /// The fill plan of one patch: the sources of each part of its ghost box.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,7 +28,7 @@ pub struct PatchPlan {
     pub(crate) copies: Vec<Overlap>,
     pub(crate) coarse_box: IndexBox,
     pub(crate) gather: Vec<Overlap>,
-    pub(crate) interp: Vec<IndexBox>,
+    pub(crate) interp: Vec<InterpBox>,
     pub(crate) physical: Vec<PhysicalSlab>,
     pub(crate) counts: GhostCounts,
 }
@@ -57,8 +67,8 @@ impl PatchPlan {
     }
 
     /// Ghost boxes interpolated from the coarse level (disjoint).
-    pub fn interpolated(&self) -> &[IndexBox] {
-        &self.interp
+    pub fn interpolated(&self) -> impl Iterator<Item = IndexBox> + '_ {
+        self.interp.iter().map(|b| b.fine)
     }
 
     /// Copied / interpolated / physical ghost cells the plan fills; equal
@@ -91,22 +101,33 @@ impl FillPlan {
             .map(|p| {
                 let lg = &levels[p.level()];
                 let ghost_box = p.ghost_box();
-                let interp: Vec<IndexBox> = p.coarse_fine_ghosts().boxes().to_vec();
-                let (coarse_box, gather) = gather_plan(p.coarse_overlaps(), &interp, lg.ratio);
-                for g in &interp {
-                    let cg = g.coarsen(lg.ratio);
-                    let covered: i64 = gather
-                        .iter()
-                        .map(|o| o.region.intersect(&cg).num_cells())
-                        .sum();
-                    if covered != cg.num_cells() {
-                        return Err(MeshError::NotNested {
-                            level: p.level(),
-                            id: p.id(),
-                            uncovered: cg,
-                        });
+                let fine_boxes = p.coarse_fine_ghosts().boxes();
+                let (coarse_box, gather) = gather_plan(p.coarse_overlaps(), fine_boxes, lg.ratio);
+                // Which gathered coarse cells hold data: layout only.
+                let mut mask = vec![0u8; coarse_box.num_cells().max(0) as usize];
+                for o in &gather {
+                    for q in o.region.iter() {
+                        mask[coarse_box.offset(&q)] = 1;
                     }
                 }
+                let interp = fine_boxes
+                    .iter()
+                    .map(|g| {
+                        let cg = g.coarsen(lg.ratio);
+                        let flags = stencil_flags(&mask, &coarse_box, &cg).map_err(|q| {
+                            MeshError::NotNested {
+                                level: p.level(),
+                                id: p.id(),
+                                uncovered: IndexBox::new(q, q),
+                            }
+                        })?;
+                        Ok(InterpBox {
+                            fine: *g,
+                            coarse: cg,
+                            flags,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, MeshError>>()?;
                 let physical = physical_slabs(lg, &ghost_box);
                 let counts = GhostCounts {
                     copied: p
@@ -114,7 +135,7 @@ impl FillPlan {
                         .iter()
                         .map(|o| o.region.num_cells())
                         .sum(),
-                    interpolated: interp.iter().map(IndexBox::num_cells).sum(),
+                    interpolated: interp.iter().map(|b| b.fine.num_cells()).sum(),
                     physical: physical.iter().map(|s| s.region.num_cells()).sum(),
                 };
                 Ok(PatchPlan {

@@ -314,7 +314,7 @@ impl<T: Real> GhostFill<T> {
         let FillScratch { coarse, work } = scratch;
         // Gather the coarse cells under the coarse–fine ghosts once.
         if !p.interp.is_empty() {
-            coarse.reset(p.coarse_box, ncomp)?;
+            coarse.reset_unmasked(p.coarse_box, ncomp)?;
             for o in &p.gather {
                 let src = old
                     .old_patch(o.source)
@@ -359,9 +359,18 @@ impl<T: Real> GhostFill<T> {
             }
             // 2. Coarse–fine ghosts.
             for g in &p.interp {
-                let region = g.intersect(&slab);
+                let region = g.fine.intersect(&slab);
                 if !region.is_empty() {
-                    interp::interpolate(coarse, p.ratio, self.limiter, &region, t, work)?;
+                    interp::interpolate_planned(
+                        coarse,
+                        p.ratio,
+                        self.limiter,
+                        &region,
+                        &g.coarse,
+                        &g.flags,
+                        t,
+                        work,
+                    )?;
                     counts.interpolated += region.num_cells();
                 }
             }
@@ -405,15 +414,20 @@ fn copy_rows<T: Real>(
     shift: &IntVect,
     t: &mut FillTarget<'_, T>,
 ) {
+    if region.is_empty() {
+        return;
+    }
     let nx = region.size().x as usize;
-    let sdb = src.data_box();
+    let [_, sy, sz] = src.strides();
+    let o0 = src.index(&(region.lo - shift));
+    let (ny, nz) = (region.size().y as usize, region.size().z as usize);
     for c in 0..t.ncomp() {
         let s = src.comp(c);
-        for k in region.lo.z..=region.hi.z {
-            for j in region.lo.y..=region.hi.y {
-                let os = sdb.offset(&iv(region.lo.x - shift.x, j - shift.y, k - shift.z));
-                t.row_mut(c, region.lo.x, j, k, nx)
-                    .copy_from_slice(&s[os..os + nx]);
+        for (dk, k) in (region.lo.z..=region.hi.z).enumerate().take(nz) {
+            let ok = o0 + dk * sz;
+            for (dj, j) in (region.lo.y..=region.hi.y).enumerate().take(ny) {
+                let os = ok + dj * sy;
+                interp::copy_row(t.row_mut(c, region.lo.x, j, k, nx), &s[os..os + nx]);
             }
         }
     }

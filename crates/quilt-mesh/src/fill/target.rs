@@ -110,8 +110,9 @@ impl<'a, T: Copy> FillTarget<'a, T> {
                 ),
             ));
         }
-        let last = (nx - 1)
-            .checked_add(sy.checked_mul(ny - 1).unwrap_or(usize::MAX))
+        let last = sy
+            .checked_mul(ny - 1)
+            .and_then(|v| v.checked_add(nx - 1))
             .and_then(|v| v.checked_add(sz.checked_mul(nz - 1)?))
             .and_then(|v| v.checked_add(sc.checked_mul(ncomp - 1)?))
             .and_then(|v| v.checked_add(base));
