@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `setup` | checks (and, as root on Debian/Ubuntu, installs) the system packages the workspace needs |
 //! | `test` | `setup`, then the whole test suite in the optimised `ci` profile |
-//! | `run` | `setup`, then the main job |
+//! | `run` | `setup`, then the main job (the Euler sphere example) |
 //!
 //! The tasks shell out to `cargo`, `pkg-config` and `apt-get`; they hold no
 //! build logic of their own so that plain `cargo` commands stay equivalent.
@@ -38,9 +38,9 @@ enum Task {
         #[arg(last = true)]
         rest: Vec<String>,
     },
-    /// Run setup, then the main job.
+    /// Run setup, then the main job: the Euler sphere example.
     Run {
-        /// Extra arguments passed to the main job.
+        /// Extra arguments passed to `euler_sphere` (see its `--help`).
         #[arg(last = true)]
         rest: Vec<String>,
     },
@@ -98,15 +98,10 @@ fn test(rest: &[String]) -> Result<()> {
 }
 
 fn run_main(rest: &[String]) -> Result<()> {
-    let out = workspace_root().join("out");
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let mut cmd = cargo();
-    cmd.args(["run", "--release", "--example", "synthetic", "--"]);
-    if rest.is_empty() {
-        cmd.args(["--patches", "420", "--seed", "1", "--out"])
-            .arg(out.join("synthetic-420.json"));
-    } else {
-        cmd.args(rest);
+    cmd.args(["run", "--release", "--example", "euler_sphere"]);
+    if !rest.is_empty() {
+        cmd.arg("--").args(rest);
     }
     status(cmd)
 }

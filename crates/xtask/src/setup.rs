@@ -74,7 +74,10 @@ pub fn run(allow_install: bool) -> Result<()> {
         packages.join(" ")
     );
     for r in &missing {
-        eprintln!("xtask setup: missing {} (Debian package {})", r.what, r.debian_package);
+        eprintln!(
+            "xtask setup: missing {} (Debian package {})",
+            r.what, r.debian_package
+        );
     }
     if !(allow_install && is_root() && has_apt()) {
         bail!("install the missing packages first:\n    sudo sh -c '{command}'");
