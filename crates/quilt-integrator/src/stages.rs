@@ -162,8 +162,9 @@ fn size_of_box(b: &IndexBox) -> [u32; 3] {
 }
 
 /// Fills every patch of the batch (interior and ghosts, by the mesh's ghost
-/// fill straight into its bin) and copies each probe from its coarse
-/// patch's filled box, one rayon task per queue. Returns seconds per queue.
+/// fill straight into its bin), one rayon task per queue, then copies each
+/// probe from its coarse patch's filled box. Returns seconds per queue
+/// (probe copies counted in the queue of their coarse patch).
 pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     plan: &PlanLayout<T>,
     h: &Hierarchy,
@@ -174,71 +175,121 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
 ) -> Result<Vec<f64>, IntegratorError> {
     let g = plan.ghost;
     let descs: Vec<PatchDesc> = batch.layout().patches().to_vec();
-    let placements: Vec<BinPlacement> = descs
+    let boxes: Vec<IndexBox> = descs
         .iter()
         .map(|d| {
-            let bx = if d.id >= PROBE_ID_BASE {
+            if d.id >= PROBE_ID_BASE {
                 plan.probes[d.user as usize].interior.grow(g)
             } else {
                 h.patches()[d.user as usize].ghost_box()
-            };
-            BinPlacement {
-                bin: d.bin as usize,
-                offset: d.offset.map(|v| v as usize),
-                bx,
             }
         })
         .collect();
-    let edge = plan.bin_edge as usize;
-    let targets = split_bins(batch.data_mut(), edge, NCOMP, &placements)
-        .map_err(IntegratorError::mesh("batch targets"))?;
-    let mut slots: Vec<Option<FillTarget<'_, T>>> = targets.into_iter().map(Some).collect();
-    type Work<'t, T> = Vec<(usize, FillTarget<'t, T>, Vec<(usize, FillTarget<'t, T>)>)>;
-    let mut work: Vec<Work<'_, T>> = Vec::with_capacity(queues.len());
-    for q in queues {
-        let mut w = Vec::with_capacity(q.len());
-        for job in q {
-            let t = slots[job.desc].take().ok_or_else(|| {
-                IntegratorError::Internal(format!("patch index {} listed twice", job.patch))
-            })?;
-            let mut probes = Vec::with_capacity(job.probes.len());
-            for &(n, d) in &job.probes {
-                let pt = slots[d]
-                    .take()
-                    .ok_or_else(|| IntegratorError::Internal(format!("probe {n} listed twice")))?;
-                probes.push((n, pt));
-            }
-            w.push((job.patch, t, probes));
+    // Only the patches are filled through targets; probes are copied after.
+    let mut placements = Vec::new();
+    let mut slot_of = vec![usize::MAX; descs.len()];
+    for (n, d) in descs.iter().enumerate() {
+        if d.id < PROBE_ID_BASE {
+            slot_of[n] = placements.len();
+            placements.push(BinPlacement {
+                bin: d.bin as usize,
+                offset: d.offset.map(|v| v as usize),
+                bx: boxes[n],
+            });
         }
-        work.push(w);
     }
-    work.into_par_iter()
-        .map_init(FillScratch::new, |scratch, jobs| {
-            let t0 = Instant::now();
-            for (patch, mut target, mut probes) in jobs {
-                plan.fill
-                    .prepare(old, patch, time, &mut target, scratch)
-                    .map_err(IntegratorError::mesh(format!(
-                        "preparing patch {}",
-                        h.patches()[patch].id()
-                    )))?;
-                for (_, pt) in &mut probes {
-                    copy_box(&target, pt);
-                }
+    let edge = plan.bin_edge as usize;
+    let mut secs = {
+        let targets = split_bins(batch.data_mut(), edge, NCOMP, &placements)
+            .map_err(IntegratorError::mesh("batch targets"))?;
+        let mut slots: Vec<Option<FillTarget<'_, T>>> = targets.into_iter().map(Some).collect();
+        let mut work: Vec<Vec<(usize, FillTarget<'_, T>)>> = Vec::with_capacity(queues.len());
+        for q in queues {
+            let mut w = Vec::with_capacity(q.len());
+            for job in q {
+                let t = slots
+                    .get_mut(slot_of[job.desc])
+                    .and_then(Option::take)
+                    .ok_or_else(|| {
+                        IntegratorError::Internal(format!("patch index {} listed twice", job.patch))
+                    })?;
+                w.push((job.patch, t));
             }
-            Ok(t0.elapsed().as_secs_f64())
-        })
-        .collect()
+            work.push(w);
+        }
+        work.into_par_iter()
+            .map_init(FillScratch::new, |scratch, jobs| {
+                let t0 = Instant::now();
+                for (patch, mut target) in jobs {
+                    plan.fill
+                        .prepare(old, patch, time, &mut target, scratch)
+                        .map_err(IntegratorError::mesh(format!(
+                            "preparing patch {}",
+                            h.patches()[patch].id()
+                        )))?;
+                }
+                Ok(t0.elapsed().as_secs_f64())
+            })
+            .collect::<Result<Vec<f64>, IntegratorError>>()?
+    };
+    for (q, jobs) in queues.iter().enumerate() {
+        let t0 = Instant::now();
+        for job in jobs {
+            for &(_, pd) in &job.probes {
+                copy_probe(
+                    batch,
+                    &descs[job.desc],
+                    &boxes[job.desc],
+                    &descs[pd],
+                    &boxes[pd],
+                );
+            }
+        }
+        secs[q] += t0.elapsed().as_secs_f64();
+    }
+    Ok(secs)
 }
 
-/// Copies every cell of `dst`'s box from `src` (which covers it).
-fn copy_box<T: Real>(src: &FillTarget<'_, T>, dst: &mut FillTarget<'_, T>) {
-    let bx = dst.bx();
-    for c in 0..dst.ncomp() {
-        for p in bx.iter() {
-            if let Some(v) = src.get(c, &p) {
-                // In range: `p` is in `dst`'s box and `c` below its ncomp.
-                let _ = dst.set(c, &p, v);
+/// Copies the probe's box (`qb`, placed by `qd`) from its coarse patch's
+/// filled box (`pb`, placed by `pd`) in the same batch buffer, row by row.
+fn copy_probe<T: Real>(
+    batch: &mut Batch<T>,
+    pd: &PatchDesc,
+    pb: &IndexBox,
+    qd: &PatchDesc,
+    qb: &IndexBox,
+) {
+    let b = batch.layout().bin_edge() as usize;
+    let nc = batch.layout().ncomp() as usize;
+    let rel = [0, 1, 2].map(|a| (qb.lo[a] - pb.lo[a]) as usize);
+    let n = qd.extent.map(|v| v as usize);
+    let data = batch.data_mut();
+    for c in 0..nc {
+        for k in 0..n[2] {
+            for j in 0..n[1] {
+                let src = data_index(
+                    b,
+                    nc,
+                    pd.bin as usize,
+                    c,
+                    [
+                        pd.offset[0] as usize + rel[0],
+                        pd.offset[1] as usize + rel[1] + j,
+                        pd.offset[2] as usize + rel[2] + k,
+                    ],
+                );
+                let dst = data_index(
+                    b,
+                    nc,
+                    qd.bin as usize,
+                    c,
+                    [
+                        qd.offset[0] as usize,
+                        qd.offset[1] as usize + j,
+                        qd.offset[2] as usize + k,
+                    ],
+                );
+                data.copy_within(src..src + n[0], dst);
             }
         }
     }
