@@ -121,12 +121,21 @@ fn run<T: Real>(args: &Args, solver: &Solver, cfl: f64) -> Result<Vec<[f64; 4]>>
         let s = if x[axis] < x0 { l } else { r };
         let mut vel = [0.0; 3];
         vel[axis] = s.u;
-        Primitive { rho: s.rho, vel, p: s.p }.to_conserved(&gas)
+        Primitive {
+            rho: s.rho,
+            vel,
+            p: s.p,
+        }
+        .to_conserved(&gas)
     });
     let shapes = grid.shapes();
     let items: Vec<[u32; 3]> = shapes.iter().map(|s| s.extent).collect();
     let packing = quilt::pack::pack(&items, [64; 3], &quilt::pack::PackOptions::default())?;
-    let placements: Vec<(u32, [u32; 3])> = packing.placements.iter().map(|p| (p.bin as u32, p.offset)).collect();
+    let placements: Vec<(u32, [u32; 3])> = packing
+        .placements
+        .iter()
+        .map(|p| (p.bin as u32, p.offset))
+        .collect();
     let mut batch = grid.packed_batch(64, &placements)?;
     println!(
         "{} patches in {} bins of 64^3 (fill {:.1}%), {} ghost cells, {}",
@@ -175,7 +184,11 @@ fn main() -> Result<()> {
     let solver = Solver::new(scheme, Gas::ideal(args.gamma))?;
     let cfl = args.cfl.unwrap_or(0.8 * scheme.cfl_limit());
     if !(cfl > 0.0 && cfl <= scheme.cfl_limit()) {
-        bail!("--cfl {cfl} must lie in (0, {}] for {}", scheme.cfl_limit(), scheme.name());
+        bail!(
+            "--cfl {cfl} must lie in (0, {}] for {}",
+            scheme.cfl_limit(),
+            scheme.name()
+        );
     }
     // States that generate vacuum have no exact solution here; the scheme
     // still runs (its floors are counted), only the comparison is skipped.
@@ -206,7 +219,10 @@ fn main() -> Result<()> {
         l1[2] += (r[3] - s.p).abs() * h;
         ex.push([r[0], s.rho, s.u, s.p]);
     }
-    println!("L1 errors vs exact cell averages: rho {:.5e}, u {:.5e}, p {:.5e}", l1[0], l1[1], l1[2]);
+    println!(
+        "L1 errors vs exact cell averages: rho {:.5e}, u {:.5e}, p {:.5e}",
+        l1[0], l1[1], l1[2]
+    );
     if let Some(path) = &args.exact {
         write_csv(path, &ex)?;
         println!("wrote {}", path.display());
