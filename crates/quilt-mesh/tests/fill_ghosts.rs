@@ -378,6 +378,19 @@ fn periodic_copies_are_exact() {
         across[0] > 100 && across[1] > 100,
         "the test must cross periodic faces: {across:?}"
     );
+    // In place, periodic self-images come from the patch's own interior.
+    let mut dd = d.clone();
+    fill.fill_all_in_place(&mut dd, 0.0).unwrap();
+    let self_images = h
+        .patches()
+        .iter()
+        .enumerate()
+        .filter(|(i, p)| p.sibling_overlaps().iter().any(|o| o.source == *i))
+        .count();
+    assert!(self_images > 0);
+    for (s, o) in dd.states().iter().zip(&out) {
+        assert_eq!(s.old.as_slice(), o.as_slice());
+    }
 }
 
 #[test]
