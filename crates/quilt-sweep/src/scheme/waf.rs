@@ -32,6 +32,8 @@ pub struct WafScratch<T> {
     pub u: ColumnBuf<T>,
     /// `U^{n+1}` on cells `REACH .. len-REACH` on exit.
     pub next: ColumnBuf<T>,
+    /// Per cell: `1/rho`, `v_n`, `p`, `c_s`.
+    prim: [Vec<T>; 4],
     /// `F_L + F_R` per face.
     fsum: ColumnBuf<T>,
     /// Flux jumps across the three waves per face.
@@ -53,6 +55,7 @@ impl<T: Real> WafScratch<T> {
         Self {
             u: ColumnBuf::new(cap),
             next: ColumnBuf::new(cap),
+            prim: std::array::from_fn(|_| vec![T::zero(); cap]),
             fsum: ColumnBuf::new(cap),
             dflux: std::array::from_fn(|_| ColumnBuf::new(cap)),
             courant: std::array::from_fn(|_| vec![T::zero(); cap]),
@@ -128,9 +131,23 @@ pub fn waf_column<T: Real>(
     let n = len;
     let half = T::lit(0.5);
 
-    // 1. HLLC wave structure at faces 0 ..= n-2.
+    // 1. Primitive quantities once per cell (a vectorisable loop: it holds
+    //    the divisions and square roots), then the HLLC wave structure at
+    //    faces 0 ..= n-2.
     {
         let u = s.u.slices().map(|x| &x[..n]);
+        let [pi, pv, pp, pc] = s.prim.each_mut().map(|x| &mut x[..n]);
+        for i in 0..n {
+            let (inv, vn, p, cs) = primitive(k, &[u[0][i], u[1][i], u[2][i], u[3][i], u[4][i]]);
+            pi[i] = inv;
+            pv[i] = vn;
+            pp[i] = p;
+            pc[i] = cs;
+        }
+    }
+    {
+        let u = s.u.slices().map(|x| &x[..n]);
+        let [pi, pv, pp, pc] = s.prim.each_ref().map(|x| &x[..n]);
         let fs = s.fsum.slices_mut().map(|x| &mut x[..n]);
         let [d1, d2, d3] = s
             .dflux
@@ -147,8 +164,8 @@ pub fn waf_column<T: Real>(
                 u[3][f + 1],
                 u[4][f + 1],
             ];
-            let (il, vl, pl, cl) = primitive(k, &ul);
-            let (ir, vr, pr, cr) = primitive(k, &ur);
+            let (il, vl, pl, cl) = (pi[f], pv[f], pp[f], pc[f]);
+            let (ir, vr, pr, cr) = (pi[f + 1], pv[f + 1], pp[f + 1], pc[f + 1]);
             let sl = (vl - cl).min(vr - cr);
             let sr = (vl + cl).max(vr + cr);
             let ql = ul[0] * (sl - vl);
