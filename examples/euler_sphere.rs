@@ -9,15 +9,20 @@
 //! ```text
 //! cargo run --release --example euler_sphere -- [--config DECK.toml] [--levels N]
 //!     [--max-steps N] [--end-time T] [--out DIR] [--backend auto|cpu|cuda]
-//!     [--output-interval N] [--no-output]
+//!     [--output-interval N] [--checkpoint-interval N] [--restart FILE] [--no-output]
 //! ```
 //!
 //! Writes `DIR/sphere_<step>.hdf` (VTKHDF OverlappingAMR) with
 //! `DIR/sphere.hdf.series` for ParaView, and `DIR/hierarchy_<step>.json`
 //! (quilt-mesh's hierarchy files, for benchmark replay) at the start and
-//! after every regrid; then prints a summary table.
+//! after every regrid; then prints a summary table. Checkpoints go to
+//! `DIR/sphere.checkpoint.h5` (replaced atomically) every
+//! `output.checkpoint_interval` steps and on Ctrl-C, after which the run
+//! exits cleanly; `--restart` continues from one with the stored deck (the
+//! command-line overrides still apply).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -27,7 +32,7 @@ use quilt::integrator::cli::DeckArgs;
 use quilt::integrator::deck::{BackendChoice, Deck, Precision};
 use quilt::integrator::{CpuBackend, Integrator, Real, SolveBackend};
 use quilt::mesh::write_hierarchy;
-use quilt_io::{CellFields, VtkHdfSeries, euler_output};
+use quilt_io::{CellFields, CheckpointReal, VtkHdfSeries, euler_output, read_checkpoint_info};
 
 /// The example's defaults on top of quilt's: the sphere problem itself is
 /// the deck default; this fixes where it is written and when it ends.
@@ -53,36 +58,57 @@ struct Cli {
     /// Overrides `output.interval` (coarse steps between ParaView outputs).
     #[arg(long, value_name = "N")]
     output_interval: Option<u64>,
+    /// Overrides `output.checkpoint_interval`.
+    #[arg(long, value_name = "N")]
+    checkpoint_interval: Option<u64>,
+    /// Continues the run stored in this checkpoint.
+    #[arg(long, value_name = "FILE")]
+    restart: Option<PathBuf>,
     /// Writes no files at all.
     #[arg(long)]
     no_output: bool,
 }
 
+/// Set by the Ctrl-C handler; the step loop checkpoints and stops.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
 fn main() -> Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
-    let mut deck = cli.deck.load_over((
-        SPHERE_DECK.to_string(),
-        "<euler_sphere defaults>".to_string(),
-    ))?;
+    let base = match &cli.restart {
+        Some(path) => {
+            let info = read_checkpoint_info(path)?;
+            (info.run.deck, format!("deck stored in {}", path.display()))
+        }
+        None => (
+            SPHERE_DECK.to_string(),
+            "<euler_sphere defaults>".to_string(),
+        ),
+    };
+    let mut deck = cli.deck.load_over(base)?;
     if let Some(n) = cli.levels {
         deck.amr.max_levels = n;
     }
     if let Some(n) = cli.output_interval {
         deck.output.interval = n;
     }
+    if let Some(n) = cli.checkpoint_interval {
+        deck.output.checkpoint_interval = n;
+    }
     deck.validate()?;
+    ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst))
+        .context("installing the Ctrl-C handler")?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(deck.run.threads)
         .build()
         .context("building the thread pool")?;
     pool.install(|| match deck.run.precision {
-        Precision::F64 => run::<f64>(&deck, !cli.no_output),
-        Precision::F32 => run::<f32>(&deck, !cli.no_output),
+        Precision::F64 => run::<f64>(&deck, !cli.no_output, cli.restart.as_deref()),
+        Precision::F32 => run::<f32>(&deck, !cli.no_output, cli.restart.as_deref()),
     })
 }
 
-fn run<T: Real>(deck: &Deck, write: bool) -> Result<()> {
+fn run<T: Real + CheckpointReal>(deck: &Deck, write: bool, restart: Option<&Path>) -> Result<()> {
     let backend: Box<dyn SolveBackend<T>> = match deck.run.backend {
         BackendChoice::Cpu | BackendChoice::Auto => Box::new(CpuBackend::<T>::new(deck.solver()?)),
         BackendChoice::Cuda => bail!(
@@ -90,13 +116,25 @@ fn run<T: Real>(deck: &Deck, write: bool) -> Result<()> {
         ),
     };
     let t0 = Instant::now();
-    let mut it = Integrator::new(deck, backend)?;
+    let mut it = match restart {
+        Some(path) => Integrator::restart(path, Some(deck), backend)?,
+        None => Integrator::new(deck, backend)?,
+    };
     let setup = t0.elapsed().as_secs_f64();
     let dir = deck.output.dir.clone();
-    let mut series = if write {
-        Some(VtkHdfSeries::create(&dir, &deck.output.name)?)
-    } else {
-        None
+    let name = &deck.output.name;
+    let mut series = match (write, restart) {
+        (false, _) => None,
+        (true, None) => Some(VtkHdfSeries::create(&dir, name)?),
+        (true, Some(_)) => Some(VtkHdfSeries::resume(&dir, name, it.time())?),
+    };
+    let checkpoint_path = dir.join(format!("{name}.checkpoint.h5"));
+    let checkpoint = |it: &mut Integrator<T, Box<dyn SolveBackend<T>>>| -> Result<()> {
+        let t = Instant::now();
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        it.write_checkpoint(&checkpoint_path)?;
+        it.record_output(t.elapsed().as_secs_f64());
+        Ok(())
     };
     let gamma = deck.hydro.gamma;
     let fields = move |u: &[T]| {
@@ -139,8 +177,10 @@ fn run<T: Real>(deck: &Deck, write: bool) -> Result<()> {
         it.record_output(t.elapsed().as_secs_f64());
         Ok(())
     };
-    hierarchy_file(&mut it)?;
-    output(&mut it, &mut series)?;
+    if restart.is_none() {
+        hierarchy_file(&mut it)?;
+        output(&mut it, &mut series)?;
+    }
 
     let end = deck.run.end_time;
     let bar = ProgressBar::new(1000);
@@ -157,6 +197,31 @@ fn run<T: Real>(deck: &Deck, write: bool) -> Result<()> {
         let interval = deck.output.interval;
         if interval > 0 && info.step % interval == 0 && !it.finished() {
             output(&mut it, &mut series)?;
+        }
+        let every = deck.output.checkpoint_interval;
+        if write && every > 0 && info.step % every == 0 {
+            checkpoint(&mut it)?;
+        }
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            bar.abandon();
+            if write {
+                checkpoint(&mut it)?;
+                eprintln!(
+                    "interrupted at step {} (t = {}): checkpoint {}; continue with --restart",
+                    it.steps(),
+                    it.time(),
+                    checkpoint_path.display()
+                );
+            } else {
+                eprintln!("interrupted at step {} (t = {})", it.steps(), it.time());
+            }
+            summary(
+                &it,
+                setup,
+                shock_radius(&it, deck),
+                write.then_some(dir.as_path()),
+            );
+            return Ok(());
         }
         let frac = if end > 0.0 {
             it.time() / end
