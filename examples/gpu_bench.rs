@@ -20,7 +20,9 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use quilt::cuda::{CudaConfig, CudaSolver, GpuReal, Variant, measure_bandwidth, probe_device, step_traffic};
+use quilt::cuda::{
+    CudaConfig, CudaSolver, GpuReal, Variant, measure_bandwidth, probe_device, step_traffic,
+};
 use quilt::mesh::synthetic::{SyntheticSpec, generate};
 use quilt::sweep::physics::{Gas, Primitive};
 use quilt::sweep::{Batch, BatchLayout, PatchShape, Real, Scheme, SweepOrder};
@@ -132,8 +134,13 @@ fn hierarchy_shapes(patches: usize, seed: u64, ghost: u32) -> anyhow::Result<Vec
 
 fn packed_layout(shapes: &[PatchShape]) -> anyhow::Result<BatchLayout> {
     let items: Vec<[u32; 3]> = shapes.iter().map(|s| s.extent).collect();
-    let p = quilt::pack::pack(&items, [64; 3], &quilt::pack::PackOptions::default()).context("packing")?;
-    let pl: Vec<(u32, [u32; 3])> = p.placements.iter().map(|x| (x.bin as u32, x.offset)).collect();
+    let p = quilt::pack::pack(&items, [64; 3], &quilt::pack::PackOptions::default())
+        .context("packing")?;
+    let pl: Vec<(u32, [u32; 3])> = p
+        .placements
+        .iter()
+        .map(|x| (x.bin as u32, x.offset))
+        .collect();
     Ok(BatchLayout::packed(64, 5, shapes, &pl)?)
 }
 
@@ -177,7 +184,10 @@ fn fill<T: Real>(layout: BatchLayout, gas: &Gas) -> anyhow::Result<Batch<T>> {
                 })
             })
             .collect();
-        let mut all: Vec<(usize, Vec<T>)> = hs.into_iter().flat_map(|h| h.join().expect("fill thread")).collect();
+        let mut all: Vec<(usize, Vec<T>)> = hs
+            .into_iter()
+            .flat_map(|h| h.join().expect("fill thread"))
+            .collect();
         all.sort_by_key(|x| x.0);
         all.into_iter().map(|x| x.1).collect()
     });
@@ -202,7 +212,9 @@ fn rel_diff<T: Real>(a: &[T], b: &[T]) -> f64 {
         m[c] = m[c].max(y.as_f64().abs());
         d[c] = d[c].max((x.as_f64() - y.as_f64()).abs());
     }
-    (0..5).map(|c| if m[c] > 0.0 { d[c] / m[c] } else { d[c] }).fold(0.0, f64::max)
+    (0..5)
+        .map(|c| if m[c] > 0.0 { d[c] / m[c] } else { d[c] })
+        .fold(0.0, f64::max)
 }
 
 /// One measurement: a configuration on one hierarchy.
@@ -214,7 +226,12 @@ struct Run {
 }
 
 /// Times `steps` resident steps (after a warm-up) of `gpu` on `batch`.
-fn time_resident<T: GpuReal>(gpu: &mut CudaSolver<T>, batch: &Batch<T>, dt: f64, steps: usize) -> anyhow::Result<Run> {
+fn time_resident<T: GpuReal>(
+    gpu: &mut CudaSolver<T>,
+    batch: &Batch<T>,
+    dt: f64,
+    steps: usize,
+) -> anyhow::Result<Run> {
     gpu.upload(batch)?;
     gpu.step_resident(dt, SweepOrder::Xyz)?;
     let mut solver = Vec::new();
@@ -245,7 +262,12 @@ struct Row {
     fma_diff: f64,
 }
 
-fn bench<T: GpuReal>(args: &Args, scheme: Scheme, copy_gbs: f64, csv: &mut Vec<String>) -> anyhow::Result<Vec<Row>> {
+fn bench<T: GpuReal>(
+    args: &Args,
+    scheme: Scheme,
+    copy_gbs: f64,
+    csv: &mut Vec<String>,
+) -> anyhow::Result<Vec<Row>> {
     let gas = Gas::ideal(1.4);
     let g = scheme.ghost_width();
     let cfgs = configs();
@@ -277,8 +299,14 @@ fn bench<T: GpuReal>(args: &Args, scheme: Scheme, copy_gbs: f64, csv: &mut Vec<S
                     continue;
                 }
                 let batch = if *packed_layout { &bp } else { &bs };
-                let run = time_resident(&mut solvers[i], batch, dt, args.steps)
-                    .with_context(|| format!("{} {} {name}, {n} patches, seed {seed}", scheme.name(), T::NAME))?;
+                let run =
+                    time_resident(&mut solvers[i], batch, dt, args.steps).with_context(|| {
+                        format!(
+                            "{} {} {name}, {n} patches, seed {seed}",
+                            scheme.name(),
+                            T::NAME
+                        )
+                    })?;
                 row.ms[i] += run.solver_ms / args.seeds as f64;
                 row.cells = run.cells as f64 / 1e6;
                 csv.push(format!(
@@ -304,7 +332,11 @@ fn bench<T: GpuReal>(args: &Args, scheme: Scheme, copy_gbs: f64, csv: &mut Vec<S
                 row.fma_diff = rel_diff(b.data(), a.data());
             }
         }
-        let best = row.ms[PACKED].iter().copied().filter(|m| m.is_finite()).fold(f64::INFINITY, f64::min);
+        let best = row.ms[PACKED]
+            .iter()
+            .copied()
+            .filter(|m| m.is_finite())
+            .fold(f64::INFINITY, f64::min);
         eprintln!(
             "{} {} {n} patches: default {:.3} ms, packed {:.3}, best {:.3} ms; {:.2e} cells/s; {:.0} GB/s ({:.0}% of copy)",
             scheme.name(),
@@ -349,7 +381,11 @@ fn bench<T: GpuReal>(args: &Args, scheme: Scheme, copy_gbs: f64, csv: &mut Vec<S
     }
     for (k, info) in solvers[4].kernel_info().iter().enumerate() {
         if k == 0 {
-            println!("  kernels ({} {}): name, registers, local bytes, shared bytes, blocks/SM", scheme.name(), T::NAME);
+            println!(
+                "  kernels ({} {}): name, registers, local bytes, shared bytes, blocks/SM",
+                scheme.name(),
+                T::NAME
+            );
         }
         println!(
             "    {:<22} {:>4} {:>5} {:>6} {:>3}",
@@ -371,7 +407,11 @@ fn print_table(scheme: Scheme, prec: &str, rows: &[Row], copy_gbs: f64) {
         names.join("")
     );
     for r in rows {
-        let best = r.ms[PACKED].iter().copied().filter(|m| m.is_finite()).fold(f64::INFINITY, f64::min);
+        let best = r.ms[PACKED]
+            .iter()
+            .copied()
+            .filter(|m| m.is_finite())
+            .fold(f64::INFINITY, f64::min);
         let gbs = r.traffic / (best * 1e-3) / 1e9;
         let ms: Vec<String> = r.ms.iter().map(|m| format!("{m:>8.3}")).collect();
         println!(
@@ -392,10 +432,19 @@ fn print_table(scheme: Scheme, prec: &str, rows: &[Row], copy_gbs: f64) {
     let lb: f64 = rows.iter().map(|r| r.ms[0] / r.ms[1]).sum::<f64>() / rows.len().max(1) as f64;
     let all: f64 = rows
         .iter()
-        .map(|r| r.ms[0] / r.ms[PACKED].iter().copied().filter(|m| m.is_finite()).fold(f64::INFINITY, f64::min))
+        .map(|r| {
+            r.ms[0]
+                / r.ms[PACKED]
+                    .iter()
+                    .copied()
+                    .filter(|m| m.is_finite())
+                    .fold(f64::INFINITY, f64::min)
+        })
         .sum::<f64>()
         / rows.len().max(1) as f64;
-    println!("mean speedup over the default scheme: packed {lb:.2}x, packed + kernel optimisations {all:.2}x");
+    println!(
+        "mean speedup over the default scheme: packed {lb:.2}x, packed + kernel optimisations {all:.2}x"
+    );
 }
 
 fn main() -> anyhow::Result<()> {
@@ -418,13 +467,20 @@ fn main() -> anyhow::Result<()> {
     }
     let t = Instant::now();
     quilt::cuda::precompile(args.device, &schemes, &[false, true])?;
-    println!("kernels compiled in {:.1} s (NVRTC, {} files x 2 FMA modes, in parallel)", t.elapsed().as_secs_f64(), schemes.len());
+    println!(
+        "kernels compiled in {:.1} s (NVRTC, {} files x 2 FMA modes, in parallel)",
+        t.elapsed().as_secs_f64(),
+        schemes.len()
+    );
     let bw = measure_bandwidth(args.device, 1 << 30, 256 << 20, 9)?;
     println!(
         "bandwidth: device copy {:.0} GB/s (read + write), pinned host->device {:.1} GB/s, device->host {:.1} GB/s",
         bw.device_copy, bw.host_to_device, bw.device_to_host
     );
-    let mut csv = vec!["scheme,precision,patches,seed,config,solver_ms,scan_ms,cells,traffic_bytes,gbs".to_string()];
+    let mut csv = vec![
+        "scheme,precision,patches,seed,config,solver_ms,scan_ms,cells,traffic_bytes,gbs"
+            .to_string(),
+    ];
     let mut tables = Vec::new();
     for &scheme in &schemes {
         for p in &args.precisions {
@@ -449,10 +505,15 @@ fn main() -> anyhow::Result<()> {
             lb,
             if lb >= 1.5 { "met" } else { "NOT met" }
         );
-        if scheme.name() == "rtvd" && p == "f32"
+        if scheme.name() == "rtvd"
+            && p == "f32"
             && let Some(r) = rows.iter().find(|r| r.patches == 420)
         {
-            let best = r.ms[PACKED].iter().copied().filter(|m| m.is_finite()).fold(f64::INFINITY, f64::min);
+            let best = r.ms[PACKED]
+                .iter()
+                .copied()
+                .filter(|m| m.is_finite())
+                .fold(f64::INFINITY, f64::min);
             let cps = r.cells * 1e6 / (best * 1e-3);
             let frac = r.traffic / (best * 1e-3) / 1e9 / bw.device_copy;
             println!(
@@ -464,7 +525,8 @@ fn main() -> anyhow::Result<()> {
         }
     }
     if let Some(path) = &args.csv {
-        std::fs::write(path, csv.join("\n") + "\n").with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, csv.join("\n") + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {}", path.display());
     }
     Ok(())
