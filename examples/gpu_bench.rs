@@ -197,6 +197,18 @@ fn fill<T: Real>(layout: BatchLayout, gas: &Gas) -> anyhow::Result<Batch<T>> {
     Ok(batch)
 }
 
+/// The same patches (ghosts included) in another layout of the same shapes.
+fn repack<T: Real>(src: &Batch<T>, layout: BatchLayout) -> anyhow::Result<Batch<T>> {
+    let mut dst = Batch::<T>::new(layout);
+    let mut buf = Vec::new();
+    for (p, d) in src.layout().patches().iter().enumerate() {
+        buf.resize(5 * d.total_cells() as usize, T::zero());
+        src.store_patch(p, &mut buf)?;
+        dst.load_patch(p, &buf)?;
+    }
+    Ok(dst)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -289,7 +301,7 @@ fn bench<T: GpuReal>(
             row.bins += f64::from(packed.nbins()) / args.seeds as f64;
             row.fill += packed.fill_ratio() / args.seeds as f64;
             let bp = fill::<T>(packed, &gas)?;
-            let bs = fill::<T>(slots, &gas)?;
+            let bs = repack(&bp, slots)?;
             let dt = solvers[1].cpu().max_dt(&bp, 0.5 * scheme.cfl_limit())?;
             let traffic = step_traffic(bp.layout(), &scheme, std::mem::size_of::<T>() as u64);
             row.traffic += traffic as f64 / args.seeds as f64;
@@ -413,7 +425,16 @@ fn print_table(scheme: Scheme, prec: &str, rows: &[Row], copy_gbs: f64) {
             .filter(|m| m.is_finite())
             .fold(f64::INFINITY, f64::min);
         let gbs = r.traffic / (best * 1e-3) / 1e9;
-        let ms: Vec<String> = r.ms.iter().map(|m| format!("{m:>8.3}")).collect();
+        let ms: Vec<String> =
+            r.ms.iter()
+                .map(|m| {
+                    if m.is_finite() {
+                        format!("{m:>8.3}")
+                    } else {
+                        format!("{:>8}", "-")
+                    }
+                })
+                .collect();
         println!(
             "{:>7} {:>5.1} {:>5.2} {:>7.2} |{} | {:>4.2} {:>6.2} | {:>7.2} {:>6.0} {:>5.1} | {:.1e}",
             r.patches,
@@ -489,11 +510,15 @@ fn main() -> anyhow::Result<()> {
             } else {
                 bench::<f64>(&args, scheme, bw.device_copy, &mut csv)?
             };
+            // Each table as soon as it is complete, and the CSV so far: a
+            // run cut short keeps what it measured.
+            print_table(scheme, p, &rows, bw.device_copy);
+            if let Some(path) = &args.csv {
+                std::fs::write(path, csv.join("\n") + "\n")
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
             tables.push((scheme, p.clone(), rows));
         }
-    }
-    for (scheme, p, rows) in &tables {
-        print_table(*scheme, p, rows, bw.device_copy);
     }
     // The goals of the issue.
     println!();

@@ -118,6 +118,7 @@ impl<T> Drop for DeviceBuffer<T> {
 pub(crate) struct PinnedBuffer<T> {
     ptr: *mut T,
     len: usize,
+    cap: usize,
     ctx: Arc<CudaContext>,
 }
 
@@ -139,7 +140,17 @@ impl<T: bytemuck::Pod> PinnedBuffer<T> {
         Ok(Self {
             ptr,
             len,
+            cap: len,
             ctx: ctx.clone(),
+        })
+    }
+
+    /// The same allocation holding `len` values, if it is large enough
+    /// (pinning gigabytes takes long: buffers are kept across layouts).
+    pub fn reuse(mut self, len: usize) -> Option<Self> {
+        (len <= self.cap).then(|| {
+            self.len = len;
+            self
         })
     }
 

@@ -65,7 +65,7 @@ impl<T: GpuReal> CudaSolver<T> {
         if self.state.as_ref().is_some_and(|s| s.plan.matches(layout)) {
             return Ok(());
         }
-        self.state = None;
+        let staging = self.state.take().map(|mut s| s.take_staging());
         let chunking = match self.config.variant {
             Variant::Default => Chunking::Patches(
                 self.config
@@ -86,6 +86,9 @@ impl<T: GpuReal> CudaSolver<T> {
             variant.marched_axes(),
             variant.uses_constant_descriptors(),
         )?);
+        if let (Some(st), Some(old)) = (self.state.as_mut(), staging) {
+            st.adopt_staging(old);
+        }
         Ok(())
     }
 

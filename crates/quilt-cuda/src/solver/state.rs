@@ -196,6 +196,18 @@ impl<T: GpuReal> LayoutState<T> {
         Ok(state)
     }
 
+    /// Hands over the pinned staging buffers (to the state of the next
+    /// layout).
+    pub fn take_staging(&mut self) -> (Option<PinnedBuffer<T>>, Option<PinnedBuffer<T>>) {
+        (self.h_data.take(), self.h_flux.take())
+    }
+
+    /// Adopts staging buffers of a previous layout where they are large enough.
+    pub fn adopt_staging(&mut self, old: (Option<PinnedBuffer<T>>, Option<PinnedBuffer<T>>)) {
+        self.h_data = old.0.and_then(|b| b.reuse(self.d_data.len()));
+        self.h_flux = old.1.and_then(|b| b.reuse(self.d_flux.len()));
+    }
+
     /// Allocates the pinned staging of state and fluxes (first
     /// [`CudaSolver::advance`](super::CudaSolver::advance) only).
     pub fn ensure_staging(&mut self, ctx: &Arc<CudaContext>) -> Result<(), CudaError> {
