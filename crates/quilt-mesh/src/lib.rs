@@ -23,10 +23,14 @@ pub mod synthetic;
 pub mod tag;
 
 pub use error::MeshError;
+pub use fill::{BoundaryConditions, FillTarget, GhostFill, PhysicalBc};
+pub use flux_register::FluxRegister;
 pub use geometry::{Geometry, LevelGeometry, RealVect};
 pub use hierarchy::{Hierarchy, HierarchyData, Overlap, Patch, PatchId, PatchSpec, SizeLimits};
 pub use hierarchy_file::{read_hierarchy, write_hierarchy};
 pub use index::{IndexBox, IntVect, Side, iv};
+pub use interp::Limiter;
 pub use patch_data::{PatchData, PatchState, PatchView, PatchViewMut};
 pub use real::Real;
+pub use restrict::{TimeLevel, restrict_hierarchy};
 pub use synthetic::{SyntheticSpec, generate};
