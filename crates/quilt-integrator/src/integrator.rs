@@ -25,7 +25,7 @@ use quilt_mesh::flux_register::FaceFluxes;
 use quilt_mesh::interp::Limiter;
 use quilt_mesh::regrid::{RegridOptions, regrid};
 use quilt_mesh::restrict::{TimeLevel, restrict_hierarchy, restrict_level};
-use quilt_mesh::{Hierarchy, HierarchyData, IndexBox, PatchSpec, Side};
+use quilt_mesh::{Hierarchy, HierarchyData, IndexBox, PatchData, PatchSpec, Side};
 use quilt_mesh::{PatchId, iv};
 use quilt_sweep::physics::{FloorCounts, Gas, NCOMP};
 use quilt_sweep::{Solver, SweepOrder};
@@ -541,9 +541,25 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             max_levels: a.max_levels,
             limiter: self.limiter,
         };
+        // The new states are dead until the next step writes them: release
+        // them before the transfer allocates the new hierarchy's data, which
+        // lowers the memory peak of a regrid by one time level.
+        let tiny = IndexBox::new(iv(0, 0, 0), iv(0, 0, 0));
+        for s in data.states_mut() {
+            s.new = PatchData::new(tiny, 0, NCOMP)
+                .map_err(IntegratorError::mesh("releasing new states"))?;
+        }
         // The data is consumed: unchanged patches move into the new layout.
-        let r = regrid(&self.h, data, &tags, &opts)
+        let mut r = regrid(&self.h, data, &tags, &opts)
             .map_err(|source| IntegratorError::Regrid { step, source })?;
+        let ghost = r.hierarchy.ghost();
+        for s in r.data.states_mut() {
+            let interior = s.old.interior();
+            if s.new.interior() != interior {
+                s.new = PatchData::new(interior, ghost, NCOMP)
+                    .map_err(IntegratorError::mesh("new states"))?;
+            }
+        }
         let plan = StepPlan::new(
             &r.hierarchy,
             self.bc.clone(),
