@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use quilt_batch::{CostModel, OnlineModel, RefineOptions};
 use quilt_io::{CheckpointReal, RunState, read_checkpoint, write_checkpoint};
-use quilt_mesh::fill::{BoundaryConditions, PhysicalBc};
+use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill, PhysicalBc};
 use quilt_mesh::flux_register::FaceFluxes;
 use quilt_mesh::interp::Limiter;
 use quilt_mesh::regrid::{RegridOptions, regrid};
@@ -29,6 +29,7 @@ use quilt_mesh::{Hierarchy, HierarchyData, IndexBox, PatchData, PatchSpec, Side}
 use quilt_mesh::{PatchId, iv};
 use quilt_sweep::physics::{FloorCounts, Gas, NCOMP};
 use quilt_sweep::{Solver, SweepOrder};
+use rayon::prelude::*;
 
 use crate::Real;
 use crate::backend::SolveBackend;
@@ -509,14 +510,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     pub fn regrid_now(&mut self) -> Result<(), IntegratorError> {
         let step = self.step;
         let mut data = self.data.take().ok_or_else(poisoned)?;
-        if let Err(e) = self
-            .plan
-            .layout
-            .fill
-            .fill_all_in_place(&mut data, self.time)
-        {
+        if let Err(e) = fill_old_ghosts(&self.plan.layout.fill, &mut data, self.time) {
             self.data = Some(data);
-            return Err(IntegratorError::mesh("ghost fill before tagging")(e));
+            return Err(e);
         }
         let tags = match tag_patches(
             &self.h,
@@ -579,15 +575,12 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         Ok(())
     }
 
-    /// Fills the ghost cells of the old state (for output or analysis).
+    /// Fills the ghost cells of the old state (for output or analysis); the
+    /// new state's contents are lost.
     pub fn fill_ghosts(&mut self) -> Result<(), IntegratorError> {
         let time = self.time;
         let data = self.data.as_mut().ok_or_else(poisoned)?;
-        self.plan
-            .layout
-            .fill
-            .fill_all_in_place(data, time)
-            .map_err(IntegratorError::mesh("ghost fill"))
+        fill_old_ghosts(&self.plan.layout.fill, data, time)
     }
 
     /// A CPU solver for the deck (what [`crate::backend::CpuBackend`] wraps).
@@ -658,6 +651,29 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
         me.version = c("hierarchy_version");
         Ok(me)
     }
+}
+
+/// Fills the old state's ghost cells of every patch in parallel: each
+/// patch is prepared (interior and ghosts, reading only old interiors) into
+/// its dead new state, then the states swap. The old interiors are copied
+/// bit for bit, so only the ghost cells change.
+fn fill_old_ghosts<T: Real>(
+    fill: &GhostFill<T>,
+    data: &mut HierarchyData<T>,
+    time: f64,
+) -> Result<(), IntegratorError> {
+    {
+        let (olds, news) = data.split_old_new();
+        news.into_par_iter()
+            .enumerate()
+            .try_for_each_init(FillScratch::new, |scratch, (i, new)| {
+                fill.prepare(&olds, i, time, &mut FillTarget::patch(new), scratch)
+                    .map(|_| ())
+            })
+            .map_err(IntegratorError::mesh("ghost fill"))?;
+    }
+    data.swap_all();
+    Ok(())
 }
 
 fn poisoned() -> IntegratorError {

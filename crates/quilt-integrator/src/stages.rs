@@ -114,6 +114,12 @@ pub(crate) fn assemble<T: Real>(
                 user: n as u32,
             });
             let pl = &packing.placements[k];
+            if pl.extent != extents[k] {
+                return Err(IntegratorError::Internal(format!(
+                    "probe {n} was placed rotated ({:?} for {:?})",
+                    pl.extent, extents[k]
+                )));
+            }
             places.push((first + pl.bin as u32, pl.offset));
         }
     }
