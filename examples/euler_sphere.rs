@@ -15,7 +15,9 @@
 //! Writes `DIR/sphere_<step>.hdf` (VTKHDF OverlappingAMR) with
 //! `DIR/sphere.hdf.series` for ParaView, and `DIR/hierarchy_<step>.json`
 //! (quilt-mesh's hierarchy files, for benchmark replay) at the start and
-//! after every regrid; then prints a summary table. Checkpoints go to
+//! after every regrid; then prints a summary table. A `--config` deck
+//! starts from quilt's defaults (`quilt::integrator::deck::DEFAULT_DECK`,
+//! which is this sphere problem to t = 0.2), not from this example's. Checkpoints go to
 //! `DIR/sphere.checkpoint.h5` (replaced atomically) every
 //! `output.checkpoint_interval` steps and on Ctrl-C, after which the run
 //! exits cleanly; `--restart` continues from one with the stored deck (the
