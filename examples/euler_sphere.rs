@@ -27,12 +27,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use quilt::integrator::cli::DeckArgs;
-use quilt::integrator::deck::{BackendChoice, Deck, Precision};
-use quilt::integrator::{CpuBackend, Integrator, Real, SolveBackend};
+use quilt::integrator::deck::{Deck, Precision};
+use quilt::integrator::{Integrator, Real, SolveBackend, backend_for};
 use quilt::mesh::write_hierarchy;
 use quilt_io::{CellFields, CheckpointReal, VtkHdfSeries, euler_output, read_checkpoint_info};
 
@@ -133,12 +133,8 @@ fn main() -> Result<()> {
 }
 
 fn run<T: Real + CheckpointReal>(deck: &Deck, write: bool, restart: Option<&Path>) -> Result<()> {
-    let backend: Box<dyn SolveBackend<T>> = match deck.run.backend {
-        BackendChoice::Cpu | BackendChoice::Auto => Box::new(CpuBackend::<T>::new(deck.solver()?)),
-        BackendChoice::Cuda => bail!(
-            "run.backend = cuda: the CUDA backend is not wired into this example yet; use cpu"
-        ),
-    };
+    let backend: Box<dyn SolveBackend<T>> = backend_for(deck)?;
+    log::info!("solve backend: {}", backend.device());
     let t0 = Instant::now();
     let mut it = match restart {
         Some(path) => Integrator::restart(path, Some(deck), backend)?,

@@ -79,6 +79,10 @@ pub enum IntegratorError {
     /// Batch selection or the cost model failed.
     #[error("batch selection: {0}")]
     Batch(#[from] quilt_batch::BatchError),
+    /// The solve backend the deck asks for could not be created (no usable
+    /// CUDA device or compiler, a kernel that does not compile).
+    #[error("solve backend: {0}")]
+    Backend(#[source] quilt_cuda::CudaError),
     /// A batch layout could not be built.
     #[error("batch layout: {0}")]
     Layout(#[from] quilt_sweep::LayoutError),

@@ -9,7 +9,7 @@
 //! |---|---|
 //! | [`deck`] | the TOML input deck: sections, defaults, validation with key and line |
 //! | [`cli`] | command-line overrides (`--config`, `--max-steps`, `--end-time`, `--out`, `--backend`) |
-//! | [`backend`] | [`SolveBackend`] and the CPU backend over `quilt_sweep::Solver` |
+//! | [`backend`] | [`SolveBackend`], the CPU backend over `quilt_sweep::Solver`, the CUDA backend over `quilt_cuda::CudaSolver`, the deck's choice between them |
 //! | [`Integrator`] | the hierarchy, its data, one coarse step, regrid |
 //! | `plan` | per-hierarchy plans: ghost fill, bins, work descriptions, flux probes, registers |
 //! | `stages` | assemble, prepare and close of one batch |
@@ -33,13 +33,13 @@ mod stages;
 mod tagging;
 pub mod timing;
 
-pub use backend::{CpuBackend, SolveBackend, SolveError};
+pub use backend::{CpuBackend, CudaBackend, SolveBackend, SolveError, backend_for};
 pub use error::IntegratorError;
 pub use integrator::{Integrator, RunTotals, StepInfo};
 pub use timing::PhaseTimes;
 
-/// The floating-point types the integrator runs in: those both the mesh
-/// and the sweeps support (`f32`, `f64`).
-pub trait Real: quilt_mesh::Real + quilt_sweep::Real {}
+/// The floating-point types the integrator runs in: those the mesh, the
+/// CPU sweeps and the CUDA kernels all support (`f32`, `f64`).
+pub trait Real: quilt_mesh::Real + quilt_sweep::Real + quilt_cuda::GpuReal {}
 
-impl<T: quilt_mesh::Real + quilt_sweep::Real> Real for T {}
+impl<T: quilt_mesh::Real + quilt_sweep::Real + quilt_cuda::GpuReal> Real for T {}

@@ -1,0 +1,84 @@
+//! The CUDA backend: [`quilt_cuda::CudaSolver`] behind [`SolveBackend`].
+
+use quilt_cuda::{CudaConfig, CudaError, CudaSolver, GpuReal, StepTiming};
+use quilt_sweep::physics::Gas;
+use quilt_sweep::{Batch, Scheme, StepReport, SweepOrder};
+
+use super::{SolveBackend, SolveError};
+
+/// Advances batches on a CUDA device: each `solve` copies the batch to
+/// the device, runs the input scan and the sweeps of the configured kernel
+/// variant, and copies the new state and the boundary fluxes back (the
+/// paper's per-batch transfers). With FMA contraction off (the default of
+/// [`CudaConfig`]) the results are bit for bit those of [`super::CpuBackend`],
+/// so a run may switch backends at a restart without changing its answer.
+pub struct CudaBackend<T: GpuReal> {
+    solver: CudaSolver<T>,
+}
+
+impl<T: GpuReal> CudaBackend<T> {
+    /// A backend for `scheme` and `gas` on the device and with the kernels
+    /// that `config` names. Fails with the probe's error (no driver, no
+    /// device, no NVRTC) instead of panicking when CUDA is unusable.
+    pub fn new(scheme: Scheme, gas: Gas, config: CudaConfig) -> Result<Self, CudaError> {
+        Ok(Self {
+            solver: CudaSolver::new(scheme, gas, config)?,
+        })
+    }
+
+    /// The GPU solver (kernel information, configuration).
+    pub fn solver(&self) -> &CudaSolver<T> {
+        &self.solver
+    }
+
+    /// GPU times of the last solved batch (transfers, scan, sweeps).
+    pub fn last_timing(&self) -> StepTiming {
+        self.solver.last_timing()
+    }
+}
+
+impl From<CudaError> for SolveError {
+    fn from(e: CudaError) -> Self {
+        match e {
+            // The CPU's own step errors (bad state, CFL), so the integrator
+            // names step, level, patch and cell exactly as on the CPU.
+            CudaError::Sweep(e) => SolveError::Sweep(e),
+            other => SolveError::Device {
+                backend: "cuda".into(),
+                message: other.to_string(),
+                source: Some(Box::new(other)),
+            },
+        }
+    }
+}
+
+impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
+    fn name(&self) -> &str {
+        "cuda"
+    }
+
+    fn device(&self) -> String {
+        let c = self.solver.config();
+        format!(
+            "{}, {} kernels{} in {}, {} streams",
+            self.solver.device(),
+            c.variant.name(),
+            if c.fma { " with FMA" } else { "" },
+            T::NAME,
+            c.streams
+        )
+    }
+
+    fn transfers(&self) -> bool {
+        true
+    }
+
+    fn solve(
+        &mut self,
+        batch: &mut Batch<T>,
+        dt: f64,
+        order: SweepOrder,
+    ) -> Result<StepReport, SolveError> {
+        Ok(self.solver.advance(batch, dt, order)?)
+    }
+}

@@ -1,0 +1,123 @@
+//! [`SolveBackend`]: what advances one prepared batch; the CPU backend
+//! over [`quilt_sweep::Solver`], the CUDA backend over
+//! [`quilt_cuda::CudaSolver`], and the deck's `run.backend` choice between
+//! them.
+//!
+//! The integrator only ever hands a backend a complete batch (every patch's
+//! interior and ghost cells filled) with a time step and a sweep order, and
+//! reads the batch and its flux buffer back afterwards, so a backend is
+//! free to run the batch wherever it likes. Another backend (a different
+//! device, a remote solver) implements [`SolveBackend`] in its own crate
+//! and is handed to [`crate::Integrator::new`] without any change here.
+
+mod cpu;
+mod cuda;
+mod select;
+
+pub use cpu::CpuBackend;
+pub use cuda::CudaBackend;
+pub use select::{backend_for, cuda_config};
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use quilt_sweep::{Batch, Real, StepReport, SweepError, SweepOrder};
+
+/// Why a backend could not advance a batch.
+#[derive(Debug)]
+pub enum SolveError {
+    /// The solver rejected the batch or found a bad state (names the patch
+    /// by its descriptor id and the cell relative to its interior).
+    Sweep(SweepError),
+    /// A device-side failure (allocation, launch, transfer...).
+    Device {
+        /// The backend's name.
+        backend: String,
+        /// What failed.
+        message: String,
+        /// The underlying error, if any.
+        source: Option<Box<dyn StdError + Send + Sync>>,
+    },
+}
+
+impl fmt::Display for SolveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SolveError::Sweep(e) => write!(f, "{e}"),
+            SolveError::Device {
+                backend, message, ..
+            } => write!(f, "{backend} backend: {message}"),
+        }
+    }
+}
+
+impl StdError for SolveError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            SolveError::Sweep(e) => Some(e),
+            SolveError::Device { source, .. } => {
+                source.as_deref().map(|e| e as &(dyn StdError + 'static))
+            }
+        }
+    }
+}
+
+impl From<SweepError> for SolveError {
+    fn from(e: SweepError) -> Self {
+        SolveError::Sweep(e)
+    }
+}
+
+/// Advances prepared batches: the solve stage of the pipeline.
+///
+/// `solve` advances every patch of `batch` by `dt` with the directional
+/// sweeps in `order`, writing the new interior state into the batch and the
+/// time-integrated boundary fluxes into its flux buffer (see
+/// [`quilt_sweep::layout`]). Results must depend only on each patch's
+/// filled data, not on the batch it came in or its place in a bin: the
+/// integrator's pipelined and sequential modes, and its adaptive and static
+/// batchings, are bitwise identical only if that holds.
+pub trait SolveBackend<T: Real>: Send {
+    /// Short name for logs and summaries (`"cpu"`, `"cuda"`).
+    fn name(&self) -> &str;
+
+    /// A line describing the device (model, threads, memory).
+    fn device(&self) -> String;
+
+    /// Whether `solve` includes host–device transfers; the cost model then
+    /// keeps the transfer term of the solve estimate.
+    fn transfers(&self) -> bool {
+        false
+    }
+
+    /// Advances one batch (see the trait docs).
+    fn solve(
+        &mut self,
+        batch: &mut Batch<T>,
+        dt: f64,
+        order: SweepOrder,
+    ) -> Result<StepReport, SolveError>;
+}
+
+impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn device(&self) -> String {
+        (**self).device()
+    }
+
+    fn transfers(&self) -> bool {
+        (**self).transfers()
+    }
+
+    fn solve(
+        &mut self,
+        batch: &mut Batch<T>,
+        dt: f64,
+        order: SweepOrder,
+    ) -> Result<StepReport, SolveError> {
+        (**self).solve(batch, dt, order)
+    }
+}
