@@ -852,9 +852,270 @@ fn kernel<T: Real, const R: usize>(
     Ok(())
 }
 
+/// A straightforward, cell-by-cell statement of what the kernels compute,
+/// for bitwise regression tests: for every fine cell, its coarse cell's
+/// limited slopes (one-sided where a neighbour is missing) and the sum in
+/// the kernels' order of operations. Row kernels add the `x`, then `y`,
+/// then `z` terms; the thin kernel (boxes at most [`THIN`] cells wide along
+/// `x` and more along `y`) adds `y`, then `x`, then `z`.
+#[cfg(test)]
+pub(crate) mod reference {
+    use super::*;
+
+    /// The limiters as textbook formulas (`std` minimum, explicit sign).
+    pub(crate) fn slope<T: Real>(limiter: Limiter, dl: T, dr: T) -> T {
+        if !(dl * dr > T::zero()) {
+            return T::zero();
+        }
+        let two = T::from_f64(2.0);
+        let m = match limiter {
+            Limiter::PiecewiseConstant => return T::zero(),
+            Limiter::MinMod => dl.abs().min(dr.abs()),
+            Limiter::MonotonizedCentral => {
+                let dc = (dl + dr) * T::from_f64(0.5);
+                dc.abs().min(two * dl.abs()).min(two * dr.abs())
+            }
+        };
+        let positive = match limiter {
+            Limiter::MonotonizedCentral => (dl + dr) * T::from_f64(0.5) > T::zero(),
+            _ => dl > T::zero(),
+        };
+        if positive { m } else { -m }
+    }
+
+    /// Fills `fine` of `dst` cell by cell from `coarse`; `avail` says which
+    /// coarse cells hold data (the mask, or the plan's gathered regions).
+    pub(crate) fn interpolate<T: Real>(
+        coarse: &CoarseScratch<T>,
+        ratio: i32,
+        limiter: Limiter,
+        fine: &IndexBox,
+        avail: &dyn Fn(&IntVect) -> bool,
+        dst: &mut FillTarget<'_, T>,
+    ) {
+        let thin = fine.size().x <= THIN && fine.size().y > THIN;
+        let off = |t: i32| T::from_f64(((t & (ratio - 1)) as f64 + 0.5) / ratio as f64 - 0.5);
+        for f in fine.iter() {
+            let q = iv(
+                f.x.div_euclid(ratio),
+                f.y.div_euclid(ratio),
+                f.z.div_euclid(ratio),
+            );
+            let o = [off(f.x), off(f.y), off(f.z)];
+            for c in 0..coarse.ncomp {
+                let at = |p: &IntVect| coarse.data[c * coarse.len + coarse.bx.offset(p)];
+                let u = at(&q);
+                let mut s = [T::zero(); 3];
+                for (d, sd) in s.iter_mut().enumerate() {
+                    let mut e = iv(0, 0, 0);
+                    e[d] = 1;
+                    let (ql, qr) = (q - e, q + e);
+                    let hl = coarse.bx.contains(&ql) && avail(&ql);
+                    let hr = coarse.bx.contains(&qr) && avail(&qr);
+                    let dl = u - if hl { at(&ql) } else { u };
+                    let dr = if hr { at(&qr) } else { u } - u;
+                    *sd = slope(limiter, if hl { dl } else { dr }, if hr { dr } else { dl });
+                }
+                let v = if thin {
+                    u + s[1] * o[1] + s[0] * o[0] + s[2] * o[2]
+                } else {
+                    u + s[0] * o[0] + s[1] * o[1] + s[2] * o[2]
+                };
+                dst.set(c, &f, v).expect("fine box inside the target");
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Small deterministic generator (splitmix64) for the randomised tests.
+    struct Mix(u64);
+
+    impl Mix {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        fn range(&mut self, lo: i32, hi: i32) -> i32 {
+            lo + self.below((hi - lo + 1) as u64) as i32
+        }
+        /// Values with ties, zeros, sign changes and a wide range of
+        /// magnitudes, so that every limiter branch is taken.
+        fn value(&mut self) -> f64 {
+            match self.below(8) {
+                0 => 0.0,
+                1 => 1.0,
+                2 => -0.5,
+                _ => {
+                    let m = (self.next() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+                    m * 10f64.powi(self.range(-3, 3))
+                }
+            }
+        }
+    }
+
+    /// Random coarse data with holes, random fine boxes (thin and wide,
+    /// aligned and not): the kernels agree bit for bit with the cell-by-cell
+    /// reference, through the mask and through planned stencil flags.
+    fn bitwise_case<T: Real>(seed: u64) -> [usize; 2] {
+        let mut g = Mix(seed);
+        let mut w = InterpWork::new();
+        let mut compared = [0usize; 2];
+        for case in 0..48 {
+            let r = if case % 2 == 0 { 2 } else { 4 };
+            let lim = [
+                Limiter::PiecewiseConstant,
+                Limiter::MinMod,
+                Limiter::MonotonizedCentral,
+            ][case / 2 % 3];
+            let ncomp = 1 + g.below(3) as usize;
+            let lo = iv(g.range(-6, 3), g.range(-6, 3), g.range(-6, 3));
+            let cbox =
+                IndexBox::from_lo_size(lo, iv(g.range(3, 14), g.range(3, 14), g.range(3, 9)));
+            let mut src = PatchData::<T>::new(cbox, 0, ncomp).unwrap();
+            for c in 0..ncomp {
+                src.fill_with(c, |_| T::from_f64(g.value()));
+            }
+            // Holes: a few random boxes of the coarse box are not given.
+            let mut cs = CoarseScratch::new();
+            cs.reset(cbox, ncomp).unwrap();
+            let holes: Vec<IndexBox> = (0..g.below(4))
+                .map(|_| {
+                    let p = iv(
+                        g.range(cbox.lo.x, cbox.hi.x),
+                        g.range(cbox.lo.y, cbox.hi.y),
+                        g.range(cbox.lo.z, cbox.hi.z),
+                    );
+                    IndexBox::new(p, p + iv(g.range(0, 2), g.range(0, 2), g.range(0, 2)))
+                })
+                .collect();
+            for q in cbox.iter() {
+                if !holes.iter().any(|h| h.contains(&q)) {
+                    cs.copy_from(&src, &IndexBox::new(q, q), &iv(0, 0, 0))
+                        .unwrap();
+                }
+            }
+            let fbox = cbox.refine(r);
+            for _ in 0..6 {
+                // Thin boxes (x faces of a ghost shell) or wide ones.
+                let nx = if g.below(2) == 0 {
+                    g.range(1, 4)
+                } else {
+                    g.range(1, fbox.size().x)
+                };
+                let size = iv(nx, g.range(1, fbox.size().y), g.range(1, fbox.size().z));
+                let lo = iv(
+                    g.range(fbox.lo.x, fbox.hi.x - size.x + 1),
+                    g.range(fbox.lo.y, fbox.hi.y - size.y + 1),
+                    g.range(fbox.lo.z, fbox.hi.z - size.z + 1),
+                );
+                let fine = IndexBox::from_lo_size(lo, size);
+                let cg = fine.coarsen(r);
+                if holes.iter().any(|h| h.intersects(&cg)) {
+                    continue;
+                }
+                compared[usize::from(fine.size().x <= THIN && fine.size().y > THIN)] += 1;
+                let mut want = PatchData::<T>::new(fbox, 0, ncomp).unwrap();
+                let mut got = want.clone();
+                let avail = |p: &IntVect| cs.is_available(p);
+                reference::interpolate(
+                    &cs,
+                    r,
+                    lim,
+                    &fine,
+                    &avail,
+                    &mut FillTarget::patch(&mut want),
+                );
+                interpolate(&cs, r, lim, &fine, &mut FillTarget::patch(&mut got), &mut w).unwrap();
+                let same = |a: &PatchData<T>, b: &PatchData<T>| {
+                    bytemuck::cast_slice::<T, u8>(a.as_slice())
+                        == bytemuck::cast_slice::<T, u8>(b.as_slice())
+                };
+                assert!(
+                    same(&want, &got),
+                    "seed {seed} case {case}: mask path, {fine} r {r} {lim:?}"
+                );
+                // The planned path, with stencil flags over a larger box.
+                let fb = cg.grow(1).intersect(&cbox);
+                let flags = stencil_flags(&cs.mask, &cbox, &fb).unwrap_or_else(|_| {
+                    // Cells of `fb` outside `cg` may be holes: flags only
+                    // over the coarse cells under the box then.
+                    stencil_flags(&cs.mask, &cbox, &cg).unwrap()
+                });
+                let fb = if flags.len() == fb.num_cells() as usize {
+                    fb
+                } else {
+                    cg
+                };
+                let mut planned = PatchData::<T>::new(fbox, 0, ncomp).unwrap();
+                interpolate_planned(
+                    &cs,
+                    r,
+                    lim,
+                    &fine,
+                    &fb,
+                    &flags,
+                    &mut FillTarget::patch(&mut planned),
+                    &mut w,
+                )
+                .unwrap();
+                assert!(
+                    same(&want, &planned),
+                    "seed {seed} case {case}: planned path, {fine} r {r} {lim:?}"
+                );
+            }
+        }
+        compared
+    }
+
+    #[test]
+    fn kernels_match_the_reference_bitwise() {
+        let mut n = [0; 2];
+        for seed in 1..=6 {
+            for (a, b) in n.iter_mut().zip(bitwise_case::<f32>(seed)) {
+                *a += b;
+            }
+            for (a, b) in n.iter_mut().zip(bitwise_case::<f64>(seed)) {
+                *a += b;
+            }
+        }
+        // Enough wide and thin boxes were compared for the test to mean
+        // something.
+        assert!(n[0] > 300 && n[1] > 100, "{n:?}");
+    }
+
+    #[test]
+    fn reference_limiters_agree() {
+        let mut g = Mix(7);
+        for _ in 0..20_000 {
+            let (a, b) = (g.value(), g.value());
+            for lim in [
+                Limiter::PiecewiseConstant,
+                Limiter::MinMod,
+                Limiter::MonotonizedCentral,
+            ] {
+                assert_eq!(
+                    lim.slope(a, b).to_bits(),
+                    reference::slope(lim, a, b).to_bits(),
+                    "{lim:?} {a} {b}"
+                );
+                let (x, y) = (a as f32, b as f32);
+                assert_eq!(
+                    lim.slope(x, y).to_bits(),
+                    reference::slope(lim, x, y).to_bits()
+                );
+            }
+        }
+    }
 
     #[test]
     fn limiters() {

@@ -34,3 +34,6 @@ pub use boundary::{BoundaryConditions, BoundaryFace, PhysicalBc, UserBoundary};
 pub use plan::{FillPlan, PatchPlan};
 pub use prepare::{FillCounts, FillScratch, GhostFill, OldData};
 pub use target::{BinPlacement, FillTarget, split_bins};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,245 @@
+//! Prepare throughput table: interior copy plus ghost fill of every patch
+//! of the synthetic hierarchies of Raghavan & Vadhiyar (2015, §4.1) with
+//! 120, 240 and 420 patches, straight into 64³ bins of a batch buffer in
+//! quilt-sweep's layout (5 components, reflecting walls, MC limiter), on
+//! one thread, in `f32` and `f64`.
+//!
+//! Every pass prepares all patches once; the table gives the median pass
+//! (and the best one) in wall time and in on-CPU time of the filling
+//! thread, so a run on a loaded machine can be judged: where on-CPU time is
+//! well below wall time, other processes took the core. Throughput counts
+//! every cell written (interior plus ghost cells).
+//!
+//! ```text
+//! cargo run --release -p quilt-mesh --example prepare_table -- [--reps N]
+//! taskset -c 2 ./prepare_table --reps 20     # pinned, on an idle node
+//! ```
+
+use std::error::Error;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use quilt_mesh::fill::{BoundaryConditions, FillCounts, FillScratch, FillTarget, GhostFill};
+use quilt_mesh::{Hierarchy, Limiter, PatchData, PhysicalBc, Real, SyntheticSpec, generate};
+
+const NCOMP: usize = 5;
+const BIN: usize = 64;
+/// Bins the patches rotate through: more than a last-level cache holds, as
+/// a real batch buffer would be.
+const NBINS: usize = 8;
+
+/// Command line.
+#[derive(Parser, Debug)]
+#[command(about = "Prepare (interior copy + ghost fill) throughput, one thread")]
+struct Args {
+    /// Timed passes over all patches per hierarchy and precision (after one
+    /// untimed warm-up pass).
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    reps: u32,
+    /// Patch counts of the synthetic hierarchies, comma separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [120usize, 240, 420])]
+    patches: Vec<usize>,
+    /// Precisions to measure: `f32`, `f64` or `both`.
+    #[arg(long, default_value = "both", value_parser = ["f32", "f64", "both"])]
+    precision: String,
+    /// Seed of the synthetic hierarchies.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Nanoseconds the calling thread has run on a CPU (Linux `schedstat`).
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// User plus system time of the whole process (Linux `/proc/self/stat`,
+/// in clock ticks of 1/100 s, the fixed `USER_HZ` of Linux on x86-64 and
+/// arm64).
+fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name may hold spaces; fields count from after its ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 10))
+}
+
+/// Old data of every patch: a smooth field with a jump and structure on
+/// every component, so that limiters take both branches.
+fn old_data<T: Real>(h: &Hierarchy) -> Result<Vec<PatchData<T>>, Box<dyn Error>> {
+    let mut out = Vec::with_capacity(h.patches().len());
+    for p in h.patches() {
+        let lg = h
+            .level_geometry(p.level())
+            .ok_or_else(|| format!("no geometry for level {}", p.level()))?;
+        let mut d = PatchData::new(p.interior(), h.ghost(), NCOMP)?;
+        d.fill_cells_with(|q, v| {
+            let x = lg.cell_center(q);
+            let r = ((x.x - 0.5).powi(2) + (x.y - 0.5).powi(2) + (x.z - 0.5).powi(2)).sqrt();
+            let rho = 1.0 + if r < 0.3 { 2.0 } else { 0.1 * (20.0 * r).sin() };
+            v[0] = T::from_f64(rho);
+            v[1] = T::from_f64(rho * (x.y - 0.5));
+            v[2] = T::from_f64(-rho * (x.x - 0.5));
+            v[3] = T::from_f64(0.1 * x.z);
+            v[4] = T::from_f64(2.5 / r.max(0.05));
+        });
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// One row of the table.
+struct Row {
+    patches: usize,
+    levels: usize,
+    precision: &'static str,
+    counts: FillCounts,
+    /// Per pass: (wall, on-CPU).
+    passes: Vec<(Duration, Duration)>,
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Prepares every patch of `h` once into the rotating bins of `buf`.
+fn pass<T: Real>(
+    h: &Hierarchy,
+    fill: &GhostFill<T>,
+    old: &[PatchData<T>],
+    buf: &mut [T],
+    scratch: &mut FillScratch<T>,
+) -> Result<FillCounts, Box<dyn Error>> {
+    let mut sum = FillCounts::default();
+    for (i, p) in h.patches().iter().enumerate() {
+        let mut t = FillTarget::bin(buf, BIN, NCOMP, i % NBINS, [0; 3], p.ghost_box())?;
+        let c = black_box(fill.prepare(old, i, 0.0, &mut t, scratch)?);
+        sum.interior += c.interior;
+        sum.ghosts.copied += c.ghosts.copied;
+        sum.ghosts.interpolated += c.ghosts.interpolated;
+        sum.ghosts.physical += c.ghosts.physical;
+    }
+    Ok(sum)
+}
+
+fn measure<T: Real>(h: &Hierarchy, reps: u32) -> Result<Row, Box<dyn Error>> {
+    let old = old_data::<T>(h)?;
+    let bc = BoundaryConditions::uniform(PhysicalBc::Reflecting).with_vector([1, 2, 3]);
+    let fill = GhostFill::new(h, bc, Limiter::MonotonizedCentral)?;
+    let mut buf = vec![T::zero(); NBINS * NCOMP * BIN * BIN * BIN];
+    let mut scratch = FillScratch::new();
+    // Warm-up: grows the scratch and touches every page of the buffer.
+    let counts = pass(h, &fill, &old, &mut buf, &mut scratch)?;
+    let expected: i64 = h.patches().iter().map(|p| p.ghost_box().num_cells()).sum();
+    if counts.total() != expected {
+        return Err(format!(
+            "prepare wrote {} cells, the ghost-grown boxes hold {expected}",
+            counts.total()
+        )
+        .into());
+    }
+    let mut passes = Vec::with_capacity(reps as usize);
+    for _ in 0..reps {
+        let (c0, w0) = (thread_cpu_ns(), Instant::now());
+        pass(h, &fill, &old, &mut buf, &mut scratch)?;
+        let wall = w0.elapsed();
+        let cpu = match (c0, thread_cpu_ns()) {
+            (Some(a), Some(b)) => Duration::from_nanos(b.saturating_sub(a)),
+            _ => wall,
+        };
+        passes.push((wall, cpu));
+    }
+    black_box(&buf);
+    Ok(Row {
+        patches: h.patches().len(),
+        levels: h.num_levels(),
+        precision: T::NAME,
+        counts,
+        passes,
+    })
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let args = Args::parse();
+    let (w0, p0) = (Instant::now(), process_cpu());
+    let mut rows = Vec::new();
+    for &n in &args.patches {
+        let h = generate(&SyntheticSpec {
+            patches: n,
+            seed: args.seed,
+            ..Default::default()
+        })?;
+        if args.precision != "f64" {
+            rows.push(measure::<f32>(&h, args.reps)?);
+        }
+        if args.precision != "f32" {
+            rows.push(measure::<f64>(&h, args.reps)?);
+        }
+    }
+    println!(
+        "prepare into {BIN}^3 bins, {NCOMP} components, reflecting walls, MC limiter, one thread, {} timed passes (median / best)",
+        args.reps
+    );
+    println!(
+        "{:>7} {:>6} {:>4} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>6}",
+        "patches",
+        "levels",
+        "prec",
+        "cells",
+        "interior",
+        "copied",
+        "interp",
+        "boundary",
+        "wall s",
+        "cpu s",
+        "Mcell/s",
+        "best",
+        "cpu%"
+    );
+    for r in &rows {
+        let wall = median(r.passes.iter().map(|p| p.0).collect());
+        let cpu = median(r.passes.iter().map(|p| p.1).collect());
+        let best = r.passes.iter().map(|p| p.1).min().unwrap_or(cpu);
+        let cells = r.counts.total() as f64;
+        let rate = |d: Duration| cells / d.as_secs_f64().max(1e-12) / 1e6;
+        println!(
+            "{:>7} {:>6} {:>4} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9.4} {:>9.4} {:>10.1} {:>10.1} {:>6.1}",
+            r.patches,
+            r.levels,
+            r.precision,
+            r.counts.total(),
+            r.counts.interior,
+            r.counts.ghosts.copied,
+            r.counts.ghosts.interpolated,
+            r.counts.ghosts.physical,
+            wall.as_secs_f64(),
+            cpu.as_secs_f64(),
+            rate(cpu),
+            rate(best),
+            100.0 * cpu.as_secs_f64() / wall.as_secs_f64().max(1e-12)
+        );
+    }
+    println!(
+        "Mcell/s and best: cells written per second of on-CPU time of the filling thread (per core); cpu%: on-CPU / wall time of the median pass"
+    );
+    match (p0, process_cpu()) {
+        (Some(a), Some(b)) => println!(
+            "process: {:.2} s CPU (user + system) in {:.2} s wall, setup included",
+            (b - a).as_secs_f64(),
+            w0.elapsed().as_secs_f64()
+        ),
+        _ => println!(
+            "process: {:.2} s wall (no /proc CPU times on this system)",
+            w0.elapsed().as_secs_f64()
+        ),
+    }
+    Ok(())
+}
