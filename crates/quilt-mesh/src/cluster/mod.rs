@@ -7,8 +7,10 @@
 //!
 //! The phases, each in its own file:
 //! 1. **nesting** ([`Nesting`]): the coarse cells new boxes may cover —
-//!    the coarse level's patches shrunk by the nesting buffer, clipped to
-//!    the domain; tags outside are dropped and counted;
+//!    the coarse level's patches shrunk by the nesting buffer, where cells
+//!    outside the domain count as covered across physical faces and as
+//!    their periodic images across periodic faces; tags outside are
+//!    dropped and counted;
 //! 2. **Berger–Rigoutsos** (`berger_rigoutsos.rs`, `signature.rs`,
 //!    `split.rs`): recursive cuts at holes, inflection points or midpoints
 //!    until every box reaches the efficiency threshold, fits the maximum
@@ -56,6 +58,7 @@ use crate::tag::TagBox;
 use berger_rigoutsos::{BrParams, BrScratch, berger_rigoutsos};
 pub use error::ClusterError;
 pub use nesting::Nesting;
+pub(crate) use nesting::{extended_domain, image_shifts};
 pub use options::{ClusterOptions, CoarseLimits};
 
 /// The boxes of a new level.

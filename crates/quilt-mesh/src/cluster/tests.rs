@@ -12,6 +12,8 @@ struct Case {
     points: Vec<IntVect>,
     /// `None`: the coarse level covers the domain.
     patches: Option<Vec<IndexBox>>,
+    /// Periodic axes of the domain.
+    periodic: [bool; 3],
     options: ClusterOptions,
 }
 
@@ -111,16 +113,32 @@ fn arb_case() -> impl Strategy<Value = Case> {
                 prop::collection::vec((cell.clone(), half), 0..5),
                 prop::collection::vec(cell, 0..40),
                 arb_patches(domain),
+                prop::array::uniform3(any::<bool>()),
                 arb_options(),
             )
         })
-        .prop_map(|(domain, blobs, points, patches, options)| Case {
+        .prop_map(|(domain, blobs, points, patches, periodic, options)| Case {
             domain,
             blobs,
             points,
             patches,
+            periodic,
             options,
         })
+}
+
+/// `c` mapped into `domain` along periodic axes; `None` when it lies outside
+/// along a non-periodic one.
+fn wrap(domain: &IndexBox, periodic: [bool; 3], c: IntVect) -> Option<IntVect> {
+    let mut w = c;
+    for d in 0..3 {
+        if periodic[d] {
+            w[d] = domain.lo[d] + (c[d] - domain.lo[d]).rem_euclid(domain.size()[d]);
+        } else if !(domain.lo[d]..=domain.hi[d]).contains(&c[d]) {
+            return None;
+        }
+    }
+    Some(w)
 }
 
 fn tags_of(case: &Case) -> TagBox {
@@ -137,9 +155,13 @@ fn tags_of(case: &Case) -> TagBox {
 fn nesting_of(case: &Case) -> Nesting {
     match &case.patches {
         None => Nesting::whole_domain(case.domain).unwrap(),
-        Some(p) => {
-            Nesting::from_patches(case.domain, p, case.options.effective_nesting_buffer()).unwrap()
-        }
+        Some(p) => Nesting::from_patches_periodic(
+            case.domain,
+            case.periodic,
+            p,
+            case.options.effective_nesting_buffer(),
+        )
+        .unwrap(),
     }
 }
 
@@ -174,15 +196,18 @@ proptest! {
                 prop_assert!(!b.intersects(c), "{} and {} overlap", b, c);
             }
             // Nesting, and the hierarchy's form of it: the coarse cells under the
-            // ghost-grown fine box, clipped to the domain, belong to coarse patches.
+            // ghost-grown fine box belong to coarse patches, those outside the
+            // domain along a periodic axis through their periodic image, those
+            // outside along another axis exempt.
             prop_assert!(nesting.contains_box(b), "{} leaves the nesting region", b);
             let fine = out.fine_boxes[i];
             prop_assert_eq!(fine, b.refine(o.ratio));
             prop_assert!(fine.is_coarsenable(o.ratio));
             if let Some(patches) = &case.patches {
-                let under = fine.grow(o.ghost).coarsen(o.ratio).intersect(&case.domain);
+                let under = fine.grow(o.ghost).coarsen(o.ratio);
                 for c in under.iter() {
-                    prop_assert!(patches.iter().any(|p| p.contains(&c)), "{} not nested at {:?}", fine, c);
+                    let Some(w) = wrap(&case.domain, case.periodic, c) else { continue };
+                    prop_assert!(patches.iter().any(|p| p.contains(&w)), "{} not nested at {:?}", fine, c);
                 }
             }
             // Size limits (fine cells with ghosts).

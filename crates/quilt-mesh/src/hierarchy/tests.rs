@@ -391,15 +391,43 @@ proptest! {
     }
 }
 
+/// `c` mapped into `domain` along periodic axes; `None` when it lies
+/// outside along a non-periodic one.
+fn wrap(domain: &IndexBox, periodic: [bool; 3], c: IntVect) -> Option<IntVect> {
+    let mut w = c;
+    for d in 0..3 {
+        if periodic[d] {
+            w[d] = domain.lo[d] + (c[d] - domain.lo[d]).rem_euclid(domain.size()[d]);
+        } else if !(domain.lo[d]..=domain.hi[d]).contains(&c[d]) {
+            return None;
+        }
+    }
+    Some(w)
+}
+
+/// Proper nesting of the box `b` of level `l` cell by cell: every coarse
+/// cell under its ghost box is covered by a level `l - 1` patch after
+/// wrapping across periodic faces, or lies outside across another face.
+fn brute_nested(h: &Hierarchy, periodic: [bool; 3], l: usize, b: &IndexBox) -> bool {
+    let lg = h.level_geometry(l).unwrap();
+    let clg = h.level_geometry(l - 1).unwrap();
+    let coarse: Vec<IndexBox> = h
+        .level_patches(l - 1)
+        .iter()
+        .map(|p| p.interior())
+        .collect();
+    b.grow(h.ghost()).coarsen(lg.ratio).iter().all(|c| {
+        wrap(&clg.domain, periodic, c).is_none_or(|w| coarse.iter().any(|q| q.contains(&w)))
+    })
+}
+
 /// Brute-force validity of a level-1+ patch moved somewhere else: inside
 /// the domain, disjoint from its siblings, aligned, over its parent, and
-/// properly nested (every coarse cell under the ghost box, clipped to the
-/// domain, covered by a coarse patch).
-fn brute_valid(h: &Hierarchy, moved: usize, b: &IndexBox) -> bool {
+/// properly nested ([`brute_nested`]).
+fn brute_valid(h: &Hierarchy, periodic: [bool; 3], moved: usize, b: &IndexBox) -> bool {
     let patch = &h.patches()[moved];
     let l = patch.level();
     let lg = h.level_geometry(l).unwrap();
-    let clg = h.level_geometry(l - 1).unwrap();
     if !lg.domain.contains_box(b) || !b.is_coarsenable(lg.ratio) {
         return false;
     }
@@ -412,13 +440,7 @@ fn brute_valid(h: &Hierarchy, moved: usize, b: &IndexBox) -> bool {
     if !parent.interior().intersects(&b.coarsen(lg.ratio)) {
         return false;
     }
-    let need = b.grow(h.ghost()).coarsen(lg.ratio).intersect(&clg.domain);
-    let coarse: Vec<IndexBox> = h
-        .level_patches(l - 1)
-        .iter()
-        .map(|p| p.interior())
-        .collect();
-    if !need.iter().all(|c| coarse.iter().any(|q| q.contains(&c))) {
+    if !brute_nested(h, periodic, l, b) {
         return false;
     }
     // Children of the moved patch must still nest in it.
@@ -432,6 +454,7 @@ proptest! {
         seed in 0u64..1000,
         pick in any::<prop::sample::Index>(),
         offset in prop::array::uniform3(-12i32..12),
+        periodic in prop::array::uniform3(any::<bool>()),
     ) {
         let h = generate(&SyntheticSpec { patches: 90, seed, ..Default::default() }).unwrap();
         // Move a childless fine patch.
@@ -443,8 +466,17 @@ proptest! {
         let l = h.patches()[moved].level();
         let k = moved - h.level_range(l).start;
         specs[l][k].interior = b;
-        let got = Hierarchy::new(h.geometry().clone(), h.ghost(), h.limits(), specs);
-        let expect = brute_valid(&h, moved, &b);
+        // Periodic axes add nesting requirements across the faces, for the
+        // other patches too (their coarse levels are unchanged by the move).
+        let others_nested = (h.level_range(1).start..h.num_patches())
+            .filter(|&i| i != moved)
+            .all(|i| {
+                let p = &h.patches()[i];
+                brute_nested(&h, periodic, p.level(), &p.interior())
+            });
+        let geometry = h.geometry().clone().with_periodic(periodic);
+        let got = Hierarchy::new(geometry, h.ghost(), h.limits(), specs);
+        let expect = others_nested && brute_valid(&h, periodic, moved, &b);
         prop_assert_eq!(got.is_ok(), expect, "{:?}", got.err());
         if let Ok(g) = got {
             // Sibling interiors stay disjoint; nesting holds for all.
@@ -458,6 +490,54 @@ proptest! {
             }
         }
     }
+}
+
+/// A fine patch at a periodic face is nested only when the coarse level
+/// covers its ghost cells' periodic images at the opposite face; across a
+/// physical face nothing is needed.
+#[test]
+fn nesting_across_periodic_faces() {
+    let base = || {
+        vec![
+            spec(0, bx([0, 0, 0], [15, 31, 31]), None),
+            spec(1, bx([16, 0, 0], [31, 31, 31]), None),
+        ]
+    };
+    let lim = SizeLimits { min: 8, max: 64 };
+    // A level-2 patch at the low x face of a level 1 that does not reach
+    // the high x face.
+    let g3 = |periodic| {
+        Geometry::with_cubic_cells(iv(32, 32, 32), &[2, 2])
+            .unwrap()
+            .with_periodic(periodic)
+    };
+    let lv1 = vec![spec(10, bx([0, 8, 8], [23, 55, 55]), None)];
+    let lv2 = vec![spec(20, bx([0, 32, 32], [15, 47, 47]), None)];
+    let levels = |lv1: &Vec<PatchSpec>| vec![base(), lv1.clone(), lv2.clone()];
+    Hierarchy::new(g3([false; 3]), 2, lim, levels(&lv1)).unwrap();
+    let e = Hierarchy::new(g3([true, false, false]), 2, lim, levels(&lv1)).unwrap_err();
+    match &e {
+        MeshError::NotNested {
+            level: 2,
+            id: PatchId(20),
+            uncovered,
+        } => assert_eq!((uncovered.lo.x, uncovered.hi.x), (-1, -1), "{e}"),
+        other => panic!("{other}"),
+    }
+    // Periodic along y only: the ghost cells across x are physical.
+    Hierarchy::new(g3([false, true, false]), 2, lim, levels(&lv1)).unwrap();
+    // The image at the high x face nests it.
+    let mut both = lv1.clone();
+    both.push(spec(11, bx([60, 8, 8], [63, 55, 55]), None));
+    Hierarchy::new(g3([true, false, false]), 2, lim, levels(&both)).unwrap();
+    // Ghost width 2 at ratio 2 needs one level-1 cell across the face: a
+    // patch that stops one cell before the high x face does not cover it.
+    let mut short = lv1.clone();
+    short.push(spec(11, bx([58, 8, 8], [61, 55, 55]), None));
+    assert!(matches!(
+        Hierarchy::new(g3([true, false, false]), 2, lim, levels(&short)),
+        Err(MeshError::NotNested { level: 2, .. })
+    ));
 }
 
 #[test]

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use super::bins::BoxBins;
 use super::patch::{Patch, PatchId, PatchSpec, SizeLimits};
+use crate::cluster::{extended_domain, image_shifts};
 use crate::error::MeshError;
 use crate::geometry::{Geometry, LevelGeometry};
 use crate::index::{BoxList, IndexBox};
@@ -246,6 +247,13 @@ fn resolve_parent(
     }
 }
 
+/// Proper nesting of a fine patch (Berger & Colella 1989): the coarse cells
+/// under its ghost-grown box must belong to coarse patches. Cells outside
+/// the domain along a non-periodic axis are exempt (physical boundary
+/// conditions fill them); cells across a periodic face must be covered
+/// through their periodic image. This is the definition
+/// [`crate::cluster::Nesting::from_patches_periodic`] builds its region
+/// from, with the same image shifts.
 fn check_nesting(
     lg: &LevelGeometry,
     coarse_lg: &LevelGeometry,
@@ -257,10 +265,10 @@ fn check_nesting(
         .interior
         .grow(ghost)
         .coarsen(lg.ratio)
-        .intersect(&coarse_lg.periodic_domain());
+        .intersect(&extended_domain(&coarse_lg.domain, coarse_lg.periodic));
     let mut rest = BoxList::from_box(need);
     let mut hits = Vec::new();
-    for shift in coarse_lg.periodic_shifts() {
+    for shift in image_shifts(&coarse_lg.domain, coarse_lg.periodic, &need) {
         coarse.query_into(&need.shift(&-shift), &mut hits);
         for &n in &hits {
             rest.subtract(&coarse.boxes()[n].shift(&shift));

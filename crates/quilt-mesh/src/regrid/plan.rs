@@ -10,10 +10,17 @@
 //! smaller than its domain and clustering runs with
 //! [`Nesting::whole_domain`]; every box it returns is therefore at least the
 //! minimum size.
+//!
+//! Periodic axes: boxes stay inside the domain, but the nesting buffer of a
+//! box at a periodic face, and the buffer cells of tags near one, reach
+//! across the face. Those cells are folded back onto their periodic images
+//! at the opposite face (`fold`), so the coarser level also covers the
+//! images — the form of proper nesting `Hierarchy::new` checks, and a
+//! feature about to cross the face is refined on both sides.
 
-use crate::cluster::{ClusterOptions, Clusterer, Nesting};
+use crate::cluster::{ClusterOptions, Clusterer, Nesting, extended_domain, image_shifts};
 use crate::hierarchy::Hierarchy;
-use crate::index::{BoxList, IndexBox};
+use crate::index::{BoxList, IndexBox, IntVect};
 use crate::tag::TagBox;
 
 use super::{RegridError, RegridOptions};
@@ -27,6 +34,18 @@ fn disjoint_union(boxes: &[IndexBox]) -> Vec<IndexBox> {
         out.extend(rest.into_boxes());
     }
     out
+}
+
+/// The parts of `b` (a box of the periodically extended domain) mapped onto
+/// the domain cells they are images of: `(part, shift)` with `part` inside
+/// the domain and `part + shift` a piece of `b`. Clips along non-periodic
+/// axes.
+fn fold(domain: &IndexBox, periodic: [bool; 3], b: &IndexBox) -> Vec<(IndexBox, IntVect)> {
+    image_shifts(domain, periodic, b)
+        .into_iter()
+        .map(|s| (b.shift(&-s).intersect(domain), s))
+        .filter(|(part, _)| !part.is_empty())
+        .collect()
 }
 
 /// The clustering options for level `k + 1` of `h` at ratio `ratio`.
@@ -71,29 +90,37 @@ pub fn new_level_boxes(
         let copts = cluster_options(h, ratio, o);
         let mut clusterer = Clusterer::new(copts)?;
 
-        // Cells under the new level k + 2, grown by its nesting buffer.
+        let periodic = g.level(k)?.periodic;
+        let extended = extended_domain(&domain, periodic);
+
+        // Cells under the new level k + 2, grown by its nesting buffer and
+        // folded across periodic faces.
         let mut cover = Vec::new();
         if k + 2 <= tag_levels {
             let fine_domain = g.level(k + 1)?.domain;
+            let fine_extended = extended_domain(&fine_domain, periodic);
             let r2 = ratios[k + 2];
             let buf = cluster_options(h, r2, o).effective_nesting_buffer();
             for b in &levels[k + 2] {
-                cover.push(
-                    b.coarsen(r2)
-                        .grow(buf)
-                        .intersect(&fine_domain)
-                        .coarsen(ratio),
-                );
+                let grown = b.coarsen(r2).grow(buf).intersect(&fine_extended);
+                for (part, _) in fold(&fine_domain, periodic, &grown) {
+                    cover.push(part.coarsen(ratio));
+                }
             }
         }
 
-        // Tag fields over the old patches (grown by the tag buffer) and the
-        // cover boxes, made disjoint.
+        // Tag fields over the old patches grown by the tag buffer (folded
+        // across periodic faces) and the cover boxes, made disjoint.
         let patches = h.level_patches(k);
-        let mut regions: Vec<IndexBox> = patches
-            .iter()
-            .map(|p| p.interior().grow(o.tag_buffer).intersect(&domain))
-            .collect();
+        let mut regions: Vec<IndexBox> = Vec::with_capacity(patches.len() + cover.len());
+        for p in patches {
+            let grown = p.interior().grow(o.tag_buffer).intersect(&extended);
+            regions.extend(
+                fold(&domain, periodic, &grown)
+                    .into_iter()
+                    .map(|(part, _)| part),
+            );
+        }
         regions.extend(cover.iter().copied());
         let mut fields: Vec<TagBox> = disjoint_union(&regions)
             .into_iter()
@@ -101,19 +128,37 @@ pub fn new_level_boxes(
             .collect::<Result<_, _>>()?;
 
         let start = h.level_range(k).start;
+        let mut image = Vec::new();
         for (n, p) in patches.iter().enumerate() {
             let user = &tags[start + n];
             if !user.any() {
                 continue;
             }
-            let mut t = TagBox::new(p.interior().grow(o.tag_buffer).intersect(&domain))?;
+            let grown = p.interior().grow(o.tag_buffer).intersect(&extended);
+            let mut t = TagBox::new(grown)?;
             t.union_with(user);
-            t.buffer(o.tag_buffer, &domain)?;
+            t.buffer(o.tag_buffer, &extended)?;
+            // Fields lie inside the domain, so this takes the tags of the
+            // domain cells; those across periodic faces are folded below.
             for f in fields
                 .iter_mut()
                 .filter(|f| f.region().intersects(&t.region()))
             {
                 f.union_with(&t);
+            }
+            for (part, shift) in fold(&domain, periodic, &grown) {
+                if shift == IntVect::zeros() {
+                    continue;
+                }
+                // Tags at `c + shift` of `t` belong to the domain cell `c`.
+                image.clear();
+                t.for_each_in(&part.shift(&shift), |c| image.push(c - shift));
+                for f in fields.iter_mut().filter(|f| f.region().intersects(&part)) {
+                    let r = f.region();
+                    for c in image.iter().filter(|c| r.contains(c)) {
+                        f.set(c)?;
+                    }
+                }
             }
         }
         for c in &cover {

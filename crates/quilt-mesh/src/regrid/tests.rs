@@ -332,3 +332,186 @@ proptest! {
         }
     }
 }
+
+/// A 20³ periodic box (axes as given) in 2³ base patches of 10³, ratios
+/// 2 and 2, ghost 3, patches of 16..=28 cells with ghosts: the integrator's
+/// periodic test deck at the mesh level.
+fn periodic_base(periodic: [bool; 3]) -> Hierarchy {
+    let g = Geometry::with_cubic_cells(iv(20, 20, 20), &[2, 2])
+        .unwrap()
+        .with_periodic(periodic);
+    let mut specs = Vec::new();
+    for k in 0..2 {
+        for j in 0..2 {
+            for i in 0..2 {
+                specs.push(PatchSpec {
+                    id: PatchId(specs.len() as u32),
+                    interior: IndexBox::from_lo_size(iv(10 * i, 10 * j, 10 * k), iv(10, 10, 10)),
+                    parent: None,
+                });
+            }
+        }
+    }
+    Hierarchy::new(g, 3, SizeLimits { min: 16, max: 28 }, vec![specs]).unwrap()
+}
+
+/// `c` mapped into the domain along periodic axes; `None` when it lies
+/// outside along a non-periodic one.
+fn wrap(lg: &crate::geometry::LevelGeometry, c: IntVect) -> Option<IntVect> {
+    let (lo, n) = (lg.domain.lo, lg.domain.size());
+    let mut w = c;
+    for d in 0..3 {
+        if lg.periodic[d] {
+            w[d] = lo[d] + (c[d] - lo[d]).rem_euclid(n[d]);
+        } else if !(lo[d]..=lg.domain.hi[d]).contains(&c[d]) {
+            return None;
+        }
+    }
+    Some(w)
+}
+
+/// Proper nesting cell by cell, periodic images by wrapping (independent
+/// of the box arithmetic `Hierarchy::new` uses): every coarse cell under a
+/// fine patch's ghost-grown box belongs to a coarse patch after wrapping.
+fn assert_properly_nested(h: &Hierarchy) {
+    for l in 1..h.num_levels() {
+        let clg = h.level_geometry(l - 1).unwrap();
+        let r = h.geometry().ratios()[l];
+        for p in h.level_patches(l) {
+            for c in p.interior().grow(h.ghost()).coarsen(r).iter() {
+                if let Some(w) = wrap(clg, c) {
+                    assert!(
+                        !h.patches_intersecting(l - 1, &IndexBox::new(w, w))
+                            .is_empty(),
+                        "level {l} patch {} not nested at coarse cell {c:?} (image {w:?})",
+                        p.interior()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Tags of a ball of radius `rad` around `centre` (periodic distance along
+/// periodic axes) on every level below the finest the geometry allows.
+fn periodic_ball_tags(h: &Hierarchy, centre: [f64; 3], rad: f64) -> Vec<TagBox> {
+    let per = h.geometry().periodic();
+    let top = h.geometry().num_levels() - 1;
+    analytic_tags(h, |l, c| {
+        if l >= top {
+            return false;
+        }
+        let x = h.level_geometry(l).unwrap().cell_center(&c);
+        let mut r2 = 0.0;
+        for d in 0..3 {
+            let mut dx = (x[d] - centre[d]).abs();
+            if per[d] {
+                dx = dx.min(1.0 - dx);
+            }
+            r2 += dx * dx;
+        }
+        r2 < rad * rad
+    })
+}
+
+/// Every tag and every cell within the tag buffer of it (across periodic
+/// faces by wrapping) lies under the next finer level.
+fn assert_tags_refined(old: &Hierarchy, tags: &[TagBox], new: &Hierarchy, buffer: i32) {
+    for (i, t) in tags.iter().enumerate() {
+        let l = old.patches()[i].level();
+        if l + 1 >= new.num_levels() {
+            assert!(!t.any(), "level {l} tags but no level {}", l + 1);
+            continue;
+        }
+        let lg = old.level_geometry(l).unwrap();
+        let r = new.geometry().ratios()[l + 1];
+        for c in t.iter() {
+            for b in IndexBox::new(c, c).grow(buffer).iter() {
+                let Some(w) = wrap(lg, b) else { continue };
+                let f = IndexBox::new(w, w).refine(r);
+                assert!(
+                    new.patches_intersecting(l + 1, &f)
+                        .iter()
+                        .any(|&q| new.patches()[q].interior().contains_box(&f)),
+                    "level {l} cell {w:?} (buffer of tag {c:?}) not refined"
+                );
+            }
+        }
+    }
+}
+
+/// A ball moving across the periodic x face, one regrid per position, three
+/// levels: before periodic images counted for nesting, the new level 1 was
+/// not made to cover the ghost cells of a level-2 patch at the face through
+/// their images, and `Hierarchy::new` rejected the layout with `NotNested`.
+#[test]
+fn periodic_regrids_nest_across_the_faces() {
+    let mut h = periodic_base([true; 3]);
+    let mut d = init(&h);
+    let opts = RegridOptions {
+        tag_buffer: 1,
+        ..Default::default()
+    };
+    let (mut straddled, mut deep) = (0, 0);
+    for step in 0..12 {
+        let x = (0.86 + 0.025 * step as f64).rem_euclid(1.0);
+        let tags = periodic_ball_tags(&h, [x, 0.5, 0.47], 0.13);
+        let r = regrid(&h, d.clone(), &tags, &opts)
+            .unwrap_or_else(|e| panic!("regrid {step} (ball at x = {x}): {e}"));
+        assert_properly_nested(&r.hierarchy);
+        assert_tags_refined(&h, &tags, &r.hierarchy, opts.tag_buffer);
+        let e = check_transfer(&h, &d, &r);
+        assert!(e < 1e-13, "regrid {step}: conservation error {e}");
+        if r.hierarchy.num_levels() == 3 {
+            deep += 1;
+            let n = r.hierarchy.level_geometry(2).unwrap().domain.hi.x;
+            let lv2 = r.hierarchy.level_patches(2);
+            if lv2.iter().any(|p| p.interior().lo.x == 0)
+                && lv2.iter().any(|p| p.interior().hi.x == n)
+            {
+                straddled += 1;
+            }
+        }
+        h = r.hierarchy;
+        d = r.data;
+    }
+    assert!(deep >= 10, "three levels in only {deep} of 12 regrids");
+    assert!(
+        straddled >= 3,
+        "level 2 straddled the x face in only {straddled} regrids"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Balls moving in any direction across periodic faces (random periodic
+    /// axes, random tag buffer): every regrid gives a properly nested
+    /// hierarchy in which the buffered tags are refined through their
+    /// periodic images, and data moves conservatively.
+    #[test]
+    fn periodic_random_regrids_nest(
+        periodic in prop::array::uniform3(any::<bool>()),
+        start in prop::array::uniform3(0.0f64..1.0),
+        vel in prop::array::uniform3(-0.06f64..0.06),
+        rad in 0.06f64..0.16,
+        buffer in 0i32..3,
+    ) {
+        let mut h = periodic_base(periodic);
+        let mut d = init(&h);
+        let opts = RegridOptions { tag_buffer: buffer, ..Default::default() };
+        for step in 0..5 {
+            let c = [0, 1, 2].map(|k| (start[k] + vel[k] * step as f64).rem_euclid(1.0));
+            let tags = periodic_ball_tags(&h, c, rad);
+            let r = regrid(&h, d.clone(), &tags, &opts);
+            prop_assert!(r.is_ok(), "regrid {}: {}", step, r.unwrap_err());
+            let r = r.unwrap();
+            assert_properly_nested(&r.hierarchy);
+            assert_tags_refined(&h, &tags, &r.hierarchy, buffer);
+            let e = check_transfer(&h, &d, &r);
+            prop_assert!(e < 1e-13, "regrid {}: conservation error {}", step, e);
+            h = r.hierarchy;
+            d = r.data;
+        }
+    }
+}
