@@ -380,12 +380,20 @@ impl Default for SphereIc {
 
 /// `[initial.sedov]`: energy `energy` deposited uniformly (as pressure) in
 /// a sphere of radius `radius` around `center` in a cold uniform gas.
+///
+/// Inside the sphere the pressure is `p_ambient + (γ−1) energy / V`, with
+/// `V` the volume the level's cell sample points inside the sphere stand
+/// for, so the cell averages of every level hold exactly `energy` above
+/// the ambient gas (`4/3 π radius³` would be off by the discretisation of
+/// a sphere a few cells across). `energy` is the whole sphere's: a blast
+/// centred on a corner of the domain (reflecting walls) holds `energy / 8`
+/// of it, one centred on a face `energy / 2`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SedovIc {
     /// Centre. Default `[0.5, 0.5, 0.5]`.
     pub center: [f64; 3],
-    /// Blast energy. Default 1.
+    /// Blast energy of the whole sphere, above the ambient gas. Default 1.
     pub energy: f64,
     /// Radius of the deposit. Default 0.04.
     pub radius: f64,
