@@ -2,23 +2,29 @@
 # GPU checks of crates/quilt-cuda, in two halves:
 #
 #   scripts/gpu-check.sh build      (here, on the x86-64 development machine)
-#       builds the release gpu_bench example and the quilt-cuda test binaries
-#       (located through cargo's --message-format=json) and copies them into
-#       .device-bin/ (git-ignored), stripped.
+#       builds the release gpu_bench and euler_sphere examples, the quilt-cuda
+#       test binaries and quilt-integrator's CUDA test (located through
+#       cargo's --message-format=json) and copies them into .device-bin/
+#       (git-ignored), stripped, with the shared libraries they need beyond
+#       the C runtime (libhdf5 and its dependencies: the GPU machine has no
+#       HDF5) in .device-bin/lib.
 #
 #   scripts/gpu-check.sh device     (on the GPU machine, from the repository root)
 #       runs, with NVRTC found on that machine: the no-GPU tests, the GPU tests
 #       (--ignored: every scheme, precision and variant against the CPU,
 #       Riemann problems, x/y/z symmetry, packed vs default, errors, the FMA
 #       path), compute-sanitizer memcheck and racecheck on the kernels of the
-#       sanitizer_smoke test, and the gpu_bench example; prints a short table
+#       sanitizer_smoke test, the integrator on CPU and CUDA backends (bitwise),
+#       the Euler sphere on the GPU and on the CPU, and the gpu_bench example;
+#       prints a short table
 #       and leaves full logs in $OUT (or ./gpu-check-out).
 #
 # The one device command (through the device tool, carrying .device-bin):
 #   bash scripts/gpu-check.sh device
 # Environment of the device half:
 #   QUILT_BENCH_ARGS   arguments of gpu_bench (default: the paper's full set)
-#   QUILT_CHECK_SKIP   space-separated steps to skip: tests sanitizer bench
+#   QUILT_CHECK_SKIP   space-separated steps to skip: tests sanitizer sphere bench
+#   QUILT_SPHERE_ARGS  extra arguments of both euler_sphere runs
 #   QUILT_TEST_FILTER  extra arguments for the GPU test binary (e.g. a test name)
 #   QUILT_NCU=1        also profile the RTVD f32 rows and march kernels with
 #                      Nsight Compute (clock control off: clocks as found)
@@ -28,6 +34,31 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bin="$root/.device-bin"
 mode="${1:-build}"
+
+# Copies the test executables of package $1 from cargo's JSON messages on
+# stdin into $bin, named with the prefix $2 and the test target's name.
+collect() {
+    python3 -c '
+import json, sys, shutil, os
+dst, pkg, prefix = sys.argv[1], sys.argv[2], sys.argv[3]
+n = 0
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+        continue
+    t = m["target"]
+    if m["package_id"].find(pkg) < 0 or "test" not in t["kind"]:
+        continue
+    shutil.copy(m["executable"], os.path.join(dst, prefix + t["name"]))
+    print("  ", prefix + t["name"], "<-", m["executable"])
+    n += 1
+if n == 0:
+    sys.exit("no " + pkg + " test binaries found in cargo output")
+' "$bin" "$1" "${2:-}"
+}
 
 build() {
     set -e
@@ -43,36 +74,31 @@ build() {
         exit 1
     fi
     rm -f "$bin/build.log"
-    # Test executables: compiler-artifact lines with an "executable" and a
-    # target of kind "test" (the unit tests have kind "lib").
-    echo "$json" | python3 -c '
-import json, sys, shutil, os
-dst = sys.argv[1]
-n = 0
-for line in sys.stdin:
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
-        continue
-    t = m["target"]
-    if m["package_id"].find("quilt-cuda") < 0 or "test" not in t["kind"]:
-        continue
-    shutil.copy(m["executable"], os.path.join(dst, t["name"]))
-    print("  ", t["name"], "<-", m["executable"])
-    n += 1
-if n == 0:
-    sys.exit("no quilt-cuda test binaries found in cargo output")
-' "$bin"
+    echo "$json" | collect quilt-cuda
+    echo "building euler_sphere and quilt-integrator's CUDA test (release) ..."
+    cargo build --release --example euler_sphere
+    cp "$CARGO_TARGET_DIR/release/examples/euler_sphere" "$bin/euler_sphere"
+    if ! json="$(cargo test -p quilt-integrator --release --test cuda --no-run --message-format=json 2>"$bin/build.log")"; then
+        cat "$bin/build.log" >&2
+        exit 1
+    fi
+    rm -f "$bin/build.log"
+    echo "$json" | collect quilt-integrator integrator-
     if command -v strip >/dev/null; then
         strip "$bin"/* 2>/dev/null || true
     fi
-    # The binaries must not need libhdf5 (absent on the GPU machine).
-    if ldd "$bin"/* 2>/dev/null | grep -q hdf5; then
-        echo "error: a binary in $bin links libhdf5" >&2
-        exit 1
-    fi
+    # Shared libraries beyond the C runtime (libhdf5 and what it pulls in),
+    # which the GPU machine lacks; found there through LD_LIBRARY_PATH.
+    mkdir -p "$bin/lib"
+    for f in "$bin"/*; do
+        [[ -f "$f" ]] || continue
+        ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'
+    done | sort -u | while read -r so; do
+        case "$(basename "$so")" in
+        libc.so* | libm.so* | libgcc_s.so* | libpthread.so* | libdl.so* | librt.so* | libresolv.so* | ld-linux*) ;;
+        *) cp -L "$so" "$bin/lib/" ;;
+        esac
+    done
     du -sh "$bin"
     echo "now run on the GPU machine: bash scripts/gpu-check.sh device   (carry .device-bin)"
 }
@@ -93,7 +119,7 @@ device() {
         note "FAIL  nvrtc: libnvrtc.so.13 not found"
         return 1
     fi
-    export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH="$(dirname "$lib"):$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     note "nvrtc: $lib"
     export QUILT_REQUIRE_NVRTC=1 QUILT_REQUIRE_GPU=1 RUST_BACKTRACE=1
     chmod +x "$bin"/* 2>/dev/null || true
@@ -116,6 +142,18 @@ device() {
         # shellcheck disable=SC2086
         step gpu-tests "$bin/gpu" --ignored --test-threads=4 ${QUILT_TEST_FILTER:-}
         grep -E "^fma on|GPU: L1|Sod on the GPU" "$out/gpu-tests.log" | tee -a "$summary"
+        step integrator-cuda "$bin/integrator-cuda" --ignored --test-threads=1
+    fi
+    if [[ "$skip" != *" sphere "* ]]; then
+        # The main job on the GPU, then on the CPU cores of the same machine.
+        # shellcheck disable=SC2086
+        step sphere-cuda "$bin/euler_sphere" --backend cuda --no-output ${QUILT_SPHERE_ARGS:-}
+        # shellcheck disable=SC2086
+        step sphere-cpu "$bin/euler_sphere" --backend cpu --no-output ${QUILT_SPHERE_ARGS:-}
+        for b in cuda cpu; do
+            echo "--- sphere on $b" | tee -a "$summary"
+            sed -n '/^quilt euler_sphere/,$p' "$out/sphere-$b.log" | tee -a "$summary"
+        done
     fi
     if [[ "$skip" != *" sanitizer "* ]]; then
         for tool in memcheck racecheck; do
@@ -127,7 +165,7 @@ device() {
     if [[ "${QUILT_NCU:-0}" == 1 ]]; then
         step ncu ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
             --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
-            --section ComputeWorkloadAnalysis -k 'regex:rtvd_(march|rows)_f32' -c 2 \
+            --section ComputeWorkloadAnalysis -k 'regex:(rtvd_(march|rows)|scan)_f32' -c 3 \
             "$bin/gpu_bench" --patches 420 --seeds 1 --steps 1 --schemes rtvd --precisions f32 \
             --configs +kopt --kernels-only
     fi

@@ -1,0 +1,58 @@
+//! The CUDA backend inside the integrator (needs a GPU and NVRTC; run with
+//! `--ignored`, as `scripts/gpu-check.sh device` does): the same run on the
+//! CPU and on the GPU gives bitwise identical hierarchies and states, with
+//! regrids, refluxing and pipelined batches, in f64 and f32.
+
+mod common;
+
+use quilt_integrator::deck::{BackendChoice, Deck, Precision};
+use quilt_integrator::{Integrator, Real, SolveBackend, backend_for};
+
+fn run<T: Real>(deck: &Deck, steps: usize) -> (Vec<u64>, Vec<String>, String) {
+    let backend = backend_for::<T>(deck).expect("backend");
+    let name = backend.name().to_string();
+    let mut it: Integrator<T, Box<dyn SolveBackend<T>>> =
+        Integrator::new(deck, backend).expect("integrator");
+    for _ in 0..steps {
+        it.step().expect("step");
+    }
+    let h = it.hierarchy();
+    let d = it.data();
+    let mut bits = Vec::new();
+    let mut boxes = Vec::new();
+    for (i, p) in h.patches().iter().enumerate() {
+        boxes.push(format!("{} {}", p.level(), p.interior()));
+        for c in 0..5 {
+            for q in p.interior().iter() {
+                bits.push(quilt_mesh::Real::as_f64(d.old(i).get(c, &q)).to_bits());
+            }
+        }
+    }
+    (bits, boxes, name)
+}
+
+fn cpu_and_gpu_agree<T: Real>(precision: Precision) {
+    let mut deck = common::closed_box();
+    deck.run.precision = precision;
+    deck.run.backend = BackendChoice::Cpu;
+    let (cpu, cpu_boxes, n0) = run::<T>(&deck, 12);
+    deck.run.backend = BackendChoice::Cuda;
+    let (gpu, gpu_boxes, n1) = run::<T>(&deck, 12);
+    assert_eq!((n0.as_str(), n1.as_str()), ("cpu", "cuda"));
+    assert!(cpu_boxes.iter().any(|b| b.starts_with("1 ")), "no level 1");
+    assert_eq!(cpu_boxes, gpu_boxes, "hierarchies differ");
+    let diff = cpu.iter().zip(&gpu).filter(|(a, b)| a != b).count();
+    assert_eq!(diff, 0, "{diff} of {} values differ", cpu.len());
+}
+
+#[test]
+#[ignore = "needs a CUDA device and NVRTC"]
+fn cuda_backend_reproduces_the_cpu_run_in_f64() {
+    cpu_and_gpu_agree::<f64>(Precision::F64);
+}
+
+#[test]
+#[ignore = "needs a CUDA device and NVRTC"]
+fn cuda_backend_reproduces_the_cpu_run_in_f32() {
+    cpu_and_gpu_agree::<f32>(Precision::F32);
+}
