@@ -194,11 +194,16 @@ pub struct StepTiming {
     pub host_ms: f64,
 }
 
+/// Layouts whose device state a [`CudaSolver`] keeps besides the current
+/// one (also bounded to a quarter of the device's memory).
+pub const RECENT_LAYOUTS: usize = 16;
+
 /// The solver of one scheme and precision on one device.
 ///
 /// Owns its streams, a module with its own constant bank, and the device
-/// buffers of the last layout it saw (rebuilt when the layout changes, kept
-/// otherwise, so that steps over batches of one layout allocate nothing).
+/// buffers of the layouts it saw last (built when a new layout comes, kept
+/// for the next batches of that layout, so that steps over batches of
+/// known layouts allocate nothing; [`RECENT_LAYOUTS`] are kept).
 pub struct CudaSolver<T: GpuReal> {
     cpu: Solver,
     config: CudaConfig,
@@ -207,6 +212,15 @@ pub struct CudaSolver<T: GpuReal> {
     kernels: Kernels,
     streams: Vec<Arc<CudaStream>>,
     state: Option<LayoutState<T>>,
+    /// Device states of recently used layouts, most recent last: an
+    /// integrator cycles through the same few batches between regrids, and
+    /// rebuilding a layout's tables and buffers costs far more than its
+    /// kernels.
+    recent: Vec<LayoutState<T>>,
+    /// Threads of the host copies between a batch and pinned memory: their
+    /// own pool, so that a caller preparing the next batch on its rayon
+    /// pool (the integrator's pipeline) does not delay the copies.
+    copies: rayon::ThreadPool,
     /// The device holds a batch uploaded by [`CudaSolver::upload`].
     resident: bool,
     timing: StepTiming,
@@ -228,6 +242,12 @@ impl<T: GpuReal> CudaSolver<T> {
         };
         let module = device::module(&dev, file, config.fma, config.march_blocks)?;
         let kernels = Kernels::load::<T>(&module, file, &dev.info)?;
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        let copies = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("quilt-cuda-copy-{i}"))
+            .build()
+            .map_err(|e| CudaError::Config(format!("host copy threads: {e}")))?;
         let streams = (0..config.streams)
             .map(|_| dev.ctx.new_stream().call("cuStreamCreate"))
             .collect::<Result<Vec<_>, _>>()?;
@@ -239,6 +259,8 @@ impl<T: GpuReal> CudaSolver<T> {
             kernels,
             streams,
             state: None,
+            recent: Vec::new(),
+            copies,
             resident: false,
             timing: StepTiming::default(),
         })

@@ -65,7 +65,25 @@ impl<T: GpuReal> CudaSolver<T> {
         if self.state.as_ref().is_some_and(|s| s.plan.matches(layout)) {
             return Ok(());
         }
-        let staging = self.state.take().map(|mut s| s.take_staging());
+        let t0 = Instant::now();
+        if let Some(i) = self.recent.iter().position(|s| s.plan.matches(layout)) {
+            let mut next = self.recent.remove(i);
+            next.bind(&self.module, &self.streams[0])?;
+            if let Some(mut cur) = self.state.take() {
+                next.adopt_staging(cur.take_staging());
+                self.keep_recent(cur);
+            }
+            self.state = Some(next);
+            return Ok(());
+        }
+        let staging = match self.state.take() {
+            Some(mut cur) => {
+                let s = cur.take_staging();
+                self.keep_recent(cur);
+                Some(s)
+            }
+            None => None,
+        };
         let chunking = match self.config.variant {
             Variant::Default => Chunking::Patches(
                 self.config
@@ -89,7 +107,25 @@ impl<T: GpuReal> CudaSolver<T> {
         if let (Some(st), Some(old)) = (self.state.as_mut(), staging) {
             st.adopt_staging(old);
         }
+        log::debug!(
+            "device state for a new layout ({} bins) built in {:.3} ms",
+            layout.nbins(),
+            t0.elapsed().as_secs_f64() * 1e3
+        );
         Ok(())
+    }
+
+    /// Keeps the device state of a layout for later batches, dropping the
+    /// least recently used beyond [`super::RECENT_LAYOUTS`] or a quarter of
+    /// the device memory.
+    fn keep_recent(&mut self, st: LayoutState<T>) {
+        self.recent.push(st);
+        let budget = self.dev.info.total_memory / 4;
+        while self.recent.len() > super::RECENT_LAYOUTS
+            || self.recent.iter().map(|s| s.device_bytes()).sum::<usize>() > budget
+        {
+            self.recent.remove(0);
+        }
     }
 
     /// Validates the time steps and fills the per-patch step constants
@@ -407,7 +443,8 @@ impl<T: GpuReal> CudaSolver<T> {
                 let range = data_range(&chunk, st.plan.bin_edge);
                 let t = Instant::now();
                 let h = st.h_data.as_mut().expect("staging").as_mut_slice();
-                par_copy(&mut h[range.clone()], &batch.data()[range.clone()]);
+                let src = &batch.data()[range.clone()];
+                self.copies.install(|| par_copy(&mut h[range.clone()], src));
                 host_ms += t.elapsed().as_secs_f64() * 1e3;
                 st.events[c].up0.record(&stream).call("cuEventRecord")?;
                 st.d_data.upload(range.start, &h[range], &stream)?;
@@ -446,8 +483,10 @@ impl<T: GpuReal> CudaSolver<T> {
         {
             let st = self.state.as_ref().expect("state built");
             let (_, data, flux) = batch.buffers_mut();
-            par_copy(data, st.h_data.as_ref().expect("staging").as_slice());
-            par_copy(flux, st.h_flux.as_ref().expect("staging").as_slice());
+            self.copies.install(|| {
+                par_copy(data, st.h_data.as_ref().expect("staging").as_slice());
+                par_copy(flux, st.h_flux.as_ref().expect("staging").as_slice());
+            });
         }
         host_ms += t.elapsed().as_secs_f64() * 1e3;
         self.timing = self.collect_timing(true, host_ms)?;
@@ -551,7 +590,7 @@ impl<T: GpuReal> CudaSolver<T> {
         // pageable vector.
         st.ensure_staging(&ctx)?;
         let h = st.h_data.as_mut().expect("staging").as_mut_slice();
-        par_copy(h, batch.data());
+        self.copies.install(|| par_copy(h, batch.data()));
         st.d_data.upload(0, h, &s0)?;
         st.d_flux.fill_bytes(0, st.d_flux.len(), 0, &s0)?;
         s0.synchronize().call("cuStreamSynchronize")

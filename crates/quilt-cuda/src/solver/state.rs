@@ -73,6 +73,27 @@ fn timing_event(ctx: &Arc<CudaContext>) -> Result<CudaEvent, CudaError> {
         .call("cuEventCreate")
 }
 
+/// Copies `descs` into the module's `c_descs` constant bank on `stream`.
+fn upload_const_descs(
+    module: &Arc<CudaModule>,
+    stream: &Arc<CudaStream>,
+    descs: &[PatchDesc],
+) -> Result<(), CudaError> {
+    if descs.is_empty() {
+        return Ok(());
+    }
+    let mut sym = module
+        .get_global("c_descs", stream)
+        .call("cuModuleGetGlobal")?;
+    let bytes: &[u8] = bytemuck::cast_slice(descs);
+    let mut view = sym
+        .try_slice_mut(0..bytes.len())
+        .ok_or_else(|| CudaError::Config("c_descs is smaller than the descriptor table".into()))?;
+    stream
+        .memcpy_htod(bytes, &mut view)
+        .call("cuMemcpyHtoDAsync")
+}
+
 impl<T: GpuReal> LayoutState<T> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -92,17 +113,8 @@ impl<T: GpuReal> LayoutState<T> {
         let d_order = DeviceBuffer::new(ctx, n)?;
         d_order.upload(0, &plan.order, stream)?;
         let use_const = const_descs && n <= CONST_DESCS;
-        if use_const && n > 0 {
-            let mut sym = module
-                .get_global("c_descs", stream)
-                .call("cuModuleGetGlobal")?;
-            let bytes: &[u8] = bytemuck::cast_slice(&plan.descs);
-            let mut view = sym.try_slice_mut(0..bytes.len()).ok_or_else(|| {
-                CudaError::Config("c_descs is smaller than the descriptor table".into())
-            })?;
-            stream
-                .memcpy_htod(bytes, &mut view)
-                .call("cuMemcpyHtoDAsync")?;
+        if use_const {
+            upload_const_descs(module, stream, &plan.descs)?;
         }
 
         // Tables of every pass of both sweep orders.
@@ -218,6 +230,28 @@ impl<T: GpuReal> LayoutState<T> {
             self.h_flux = Some(PinnedBuffer::new(ctx, self.d_flux.len())?);
         }
         Ok(())
+    }
+
+    /// Makes this state the module's current one again: the constant
+    /// bank holds the descriptors of one layout at a time.
+    pub fn bind(
+        &self,
+        module: &Arc<CudaModule>,
+        stream: &Arc<CudaStream>,
+    ) -> Result<(), CudaError> {
+        if self.use_const {
+            upload_const_descs(module, stream, &self.plan.descs)?;
+            stream.synchronize().call("cuStreamSynchronize")?;
+        }
+        Ok(())
+    }
+
+    /// Device memory held for the state arrays (the tables are small).
+    pub fn device_bytes(&self) -> usize {
+        let n = self.d_data.len()
+            * (1 + usize::from(self.d_stage.is_some()) + usize::from(self.d_acc.is_some()))
+            + self.d_flux.len();
+        n * std::mem::size_of::<T>()
     }
 
     /// Items of table `(geom, kind)` for patch positions `[q0, q1)`.
