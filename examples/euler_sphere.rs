@@ -31,7 +31,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use quilt::integrator::cli::DeckArgs;
-use quilt::integrator::deck::{Deck, Precision};
+use quilt::integrator::deck::{Deck, InitialKind, Precision};
 use quilt::integrator::{Integrator, Real, SolveBackend, backend_for};
 use quilt::mesh::write_hierarchy;
 use quilt_io::{CellFields, CheckpointReal, VtkHdfSeries, euler_output, read_checkpoint_info};
@@ -273,7 +273,11 @@ fn run<T: Real + CheckpointReal>(deck: &Deck, write: bool, restart: Option<&Path
 /// Distance from the sphere's centre of the farthest cell whose pressure
 /// exceeds the ambient one by 10 %: the blast wave's radius.
 fn shock_radius<T: Real, B: SolveBackend<T>>(it: &Integrator<T, B>, deck: &Deck) -> f64 {
-    let s = &deck.initial.sphere;
+    // The blast's centre and the ambient pressure the front runs into.
+    let (center, ambient) = match deck.initial.kind {
+        InitialKind::Sedov => (deck.initial.sedov.center, deck.initial.sedov.p_ambient),
+        _ => (deck.initial.sphere.center, deck.initial.sphere.p_out),
+    };
     let h = it.hierarchy();
     let gm1 = deck.hydro.gamma - 1.0;
     let mut r: f64 = 0.0;
@@ -285,11 +289,11 @@ fn shock_radius<T: Real, B: SolveBackend<T>>(it: &Integrator<T, B>, deck: &Deck)
         for q in p.interior().iter() {
             let u: [f64; 5] = std::array::from_fn(|c| quilt::mesh::Real::as_f64(d.get(c, &q)));
             let pr = gm1 * (u[4] - 0.5 * (u[1] * u[1] + u[2] * u[2] + u[3] * u[3]) / u[0]);
-            if pr > 1.1 * s.p_out {
+            if pr > 1.1 * ambient {
                 let x = lg.cell_center(&q);
-                let dist = ((x.x - s.center[0]).powi(2)
-                    + (x.y - s.center[1]).powi(2)
-                    + (x.z - s.center[2]).powi(2))
+                let dist = ((x.x - center[0]).powi(2)
+                    + (x.y - center[1]).powi(2)
+                    + (x.z - center[2]).powi(2))
                 .sqrt();
                 r = r.max(dist);
             }
