@@ -41,7 +41,7 @@
 mod berger_rigoutsos;
 mod error;
 mod merge;
-mod nesting;
+pub(crate) mod nesting;
 mod options;
 mod signature;
 mod size;

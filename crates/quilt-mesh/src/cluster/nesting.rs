@@ -298,24 +298,26 @@ impl Nesting {
     }
 }
 
+/// `c` mapped into `domain` along periodic axes; `None` when it lies
+/// outside along a non-periodic one (the brute-force reference of the
+/// periodic tests).
+#[cfg(test)]
+pub(crate) fn wrap_cell(domain: &IndexBox, periodic: [bool; 3], c: IntVect) -> Option<IntVect> {
+    let mut w = c;
+    for d in 0..3 {
+        if periodic[d] {
+            w[d] = domain.lo[d] + (c[d] - domain.lo[d]).rem_euclid(domain.size()[d]);
+        } else if !(domain.lo[d]..=domain.hi[d]).contains(&c[d]) {
+            return None;
+        }
+    }
+    Some(w)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    /// `c` mapped into `domain` along periodic axes; `None` when it lies
-    /// outside along a non-periodic one.
-    fn wrap(domain: &IndexBox, periodic: [bool; 3], c: IntVect) -> Option<IntVect> {
-        let mut w = c;
-        for d in 0..3 {
-            if periodic[d] {
-                w[d] = domain.lo[d] + (c[d] - domain.lo[d]).rem_euclid(domain.size()[d]);
-            } else if !(domain.lo[d]..=domain.hi[d]).contains(&c[d]) {
-                return None;
-            }
-        }
-        Some(w)
-    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
@@ -390,7 +392,7 @@ mod tests {
             for c in domain.iter() {
                 let expect = covered(&c)
                     && IndexBox::new(c, c).grow(buffer).iter().all(|q| {
-                        wrap(&domain, periodic, q).is_none_or(|w| covered(&w))
+                        wrap_cell(&domain, periodic, q).is_none_or(|w| covered(&w))
                     });
                 prop_assert_eq!(n.covered_cells(&IndexBox::new(c, c)), expect as i64, "cell {:?}", c);
             }

@@ -3,6 +3,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::cluster::nesting::wrap_cell;
 use crate::index::{IntVect, iv};
 
 #[derive(Debug, Clone)]
@@ -127,20 +128,6 @@ fn arb_case() -> impl Strategy<Value = Case> {
         })
 }
 
-/// `c` mapped into `domain` along periodic axes; `None` when it lies outside
-/// along a non-periodic one.
-fn wrap(domain: &IndexBox, periodic: [bool; 3], c: IntVect) -> Option<IntVect> {
-    let mut w = c;
-    for d in 0..3 {
-        if periodic[d] {
-            w[d] = domain.lo[d] + (c[d] - domain.lo[d]).rem_euclid(domain.size()[d]);
-        } else if !(domain.lo[d]..=domain.hi[d]).contains(&c[d]) {
-            return None;
-        }
-    }
-    Some(w)
-}
-
 fn tags_of(case: &Case) -> TagBox {
     let mut t = TagBox::new(case.domain).unwrap();
     for (c, h) in &case.blobs {
@@ -206,7 +193,7 @@ proptest! {
             if let Some(patches) = &case.patches {
                 let under = fine.grow(o.ghost).coarsen(o.ratio);
                 for c in under.iter() {
-                    let Some(w) = wrap(&case.domain, case.periodic, c) else { continue };
+                    let Some(w) = wrap_cell(&case.domain, case.periodic, c) else { continue };
                     prop_assert!(patches.iter().any(|p| p.contains(&w)), "{} not nested at {:?}", fine, c);
                 }
             }

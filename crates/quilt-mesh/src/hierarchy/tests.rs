@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::cluster::nesting::wrap_cell;
 use crate::error::MeshError;
 use crate::geometry::Geometry;
 use crate::index::{IndexBox, IntVect, Side, iv};
@@ -391,20 +392,6 @@ proptest! {
     }
 }
 
-/// `c` mapped into `domain` along periodic axes; `None` when it lies
-/// outside along a non-periodic one.
-fn wrap(domain: &IndexBox, periodic: [bool; 3], c: IntVect) -> Option<IntVect> {
-    let mut w = c;
-    for d in 0..3 {
-        if periodic[d] {
-            w[d] = domain.lo[d] + (c[d] - domain.lo[d]).rem_euclid(domain.size()[d]);
-        } else if !(domain.lo[d]..=domain.hi[d]).contains(&c[d]) {
-            return None;
-        }
-    }
-    Some(w)
-}
-
 /// Proper nesting of the box `b` of level `l` cell by cell: every coarse
 /// cell under its ghost box is covered by a level `l - 1` patch after
 /// wrapping across periodic faces, or lies outside across another face.
@@ -417,7 +404,7 @@ fn brute_nested(h: &Hierarchy, periodic: [bool; 3], l: usize, b: &IndexBox) -> b
         .map(|p| p.interior())
         .collect();
     b.grow(h.ghost()).coarsen(lg.ratio).iter().all(|c| {
-        wrap(&clg.domain, periodic, c).is_none_or(|w| coarse.iter().any(|q| q.contains(&w)))
+        wrap_cell(&clg.domain, periodic, c).is_none_or(|w| coarse.iter().any(|q| q.contains(&w)))
     })
 }
 
