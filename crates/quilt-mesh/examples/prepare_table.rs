@@ -4,11 +4,15 @@
 //! quilt-sweep's layout (5 components, reflecting walls, MC limiter), on
 //! one thread, in `f32` and `f64`.
 //!
-//! Every pass prepares all patches once; the table gives the median pass
-//! (and the best one) in wall time and in on-CPU time of the filling
-//! thread, so a run on a loaded machine can be judged: where on-CPU time is
-//! well below wall time, other processes took the core. Throughput counts
-//! every cell written (interior plus ghost cells).
+//! Every pass prepares all patches once. The table gives the median and
+//! the best pass in wall time, and the mean on-CPU time of the filling
+//! thread per pass (over all timed passes: the kernel's CPU clock may tick
+//! in steps of several milliseconds), so that a run on a loaded machine
+//! can be judged: where on-CPU time is well below wall time, other
+//! processes took the core. Throughput counts every cell written (interior
+//! plus ghost cells), per second of on-CPU time (the rate per core) and
+//! per second of the best pass's wall time (on an idle machine the most
+//! precise figure).
 //!
 //! ```text
 //! cargo run --release -p quilt-mesh --example prepare_table -- [--reps N]
@@ -101,8 +105,10 @@ struct Row {
     levels: usize,
     precision: &'static str,
     counts: FillCounts,
-    /// Per pass: (wall, on-CPU).
-    passes: Vec<(Duration, Duration)>,
+    /// Wall time of each pass.
+    walls: Vec<Duration>,
+    /// On-CPU time of all passes together.
+    cpu: Duration,
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -146,24 +152,25 @@ fn measure<T: Real>(h: &Hierarchy, reps: u32) -> Result<Row, Box<dyn Error>> {
         )
         .into());
     }
-    let mut passes = Vec::with_capacity(reps as usize);
+    let mut walls = Vec::with_capacity(reps as usize);
+    let (c0, t0) = (thread_cpu_ns(), Instant::now());
     for _ in 0..reps {
-        let (c0, w0) = (thread_cpu_ns(), Instant::now());
+        let w0 = Instant::now();
         pass(h, &fill, &old, &mut buf, &mut scratch)?;
-        let wall = w0.elapsed();
-        let cpu = match (c0, thread_cpu_ns()) {
-            (Some(a), Some(b)) => Duration::from_nanos(b.saturating_sub(a)),
-            _ => wall,
-        };
-        passes.push((wall, cpu));
+        walls.push(w0.elapsed());
     }
+    let cpu = match (c0, thread_cpu_ns()) {
+        (Some(a), Some(b)) => Duration::from_nanos(b.saturating_sub(a)),
+        _ => t0.elapsed(),
+    };
     black_box(&buf);
     Ok(Row {
         patches: h.patches().len(),
         levels: h.num_levels(),
         precision: T::NAME,
         counts,
-        passes,
+        walls,
+        cpu,
     })
 }
 
@@ -185,11 +192,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
     }
     println!(
-        "prepare into {BIN}^3 bins, {NCOMP} components, reflecting walls, MC limiter, one thread, {} timed passes (median / best)",
+        "prepare into {BIN}^3 bins, {NCOMP} components, reflecting walls, MC limiter, one thread, {} timed passes",
         args.reps
     );
     println!(
-        "{:>7} {:>6} {:>4} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>6}",
+        "{:>7} {:>6} {:>4} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9} {:>5}",
         "patches",
         "levels",
         "prec",
@@ -199,19 +206,21 @@ fn main() -> Result<(), Box<dyn Error>> {
         "interp",
         "boundary",
         "wall s",
+        "best s",
         "cpu s",
         "Mcell/s",
         "best",
         "cpu%"
     );
     for r in &rows {
-        let wall = median(r.passes.iter().map(|p| p.0).collect());
-        let cpu = median(r.passes.iter().map(|p| p.1).collect());
-        let best = r.passes.iter().map(|p| p.1).min().unwrap_or(cpu);
+        let wall = median(r.walls.clone());
+        let best = r.walls.iter().copied().min().unwrap_or(wall);
+        let total: Duration = r.walls.iter().sum();
+        let cpu = r.cpu / r.walls.len().max(1) as u32;
         let cells = r.counts.total() as f64;
         let rate = |d: Duration| cells / d.as_secs_f64().max(1e-12) / 1e6;
         println!(
-            "{:>7} {:>6} {:>4} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9.4} {:>9.4} {:>10.1} {:>10.1} {:>6.1}",
+            "{:>7} {:>6} {:>4} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8.4} {:>8.4} {:>8.4} {:>9.1} {:>9.1} {:>5.0}",
             r.patches,
             r.levels,
             r.precision,
@@ -221,14 +230,18 @@ fn main() -> Result<(), Box<dyn Error>> {
             r.counts.ghosts.interpolated,
             r.counts.ghosts.physical,
             wall.as_secs_f64(),
+            best.as_secs_f64(),
             cpu.as_secs_f64(),
             rate(cpu),
             rate(best),
-            100.0 * cpu.as_secs_f64() / wall.as_secs_f64().max(1e-12)
+            100.0 * r.cpu.as_secs_f64() / total.as_secs_f64().max(1e-12)
         );
     }
     println!(
-        "Mcell/s and best: cells written per second of on-CPU time of the filling thread (per core); cpu%: on-CPU / wall time of the median pass"
+        "wall s: median pass; best s: fastest pass; cpu s: mean on-CPU time of the filling thread per pass"
+    );
+    println!(
+        "Mcell/s: cells written per second of on-CPU time (per core); best: per second of the fastest pass's wall time; cpu%: on-CPU / wall over all passes"
     );
     match (p0, process_cpu()) {
         (Some(a), Some(b)) => println!(

@@ -188,24 +188,27 @@ impl FillPlan {
 
 /// The coarse cells to gather for interpolating `interp` (fine boxes):
 /// each box's coarse cells grown by the one-cell slope stencil, made
-/// disjoint, intersected with the coarse copy tags. Returns the bounding
-/// box of what is gathered and the tags.
+/// disjoint, intersected with the coarse copy tags. Returns the scratch
+/// box — the bounding box of the grown boxes, so that the kernels read
+/// whole rows of neighbours without range checks, whether gathered or not
+/// — and the tags.
 fn gather_plan(coarse: &[Overlap], interp: &[IndexBox], ratio: i32) -> (IndexBox, Vec<Overlap>) {
     let mut need = BoxList::new();
+    let mut bbox = IndexBox::empty();
     for g in interp {
-        let mut part = BoxList::from_box(g.coarsen(ratio).grow(1));
+        let grown = g.coarsen(ratio).grow(1);
+        bbox = bbox.bounding(&grown);
+        let mut part = BoxList::from_box(grown);
         part.subtract_all(need.boxes());
         for b in part.into_boxes() {
             need.push_disjoint(b);
         }
     }
     let mut gather = Vec::new();
-    let mut bbox = IndexBox::empty();
     for o in coarse {
         for n in need.boxes() {
             let region = o.region.intersect(n);
             if !region.is_empty() {
-                bbox = bbox.bounding(&region);
                 gather.push(Overlap { region, ..*o });
             }
         }

@@ -420,14 +420,14 @@ fn copy_rows<T: Real>(
     let nx = region.size().x as usize;
     let [_, sy, sz] = src.strides();
     let o0 = src.index(&(region.lo - shift));
-    let (ny, nz) = (region.size().y as usize, region.size().z as usize);
+    let ny = region.size().y as usize;
     for c in 0..t.ncomp() {
         let s = src.comp(c);
-        for (dk, k) in (region.lo.z..=region.hi.z).enumerate().take(nz) {
-            let ok = o0 + dk * sz;
-            for (dj, j) in (region.lo.y..=region.hi.y).enumerate().take(ny) {
-                let os = ok + dj * sy;
-                interp::copy_row(t.row_mut(c, region.lo.x, j, k, nx), &s[os..os + nx]);
+        for (dk, k) in (region.lo.z..=region.hi.z).enumerate() {
+            let plane = &s[o0 + dk * sz..];
+            let rows = t.rows_mut(c, region.lo.x, region.lo.y, k, nx, ny);
+            for (d, row) in rows.zip(plane.chunks(sy)) {
+                interp::copy_row(d, row);
             }
         }
     }

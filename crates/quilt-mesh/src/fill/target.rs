@@ -216,6 +216,40 @@ impl<'a, T: Copy> FillTarget<'a, T> {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(o), n) }
     }
 
+    /// `count` consecutive rows along `y` of `n` values of component `c`,
+    /// the first starting at cell `(i, j, k)`: the same as
+    /// [`FillTarget::row_mut`] for `j, j + 1, …` without recomputing the
+    /// offset. The rows must lie in the box (internal callers clip first).
+    #[inline(always)]
+    pub(crate) fn rows_mut(
+        &mut self,
+        c: usize,
+        i: i32,
+        j: i32,
+        k: i32,
+        n: usize,
+        count: usize,
+    ) -> impl Iterator<Item = &mut [T]> + '_ {
+        debug_assert!(
+            n == 0
+                || count == 0
+                || self
+                    .bx
+                    .contains(&iv(i + n as i32 - 1, j + count as i32 - 1, k))
+        );
+        let o = if count == 0 {
+            0
+        } else {
+            self.offset(i, j, k, c)
+        };
+        let (ptr, sy) = (self.ptr.as_ptr(), self.sy);
+        // SAFETY: every row lies in the box (caller's contract, checked in
+        // debug builds); rows are `sy >= nx >= n` apart (checked by the
+        // constructors), so the slices handed out are disjoint, and they
+        // borrow `self` mutably for as long as they live.
+        (0..count).map(move |r| unsafe { std::slice::from_raw_parts_mut(ptr.add(o + r * sy), n) })
+    }
+
     /// Read-only counterpart of [`FillTarget::row_mut`].
     #[inline(always)]
     pub(crate) fn row(&self, c: usize, i: i32, j: i32, k: i32, n: usize) -> &[T] {

@@ -110,6 +110,15 @@ fn reference_prepare<T: Real>(
 }
 
 fn check_hierarchy<T: Real>(h: &Hierarchy, bc: BoundaryConditions<T>, limiter: Limiter) {
+    // Both builds of the interpolation kernels (where the CPU has AVX2).
+    for baseline in [false, true] {
+        crate::interp::tests::baseline_only(baseline);
+        check_hierarchy_once(h, bc.clone(), limiter);
+    }
+    crate::interp::tests::baseline_only(false);
+}
+
+fn check_hierarchy_once<T: Real>(h: &Hierarchy, bc: BoundaryConditions<T>, limiter: Limiter) {
     let ncomp = 3;
     let old = old_data::<T>(h, ncomp);
     let fill = GhostFill::new(h, bc, limiter).unwrap();
