@@ -45,14 +45,14 @@
 //! # Kernels
 //! Both kernels compute the limited slopes once per coarse cell (per box
 //! given) and then write the `r³` fine children, in monomorphised
-//! versions per ratio and limiter ([`SlopeRule`]):
+//! versions per ratio and limiter (`SlopeRule`):
 //!
-//! - [`rows`]: one row of coarse cells along `x` at a time — slopes of the
+//! - `rows`: one row of coarse cells along `x` at a time — slopes of the
 //!   whole row in one branch-free, vectorised loop, cells with a missing
 //!   neighbour patched afterwards with one-sided slopes, the row expanded
 //!   once to fine `x`, then every fine row above it written as one
 //!   vectorised sum;
-//! - [`thin`]: boxes at most [`THIN`] fine cells wide along `x` (the `x`
+//! - `thin`: boxes at most 4 fine cells wide along `x` (the `x`
 //!   faces of a ghost shell, whose rows are 3 cells long) — the same per
 //!   column of coarse cells along `y`, gathered into contiguous buffers.
 //!
