@@ -57,7 +57,7 @@
 //!   column of coarse cells along `y`, gathered into contiguous buffers.
 //!
 //! The two sum the three slope terms in different orders (`x, y, z` and
-//! `y, x, z`); [`reference`] (tests only) states both cell by cell, and
+//! `y, x, z`); `reference` (tests only) states both cell by cell, and
 //! the tests hold the kernels to it bit for bit.
 
 mod blocks;
