@@ -106,9 +106,10 @@ pub(super) fn kernel<T: Real, const R: usize, L: SlopeRule>(
     Ok(())
 }
 
-/// `out = (fx + fy·oy) + fz·oz`, element by element, in blocks.
+/// `out = (fx + fy·oy) + fz·oz`, element by element, in blocks (the
+/// thin-box kernel's columns too).
 #[inline(always)]
-fn fine_row<T: Real>(out: &mut [T], fx: &[T], fy: &[T], fz: &[T], oy: T, oz: T) {
+pub(super) fn fine_row<T: Real>(out: &mut [T], fx: &[T], fy: &[T], fz: &[T], oy: T, oz: T) {
     let n = out.len();
     let (fx, fy, fz) = (&fx[..n], &fy[..n], &fz[..n]);
     cover!(n, |i, W| {

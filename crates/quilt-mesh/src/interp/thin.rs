@@ -8,9 +8,8 @@
 //! (`u + s_y·o_y`, `s_x`, `s_z` per fine cell). Each fine row, a few cells
 //! long, is then `(u + s_y·o_y) + s_x·o_x + s_z·o_z` from its columns.
 
-use super::blocks::cover;
 use super::flags::{ALL_NEIGHBOURS, Flags};
-use super::lanes::{Arith, Lanes};
+use super::rows::fine_row;
 use super::scratch::at_least;
 use super::slopes::{
     SlopeRule, Stencil, cell_slopes, cell_slopes_inside, expand, offsets, run_slopes,
@@ -241,20 +240,7 @@ impl<T: Real> Columns<'_, T> {
         for (t, out) in tile.chunks_exact_mut(n).take(W).enumerate() {
             let b = qx[t] * self.len + self.head;
             let (a, x, z) = (&self.e0[b..b + n], &self.e1[b..b + n], &self.e2[b..b + n]);
-            let o = ox[t];
-            cover!(n, |i, B| {
-                let r = i..i + B;
-                let (av, xv, zv) = (
-                    Lanes::<T, B>::load(&a[r.clone()]),
-                    Lanes::load(&x[r.clone()]),
-                    Lanes::load(&z[r.clone()]),
-                );
-                (av + xv * Lanes::splat(o) + zv * Lanes::splat(oz)).store(&mut out[r]);
-            }, else {
-                for i in 0..n {
-                    out[i] = a[i] + x[i] * o + z[i] * oz;
-                }
-            });
+            fine_row(out, a, x, z, ox[t], oz);
         }
         let cols: [&[T]; W] = std::array::from_fn(|t| &tile[t * n..(t + 1) * n]);
         for (row, jj) in rows.zip(0..n) {
