@@ -16,7 +16,7 @@ mod select;
 
 pub use cpu::CpuBackend;
 pub use cuda::CudaBackend;
-pub use select::{backend_for, cuda_config};
+pub use select::backend_for;
 
 use std::error::Error as StdError;
 use std::fmt;

@@ -7,13 +7,6 @@ use super::{CpuBackend, CudaBackend, SolveBackend};
 use crate::deck::{BackendChoice, Deck};
 use crate::{IntegratorError, Real};
 
-/// The CUDA configuration a deck runs with: the default kernels (packed
-/// bins, warp-per-column x sweeps, marched y and z sweeps), FMA off so
-/// results equal the CPU's bit for bit, device 0.
-pub fn cuda_config(_deck: &Deck) -> CudaConfig {
-    CudaConfig::default()
-}
-
 /// The backend `deck.run.backend` asks for, boxed so a program can choose
 /// at run time. `cuda` fails with the reason CUDA is unusable (no driver,
 /// no device, no NVRTC, a kernel that does not compile); `auto` falls back
@@ -28,7 +21,10 @@ pub fn backend_for<T: Real>(deck: &Deck) -> Result<Box<dyn SolveBackend<T>>, Int
         BackendChoice::Cuda => Backend::Cuda,
         BackendChoice::Auto => Backend::Auto,
     };
-    let config = cuda_config(deck);
+    // The default kernels (packed bins, warp-per-column x sweeps, marched
+    // y and z sweeps), FMA off so results equal the CPU's bit for bit,
+    // device 0.
+    let config = CudaConfig::default();
     let made = select_backend(requested, config.device).and_then(|sel| match sel {
         Selected::Cpu => Ok(None),
         Selected::Cuda(_) => CudaBackend::<T>::new(solver.scheme(), solver.gas(), config).map(Some),
