@@ -17,12 +17,14 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+#[path = "common/prepare_field.rs"]
+mod prepare_field;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use prepare_field::{NCOMP, old_data};
 use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill, PhysicalBc};
 use quilt_mesh::interp::Limiter;
 use quilt_mesh::{Hierarchy, PatchData, Real, SyntheticSpec, generate};
 
-const NCOMP: usize = 5;
 const BIN: usize = 64;
 /// Bins the patches rotate through: more than the last-level cache holds,
 /// as a real batch buffer would be.
@@ -51,31 +53,8 @@ fn cpu_time(iters: u64, mut f: impl FnMut()) -> Duration {
     }
 }
 
-/// Old data of every patch: a smooth field plus structure on every
-/// component, so limiters take both branches.
-fn old_data<T: Real>(h: &Hierarchy) -> Vec<PatchData<T>> {
-    h.patches()
-        .iter()
-        .map(|p| {
-            let lg = h.level_geometry(p.level()).unwrap();
-            let mut d = PatchData::new(p.interior(), h.ghost(), NCOMP).unwrap();
-            d.fill_cells_with(|q, v| {
-                let x = lg.cell_center(q);
-                let r = ((x.x - 0.5).powi(2) + (x.y - 0.5).powi(2) + (x.z - 0.5).powi(2)).sqrt();
-                let rho = 1.0 + if r < 0.3 { 2.0 } else { 0.1 * (20.0 * r).sin() };
-                v[0] = T::from_f64(rho);
-                v[1] = T::from_f64(rho * (x.y - 0.5));
-                v[2] = T::from_f64(-rho * (x.x - 0.5));
-                v[3] = T::from_f64(0.1 * x.z);
-                v[4] = T::from_f64(2.5 / r.max(0.05));
-            });
-            d
-        })
-        .collect()
-}
-
 fn bench_type<T: Real>(c: &mut Criterion, h: &Hierarchy) {
-    let old = old_data::<T>(h);
+    let old = old_data::<T>(h).expect("old data of the synthetic hierarchy");
     let bc = BoundaryConditions::uniform(PhysicalBc::Reflecting).with_vector([1, 2, 3]);
     let fill = GhostFill::new(h, bc, Limiter::MonotonizedCentral).unwrap();
     let cells: i64 = h.patches().iter().map(|p| p.ghost_box().num_cells()).sum();

@@ -24,10 +24,12 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+#[path = "../benches/common/prepare_field.rs"]
+mod prepare_field;
+use prepare_field::{NCOMP, old_data};
 use quilt_mesh::fill::{BoundaryConditions, FillCounts, FillScratch, FillTarget, GhostFill};
 use quilt_mesh::{Hierarchy, Limiter, PatchData, PhysicalBc, Real, SyntheticSpec, generate};
 
-const NCOMP: usize = 5;
 const BIN: usize = 64;
 
 /// Command line.
@@ -75,30 +77,6 @@ fn process_cpu() -> Option<Duration> {
     let utime: u64 = f.get(11)?.parse().ok()?;
     let stime: u64 = f.get(12)?.parse().ok()?;
     Some(Duration::from_millis((utime + stime) * 10))
-}
-
-/// Old data of every patch: a smooth field with a jump and structure on
-/// every component, so that limiters take both branches.
-fn old_data<T: Real>(h: &Hierarchy) -> Result<Vec<PatchData<T>>, Box<dyn Error>> {
-    let mut out = Vec::with_capacity(h.patches().len());
-    for p in h.patches() {
-        let lg = h
-            .level_geometry(p.level())
-            .ok_or_else(|| format!("no geometry for level {}", p.level()))?;
-        let mut d = PatchData::new(p.interior(), h.ghost(), NCOMP)?;
-        d.fill_cells_with(|q, v| {
-            let x = lg.cell_center(q);
-            let r = ((x.x - 0.5).powi(2) + (x.y - 0.5).powi(2) + (x.z - 0.5).powi(2)).sqrt();
-            let rho = 1.0 + if r < 0.3 { 2.0 } else { 0.1 * (20.0 * r).sin() };
-            v[0] = T::from_f64(rho);
-            v[1] = T::from_f64(rho * (x.y - 0.5));
-            v[2] = T::from_f64(-rho * (x.x - 0.5));
-            v[3] = T::from_f64(0.1 * x.z);
-            v[4] = T::from_f64(2.5 / r.max(0.05));
-        });
-        out.push(d);
-    }
-    Ok(out)
 }
 
 /// One row of the table.
