@@ -59,31 +59,42 @@ fn data_range(c: &Chunk, bin_edge: u32) -> std::ops::Range<usize> {
 }
 
 impl<T: GpuReal> CudaSolver<T> {
-    /// Makes the device state match `layout` (rebuilding it if the layout
-    /// changed).
+    /// Makes the device state match `layout`: a kept state of that layout
+    /// if there is one, else a new one; the current state is kept for
+    /// later batches and hands its pinned staging over.
     fn ensure_state(&mut self, layout: &BatchLayout) -> Result<(), CudaError> {
         if self.state.as_ref().is_some_and(|s| s.plan.matches(layout)) {
             return Ok(());
         }
-        let t0 = Instant::now();
-        if let Some(i) = self.recent.iter().position(|s| s.plan.matches(layout)) {
-            let mut next = self.recent.remove(i);
-            next.bind(&self.module, &self.streams[0])?;
-            if let Some(mut cur) = self.state.take() {
-                next.adopt_staging(cur.take_staging());
-                self.keep_recent(cur);
+        // Taken out before the current state is kept, so that keeping it
+        // cannot evict the one wanted.
+        let kept = self
+            .recent
+            .iter()
+            .position(|s| s.plan.matches(layout))
+            .map(|i| self.recent.remove(i));
+        let staging = self.state.take().map(|mut cur| {
+            let s = cur.take_staging();
+            self.keep_recent(cur);
+            s
+        });
+        let mut next = match kept {
+            Some(st) => {
+                st.bind(&self.module, &self.streams[0])?;
+                st
             }
-            self.state = Some(next);
-            return Ok(());
-        }
-        let staging = match self.state.take() {
-            Some(mut cur) => {
-                let s = cur.take_staging();
-                self.keep_recent(cur);
-                Some(s)
-            }
-            None => None,
+            None => self.new_state(layout)?,
         };
+        if let Some(old) = staging {
+            next.adopt_staging(old);
+        }
+        self.state = Some(next);
+        Ok(())
+    }
+
+    /// The device state of a layout not seen recently.
+    fn new_state(&self, layout: &BatchLayout) -> Result<LayoutState<T>, CudaError> {
+        let t0 = Instant::now();
         let chunking = match self.config.variant {
             Variant::Default => Chunking::Patches(
                 self.config
@@ -94,7 +105,7 @@ impl<T: GpuReal> CudaSolver<T> {
             _ => Chunking::Bins(self.config.chunks),
         };
         let variant = self.config.variant;
-        self.state = Some(LayoutState::new(
+        let st = LayoutState::new(
             &self.dev.ctx,
             &self.module,
             &self.streams[0],
@@ -103,16 +114,13 @@ impl<T: GpuReal> CudaSolver<T> {
             chunking,
             variant.marched_axes(),
             variant.uses_constant_descriptors(),
-        )?);
-        if let (Some(st), Some(old)) = (self.state.as_mut(), staging) {
-            st.adopt_staging(old);
-        }
+        )?;
         log::debug!(
             "device state for a new layout ({} bins) built in {:.3} ms",
             layout.nbins(),
             t0.elapsed().as_secs_f64() * 1e3
         );
-        Ok(())
+        Ok(st)
     }
 
     /// Keeps the device state of a layout for later batches, dropping the
