@@ -106,12 +106,6 @@ __device__ __forceinline__ bool q_finite(double x) { return isfinite(x); }
 // ------------------------------------------------------------- physics ----
 // Column order [rho, m_n, m_t1, m_t2, E] (quilt_sweep::physics::column).
 
-template <class T> __device__ __forceinline__ T pressure_of(const GasK<T>& k, const T u[5]) {
-    T inv = T(1) / u[0];
-    T ke = T(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
-    return k.gm1 * (u[4] - ke);
-}
-
 template <class T>
 __device__ __forceinline__ void signal_speed(const GasK<T>& k, const T u[5], T& vn, T& p, T& cs) {
     T inv = T(1) / u[0];
@@ -134,18 +128,28 @@ struct Floors {
     u32 density, pressure;
 };
 
-template <class T> __device__ __forceinline__ void apply_floors(const GasK<T>& k, T u[5], Floors& c) {
+// The floors, keeping 1/rho and the kinetic energy of the floored state
+// (the floors change neither once the density is floored), so that a split
+// flux of that state need not divide again: the values are those the
+// separate calls compute.
+template <class T>
+__device__ __forceinline__ void apply_floors_keep(const GasK<T>& k, T u[5], Floors& c, T& inv, T& ke) {
     if (u[0] < k.rho_floor) {
         u[0] = k.rho_floor;
         c.density += 1;
     }
-    T p = pressure_of(k, u);
+    inv = T(1) / u[0];
+    ke = T(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
+    T p = k.gm1 * (u[4] - ke);
     if (p < k.p_floor) {
-        T inv = T(1) / u[0];
-        T ke = T(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
         u[4] = ke + k.p_floor * k.inv_gm1;
         c.pressure += 1;
     }
+}
+
+template <class T> __device__ __forceinline__ void apply_floors(const GasK<T>& k, T u[5], Floors& c) {
+    T inv, ke;
+    apply_floors_keep(k, u, c, inv, ke);
 }
 
 __device__ __forceinline__ void flush_floors(const Floors& c, u64 counters) {
@@ -473,6 +477,38 @@ __device__ __forceinline__ void item_range(const PassInfo& ps, u32 q0, u32 q1, u
 
 __device__ __forceinline__ ColItem item_at(const PassInfo& ps, u32 i) { return ((const ColItem*)ps.items)[i]; }
 
+// ------------------------------------------------------- cell maps ----
+// Which column cells a thread of a cell-parallel group owns (`cell(q)`, its
+// q-th cell, possibly outside the column: then idle), and where column
+// cell i lives in the group's shared arrays (`at(i)`). Every neighbour a
+// column function reads lies in the same column, so a map only has to keep
+// a column's cells apart from the other columns of its group.
+
+// One column per group of G threads: cell t + qG, slot i.
+template <int G> struct SeqCells {
+    int t;
+    __device__ __forceinline__ int cell(int q) const { return t + q * G; }
+    __device__ __forceinline__ int at(int i) const { return i; }
+};
+
+// Rows kernel: a warp holds several short rows end to end in 64 slots, each
+// row starting at an even slot `off`, so that lane l owns slots 2l and
+// 2l + 1 of one row (so cell(q) >= 0; idle lanes get an empty column).
+// Slot x is stored at (x & 1) * 32 + x / 2: the lanes
+// of a warp reading the same neighbour of their cells hit 32 different
+// banks.
+struct PairCells {
+    int lane, off;
+    __device__ __forceinline__ int cell(int q) const { return 2 * lane + q - off; }
+    __device__ __forceinline__ int at(int i) const {
+        const int x = off + i;
+        return ((x & 1) << 5) | (x >> 1);
+    }
+};
+
+// Slots of a rows-kernel group (two cells per lane).
+#define QUILT_ROW_SLOTS 64
+
 #define QUILT_SYNC(WARP) \
     do {                  \
         if (WARP)         \
@@ -485,9 +521,10 @@ __device__ __forceinline__ ColItem item_at(const PassInfo& ps, u32 i) { return (
 // The thread organisations of the three variants, shared by the schemes. A
 // scheme S provides
 //   S::SLOT_WORDS                       shared-memory values per column slot
-//   S::par<T, G, CPT, WARP>(...)        one column, G threads x CPT cells,
-//                                       phases separated by block (WARP =
-//                                       false) or warp barriers
+//   S::par<T, CPT, WARP>(..., m, ...)   one column, CPT cells per thread
+//                                       placed by the cell map m, phases
+//                                       separated by block (WARP = false) or
+//                                       warp barriers
 //   S::march<T>(...)                    one column marched by one thread
 
 // Default scheme (paper's baseline): one block of 2 x 64 threads per patch,
@@ -509,7 +546,7 @@ template <class S, class T> __device__ __forceinline__ void shell_default(const 
                 ColItem ci = item_at(ps, it);
                 c = make_col(desc_of(A.use_const, A.descs, ci.patch), ci.patch, ps, ci.ta, ci.tb, A.bin_edge);
             }
-            S::template par<T, 64, 1, false>(A, ps, c, t, sm, fc);
+            S::template par<T, 1, false>(A, ps, c, SeqCells<64>{t}, sm, fc);
         }
         __syncthreads();
     }
@@ -533,18 +570,48 @@ template <class S, class T> __device__ __forceinline__ void shell_packed(const S
             ColItem ci = item_at(ps, it);
             c = make_col(desc_of(A.use_const, A.descs, ci.patch), ci.patch, ps, ci.ta, ci.tb, A.bin_edge);
         }
-        S::template par<T, 64, 1, false>(A, ps, c, t, sm, fc);
+        S::template par<T, 1, false>(A, ps, c, SeqCells<64>{t}, sm, fc);
     }
     flush_floors(fc, A.counters);
 }
 
-// Kernel-optimised x sweep (paper sec. 3.4): a warp per row, two cells per
-// lane, warp barriers only; rows are contiguous, so reads coalesce.
+// Columns a pass covers along transverse axis `a` of patch d.
+__device__ __forceinline__ int pass_span(const PatchDesc& d, const PassInfo& ps, int a) {
+    return (int)pick(a, d.extent[0], d.extent[1], d.extent[2]) - 2 * (int)d.ghost + pick(a, ps.th0, ps.th1, ps.th2) * 2;
+}
+
+// Column l of a pass over patch d in the flat order of its (tb, ta) grid.
+__device__ __forceinline__ Col flat_col(const PatchDesc& d, u32 patch, const PassInfo& ps, int l, int B) {
+    const int axis = ps.axis;
+    const int a = axis == 0 ? 1 : 0;
+    const int b = axis == 2 ? 1 : 2;
+    const int g = (int)d.ghost;
+    const int ra = pass_span(d, ps, a);
+    const int tb = l / ra;
+    const int ta = l - tb * ra;
+    return make_col(d, patch, ps, g - pick(a, ps.th0, ps.th1, ps.th2) + ta, g - pick(b, ps.th0, ps.th1, ps.th2) + tb, B);
+}
+
+// Kernel-optimised x sweep (paper sec. 3.4): a warp per group of rows of
+// one patch (as many as fit end to end in QUILT_ROW_SLOTS, so that short
+// rows do not leave lanes idle), two neighbouring cells per lane, warp
+// barriers only; rows are contiguous, so reads coalesce. An item holds the
+// first row of its group in the flat (tb, ta) order of the patch's rows
+// (ta) and the number of rows (tb).
 template <class S, class T>
 __device__ __forceinline__ void row_item(const StepArgs<T>& A, const PassInfo& ps, u32 it, int lane, T* sm, Floors& fc) {
     ColItem ci = item_at(ps, it);
-    Col c = make_col(desc_of(A.use_const, A.descs, ci.patch), ci.patch, ps, ci.ta, ci.tb, A.bin_edge);
-    S::template par<T, 32, 2, true>(A, ps, c, lane, sm, fc);
+    const PatchDesc& d = desc_of(A.use_const, A.descs, ci.patch);
+    const int len = (int)pick(ps.axis, d.extent[0], d.extent[1], d.extent[2]) - 2 * (int)d.ghost + 2 * ps.read_halo;
+    const int span = len + (len & 1);
+    const int r = 2 * lane / span;
+    Col c = idle_col();
+    int off = 0;
+    if (r < (int)ci.tb) {
+        c = flat_col(d, ci.patch, ps, (int)ci.ta + r, A.bin_edge);
+        off = r * span;
+    }
+    S::template par<T, 2, true>(A, ps, c, PairCells{lane, off}, sm, fc);
 }
 
 // Kernel-optimised y and z sweeps: a warp per 32 columns of one patch, one
@@ -556,42 +623,62 @@ __device__ __forceinline__ void march_item(const StepArgs<T>& A, const PassInfo&
     ColItem ci = item_at(ps, it);
     const PatchDesc& d = desc_of(A.use_const, A.descs, ci.patch);
     const int axis = ps.axis;
-    const int a = axis == 0 ? 1 : 0;
-    const int b = axis == 2 ? 1 : 2;
-    const int g = (int)d.ghost;
-    const int tha = pick(a, ps.th0, ps.th1, ps.th2), thb = pick(b, ps.th0, ps.th1, ps.th2);
-    const int ra = (int)pick(a, d.extent[0], d.extent[1], d.extent[2]) - 2 * g + 2 * tha;
-    const int rb = (int)pick(b, d.extent[0], d.extent[1], d.extent[2]) - 2 * g + 2 * thb;
+    const int cols = pass_span(d, ps, axis == 0 ? 1 : 0) * pass_span(d, ps, axis == 2 ? 1 : 2);
     const int l = (int)ci.ta + lane;
-    if (l < ra * rb) {
-        const int tb = l / ra;
-        const int ta = l - tb * ra;
-        Col c = make_col(d, ci.patch, ps, g - tha + ta, g - thb + tb, A.bin_edge);
+    if (l < cols) {
+        Col c = flat_col(d, ci.patch, ps, l, A.bin_edge);
         S::template march<T>(A, ps, c, fc);
     }
 }
+
+// Runs the body (the macro's remaining arguments) with the constant AX equal to the run-time axis: a pass copied
+// with that constant axis lets the column geometry (strides, component
+// order, transverse axes) fold into the code of each copy.
+#define QUILT_AXIS_SWITCH(axis, ...)     \
+    switch (axis) {                      \
+    case 0: {                            \
+        constexpr int AX = 0;            \
+        __VA_ARGS__;                     \
+    } break;                             \
+    case 1: {                            \
+        constexpr int AX = 1;            \
+        __VA_ARGS__;                     \
+    } break;                             \
+    default: {                           \
+        constexpr int AX = 2;            \
+        __VA_ARGS__;                     \
+    } break;                             \
+    }
 
 template <class S, class T> __device__ __forceinline__ void shell_rows(const StepArgs<T>& A) {
     extern __shared__ __align__(16) unsigned char qsm[];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     u32 nw = blockDim.x >> 5;
     T* sm = (T*)qsm + warp * S::SLOT_WORDS;
-    PassInfo ps = pass_of(A, A.pass0);
+    const PassInfo ps = pass_of(A, A.pass0);
     u32 s0, s1;
     item_range(ps, A.q0, A.q1, s0, s1);
     Floors fc = {0, 0};
-    for (u32 it = s0 + blockIdx.x * nw + warp; it < s1; it += gridDim.x * nw) row_item<S, T>(A, ps, it, lane, sm, fc);
+    QUILT_AXIS_SWITCH(ps.axis, {
+        PassInfo pa = ps;
+        pa.axis = AX;
+        for (u32 it = s0 + blockIdx.x * nw + warp; it < s1; it += gridDim.x * nw) row_item<S, T>(A, pa, it, lane, sm, fc);
+    })
     flush_floors(fc, A.counters);
 }
 
 template <class S, class T> __device__ __forceinline__ void shell_march(const StepArgs<T>& A) {
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     u32 nw = blockDim.x >> 5;
-    PassInfo ps = pass_of(A, A.pass0);
+    const PassInfo ps = pass_of(A, A.pass0);
     u32 s0, s1;
     item_range(ps, A.q0, A.q1, s0, s1);
     Floors fc = {0, 0};
-    for (u32 it = s0 + blockIdx.x * nw + warp; it < s1; it += gridDim.x * nw) march_item<S, T>(A, ps, it, lane, fc);
+    QUILT_AXIS_SWITCH(ps.axis, {
+        PassInfo pa = ps;
+        pa.axis = AX;
+        for (u32 it = s0 + blockIdx.x * nw + warp; it < s1; it += gridDim.x * nw) march_item<S, T>(A, pa, it, lane, fc);
+    })
     flush_floors(fc, A.counters);
 }
 

@@ -24,9 +24,13 @@ template <class T> __device__ __forceinline__ T rtvd_limit(int lim, T a, T b) {
     return q_abs(a) < q_abs(b) ? a : b;        // minmod
 }
 
-template <class T> __device__ __forceinline__ void split_flux(const GasK<T>& k, const T u[5], T fr[5], T fl[5]) {
-    T vn, p, cs;
-    signal_speed(k, u, vn, p, cs);
+// Split fluxes of u given its 1/rho and kinetic energy (signal_speed's
+// operations from there on).
+template <class T>
+__device__ __forceinline__ void split_flux_known(const GasK<T>& k, const T u[5], T inv, T ke, T fr[5], T fl[5]) {
+    T vn = u[1] * inv;
+    T p = q_max(k.gm1 * (u[4] - ke), k.p_floor);
+    T cs = q_sqrt(k.gamma * p * inv);
     T c = q_abs(vn) + cs;
     T f[5];
     euler_flux(u, vn, p, f);
@@ -36,6 +40,12 @@ template <class T> __device__ __forceinline__ void split_flux(const GasK<T>& k, 
         fr[v] = T(0.5) * (cu + f[v]);
         fl[v] = T(0.5) * (cu - f[v]);
     }
+}
+
+template <class T> __device__ __forceinline__ void split_flux(const GasK<T>& k, const T u[5], T fr[5], T fl[5]) {
+    T inv = T(1) / u[0];
+    T ke = T(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
+    split_flux_known(k, u, inv, ke, fr, fl);
 }
 
 // Limited face flux between cells f and f+1 from the half-step split fluxes
@@ -58,8 +68,8 @@ struct Rtvd {
     // fr, fl, face fluxes
     static const int SLOT_WORDS = 15 * E;
 
-    template <class T, int G, int CPT, bool WARP>
-    static __device__ __forceinline__ void par(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int t, T* sm, Floors& fc) {
+    template <class T, int CPT, bool WARP, class M>
+    static __device__ __forceinline__ void par(const StepArgs<T>& A, const PassInfo& ps, const Col& c, const M& m, T* sm, Floors& fc) {
         T* sfr = sm;
         T* sfl = sm + 5 * E;
         T* sfx = sm + 10 * E;
@@ -77,76 +87,82 @@ struct Rtvd {
         T u[CPT][5];
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
-            int i = t + q * G;
+            int i = m.cell(q);
             if (i < len) {
                 load_cell(data, c, axis, i, u[q]);
                 T fr[5], fl[5];
                 split_flux(k, u[q], fr, fl);
+                const int s = m.at(i);
 #pragma unroll
                 for (int v = 0; v < 5; ++v) {
-                    sfr[v * E + i] = fr[v];
-                    sfl[v * E + i] = fl[v];
+                    sfr[v * E + s] = fr[v];
+                    sfl[v * E + s] = fl[v];
                 }
             }
         }
         QUILT_SYNC(WARP);
-        T uh[CPT][5];
+        T uh[CPT][5], hinv[CPT], hke[CPT];
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
-            int i = t + q * G;
+            int i = m.cell(q);
             if (i >= 1 && i <= len - 2) {
+                const int sm1 = m.at(i - 1), s0 = m.at(i), sp1 = m.at(i + 1);
 #pragma unroll
                 for (int v = 0; v < 5; ++v) {
-                    T fp = sfr[v * E + i] - sfl[v * E + i + 1];
-                    T fm = sfr[v * E + i - 1] - sfl[v * E + i];
+                    T fp = sfr[v * E + s0] - sfl[v * E + sp1];
+                    T fm = sfr[v * E + sm1] - sfl[v * E + s0];
                     uh[q][v] = u[q][v] - hdtdx * (fp - fm);
                 }
-                apply_floors(k, uh[q], fc);
+                apply_floors_keep(k, uh[q], fc, hinv[q], hke[q]);
             }
         }
         QUILT_SYNC(WARP);
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
-            int i = t + q * G;
+            int i = m.cell(q);
             if (i >= 1 && i <= len - 2) {
                 T fr[5], fl[5];
-                split_flux(k, uh[q], fr, fl);
+                split_flux_known(k, uh[q], hinv[q], hke[q], fr, fl);
+                const int s = m.at(i);
 #pragma unroll
                 for (int v = 0; v < 5; ++v) {
-                    sfr[v * E + i] = fr[v];
-                    sfl[v * E + i] = fl[v];
+                    sfr[v * E + s] = fr[v];
+                    sfl[v * E + s] = fl[v];
                 }
             }
         }
         QUILT_SYNC(WARP);
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
-            int f = t + q * G;
+            int f = m.cell(q);
             if (f >= 2 && f <= len - 4) {
+                const int sm1 = m.at(f - 1), s0 = m.at(f), sp1 = m.at(f + 1), sp2 = m.at(f + 2);
 #pragma unroll
                 for (int v = 0; v < 5; ++v) {
                     const T* r = sfr + v * E;
                     const T* l = sfl + v * E;
-                    sfx[v * E + f] = rtvd_face(A.opt0, r[f - 1], r[f], r[f + 1], l[f], l[f + 1], l[f + 2]);
+                    sfx[v * E + s0] = rtvd_face(A.opt0, r[sm1], r[s0], r[sp1], l[s0], l[sp1], l[sp2]);
                 }
             }
         }
         QUILT_SYNC(WARP);
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
-            int i = t + q * G;
+            int i = m.cell(q);
             if (i >= 3 && i <= len - 4) {
+                const int sm1 = m.at(i - 1), s0 = m.at(i);
                 T w[5];
 #pragma unroll
-                for (int v = 0; v < 5; ++v) w[v] = u[q][v] - dtdx * (sfx[v * E + i] - sfx[v * E + i - 1]);
+                for (int v = 0; v < 5; ++v) w[v] = u[q][v] - dtdx * (sfx[v * E + s0] - sfx[v * E + sm1]);
                 apply_floors(k, w, fc);
                 check_finite(c, axis, i, w, A.errors, ps.slot);
                 store_cell(data, c, axis, i, w);
             }
             if (len > 0 && (i == c.face_lo || i == c.face_hi)) {
+                const int s0 = m.at(i);
                 T f[5];
 #pragma unroll
-                for (int v = 0; v < 5; ++v) f[v] = sfx[v * E + i];
+                for (int v = 0; v < 5; ++v) f[v] = sfx[v * E + s0];
                 record_face((T*)A.flux, c, axis, i == c.face_lo ? 0 : 1, f, wf, false);
             }
         }
@@ -210,9 +226,10 @@ struct Rtvd {
                 T uh[5];
 #pragma unroll
                 for (int v = 0; v < 5; ++v) uh[v] = u2[v] - hdtdx * (fs1[v] - fs2[v]);
-                apply_floors(k, uh, fc);
+                T hinv, hke;
+                apply_floors_keep(k, uh, fc, hinv, hke);
                 T hr[5], hl[5];
-                split_flux(k, uh, hr, hl);
+                split_flux_known(k, uh, hinv, hke, hr, hl);
                 COPY5(hr0, hr1);
                 COPY5(hr1, hr2);
                 COPY5(hr2, hr3);

@@ -122,8 +122,8 @@ struct Tvd {
     // primitives, slopes, face fluxes
     static const int SLOT_WORDS = 15 * E;
 
-    template <class T, int G, int CPT, bool WARP>
-    static __device__ __forceinline__ void par(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int t, T* sm,
+    template <class T, int CPT, bool WARP, class M>
+    static __device__ __forceinline__ void par(const StepArgs<T>& A, const PassInfo& ps, const Col& c, const M& m, T* sm,
                                                Floors& fc) {
         T* sw = sm;
         T* sdw = sm + 5 * E;
@@ -140,57 +140,62 @@ struct Tvd {
         }
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
-            int i = t + q * G;
+            int i = m.cell(q);
             if (i < len) {
                 T u[5], w[5];
                 load_cell(src, c, axis, i, u);
                 primitive(k, u, w);
+                const int s = m.at(i);
 #pragma unroll
-                for (int v = 0; v < 5; ++v) sw[v * E + i] = w[v];
+                for (int v = 0; v < 5; ++v) sw[v * E + s] = w[v];
             }
         }
         QUILT_SYNC(WARP);
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
-            int i = t + q * G;
+            int i = m.cell(q);
             if (i >= 1 && i <= len - 2) {
+                const int sm1 = m.at(i - 1), s0 = m.at(i), sp1 = m.at(i + 1);
 #pragma unroll
                 for (int v = 0; v < 5; ++v) {
                     const T* w = sw + v * E;
-                    sdw[v * E + i] = tvd_slope(A.opt0, w[i] - w[i - 1], w[i + 1] - w[i]);
+                    sdw[v * E + s0] = tvd_slope(A.opt0, w[s0] - w[sm1], w[sp1] - w[s0]);
                 }
             }
         }
         QUILT_SYNC(WARP);
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
-            int f = t + q * G;
+            int f = m.cell(q);
             if (f >= 1 && f <= len - 3) {
+                const int s0 = m.at(f), sp1 = m.at(f + 1);
                 T wl[5], wr[5], fx[5];
 #pragma unroll
                 for (int v = 0; v < 5; ++v) {
-                    wl[v] = sw[v * E + f] + T(0.5) * sdw[v * E + f];
-                    wr[v] = sw[v * E + f + 1] - T(0.5) * sdw[v * E + f + 1];
+                    wl[v] = sw[v * E + s0] + T(0.5) * sdw[v * E + s0];
+                    wr[v] = sw[v * E + sp1] - T(0.5) * sdw[v * E + sp1];
                 }
                 tvd_face_flux(k, A.opt1, wl, wr, fx);
 #pragma unroll
-                for (int v = 0; v < 5; ++v) sfx[v * E + f] = fx[v];
+                for (int v = 0; v < 5; ++v) sfx[v * E + s0] = fx[v];
             }
         }
         QUILT_SYNC(WARP);
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
-            int i = t + q * G;
+            int i = m.cell(q);
             if (i >= 2 && i <= len - 3) {
+                const int sm1 = m.at(i - 1), s0 = m.at(i);
                 T du[5];
 #pragma unroll
-                for (int v = 0; v < 5; ++v) du[v] = dtdx * (sfx[v * E + i - 1] - sfx[v * E + i]);
+                for (int v = 0; v < 5; ++v) du[v] = dtdx * (sfx[v * E + sm1] - sfx[v * E + s0]);
                 tvd_combine(A, ps, c, i, du, fc);
             }
             if (len > 0 && (i == c.face_lo || i == c.face_hi)) {
+                const int s0 = m.at(i);
                 T f[5];
 #pragma unroll
-                for (int v = 0; v < 5; ++v) f[v] = sfx[v * E + i];
+                for (int v = 0; v < 5; ++v) f[v] = sfx[v * E + s0];
                 record_face((T*)A.flux, c, axis, i == c.face_lo ? 0 : 1, f, wf, ps.stage == 1);
             }
         }

@@ -132,8 +132,8 @@ struct Waf {
     // states, density jumps, face fluxes
     static const int SLOT_WORDS = 13 * E;
 
-    template <class T, int G, int CPT, bool WARP>
-    static __device__ __forceinline__ void par(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int t, T* sm,
+    template <class T, int CPT, bool WARP, class M>
+    static __device__ __forceinline__ void par(const StepArgs<T>& A, const PassInfo& ps, const Col& c, const M& m, T* sm,
                                                Floors& fc) {
         T* su = sm;
         T* sdr = sm + 5 * E;
@@ -151,62 +151,67 @@ struct Waf {
         T u[CPT][5];
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
-            int i = t + q * G;
+            int i = m.cell(q);
             if (i < len) {
                 load_cell(data, c, axis, i, u[q]);
+                const int s = m.at(i);
 #pragma unroll
-                for (int v = 0; v < 5; ++v) su[v * E + i] = u[q][v];
+                for (int v = 0; v < 5; ++v) su[v * E + s] = u[q][v];
             }
         }
         QUILT_SYNC(WARP);
         Face<T> F[CPT];
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
-            int f = t + q * G;
+            int f = m.cell(q);
             if (f <= len - 2) {
+                const int s0 = m.at(f), sp1 = m.at(f + 1);
                 T ur[5];
 #pragma unroll
-                for (int v = 0; v < 5; ++v) ur[v] = su[v * E + f + 1];
+                for (int v = 0; v < 5; ++v) ur[v] = su[v * E + sp1];
                 T vl, pl, cl, vr, pr, cr;
                 signal_speed(k, u[q], vl, pl, cl);
                 signal_speed(k, ur, vr, pr, cr);
                 hllc_face(dtdx, u[q], vl, pl, cl, ur, vr, pr, cr, F[q]);
 #pragma unroll
-                for (int w = 0; w < 3; ++w) sdr[w * E + f] = F[q].drho[w];
+                for (int w = 0; w < 3; ++w) sdr[w * E + s0] = F[q].drho[w];
             }
         }
         QUILT_SYNC(WARP);
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
-            int f = t + q * G;
+            int f = m.cell(q);
             if (f >= 1 && f <= len - 3) {
+                const int sm1 = m.at(f - 1), s0 = m.at(f), sp1 = m.at(f + 1);
                 T lo[3], hi[3], fx[5];
 #pragma unroll
                 for (int w = 0; w < 3; ++w) {
-                    lo[w] = sdr[w * E + f - 1];
-                    hi[w] = sdr[w * E + f + 1];
+                    lo[w] = sdr[w * E + sm1];
+                    hi[w] = sdr[w * E + sp1];
                 }
                 waf_flux(A.opt0, F[q], lo, hi, fx);
 #pragma unroll
-                for (int v = 0; v < 5; ++v) sfx[v * E + f] = fx[v];
+                for (int v = 0; v < 5; ++v) sfx[v * E + s0] = fx[v];
             }
         }
         QUILT_SYNC(WARP);
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
-            int i = t + q * G;
+            int i = m.cell(q);
             if (i >= 2 && i <= len - 3) {
+                const int sm1 = m.at(i - 1), s0 = m.at(i);
                 T w[5];
 #pragma unroll
-                for (int v = 0; v < 5; ++v) w[v] = u[q][v] - dtdx * (sfx[v * E + i] - sfx[v * E + i - 1]);
+                for (int v = 0; v < 5; ++v) w[v] = u[q][v] - dtdx * (sfx[v * E + s0] - sfx[v * E + sm1]);
                 apply_floors(k, w, fc);
                 check_finite(c, axis, i, w, A.errors, ps.slot);
                 store_cell(data, c, axis, i, w);
             }
             if (len > 0 && (i == c.face_lo || i == c.face_hi)) {
+                const int s0 = m.at(i);
                 T f[5];
 #pragma unroll
-                for (int v = 0; v < 5; ++v) f[v] = sfx[v * E + i];
+                for (int v = 0; v < 5; ++v) f[v] = sfx[v * E + s0];
                 record_face((T*)A.flux, c, axis, i == c.face_lo ? 0 : 1, f, wf, false);
             }
         }

@@ -165,7 +165,7 @@ device() {
     if [[ "${QUILT_NCU:-0}" == 1 ]]; then
         step ncu ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
             --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
-            --section ComputeWorkloadAnalysis -k 'regex:(rtvd_(march|rows)|scan)_f32' -c 3 \
+            --section ComputeWorkloadAnalysis --section InstructionStats -k 'regex:(rtvd_(march|rows)|scan)_f32' -c 4 \
             "$bin/gpu_bench" --patches 420 --seeds 1 --steps 1 --schemes rtvd --precisions f32 \
             --configs +kopt --kernels-only
     fi

@@ -80,6 +80,17 @@ impl From<LayoutError> for CudaError {
     }
 }
 
+impl CudaError {
+    /// Whether a driver call failed for want of device memory.
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(
+            self,
+            Self::Driver { source, .. }
+                if source.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY
+        )
+    }
+}
+
 /// Attaches the name of the driver call to a [`DriverError`].
 pub(crate) trait DriverContext<T> {
     fn call(self, call: &'static str) -> Result<T, CudaError>;

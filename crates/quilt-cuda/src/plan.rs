@@ -21,6 +21,9 @@ pub const MAX_EDGE: u32 = 64;
 /// Columns of a marching item (a warp).
 pub(crate) const SEGMENT: u32 = 32;
 
+/// Cells a rows-kernel warp holds (two per lane, `QUILT_ROW_SLOTS`).
+pub(crate) const ROW_SLOTS: u32 = 64;
+
 /// Geometry of one pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct PassGeom {
@@ -34,6 +37,10 @@ pub(crate) struct PassGeom {
 pub(crate) enum TableKind {
     /// One column per item.
     Columns,
+    /// A group of consecutive rows of one patch in the flat order of its
+    /// `(tb, ta)` grid, as many as fit end to end (each from an even slot)
+    /// in [`ROW_SLOTS`]: `ta` is the first row, `tb` the number of rows.
+    Rows,
     /// [`SEGMENT`] consecutive columns of one patch in the flat order of its
     /// `(tb, ta)` grid (the last item of a patch may have fewer).
     Flat,
@@ -51,18 +58,15 @@ pub(crate) struct PassSpec {
     pub sub: u32,
 }
 
-/// The passes of one step of `scheme` in `order`; the passes along the
-/// axes with `march[axis]` are marched (flat tables), the others run a
-/// group of threads per column.
-pub(crate) fn step_passes(scheme: &Scheme, order: SweepOrder, march: [bool; 3]) -> Vec<PassSpec> {
+/// The passes of one step of `scheme` in `order`, the passes along `axis`
+/// with tables of `kinds[axis]`.
+pub(crate) fn step_passes(
+    scheme: &Scheme,
+    order: SweepOrder,
+    kinds: [TableKind; 3],
+) -> Vec<PassSpec> {
     let axes = order.axes();
-    let kind = |axis: usize| {
-        if march[axis] {
-            TableKind::Flat
-        } else {
-            TableKind::Columns
-        }
-    };
+    let kind = |axis: usize| kinds[axis];
     match scheme {
         Scheme::Tvd { .. } => {
             let r = quilt_sweep::scheme::tvd::REACH as u32;
@@ -303,6 +307,15 @@ impl HostPlan {
                         tb: 0,
                     }));
                 }
+                TableKind::Rows => {
+                    let rows = (ahi - alo) * (bhi - blo);
+                    let per = rows_per_group(d.interior()[axis] + 2 * geom.read_halo);
+                    items.extend((0..rows).step_by(per as usize).map(|l| ColItem {
+                        patch: p,
+                        ta: l as u16,
+                        tb: per.min(rows - l) as u16,
+                    }));
+                }
             }
             let n = u32::try_from(items.len())
                 .map_err(|_| CudaError::Unsupported("more than 2^32 columns in one pass".into()))?;
@@ -310,6 +323,12 @@ impl HostPlan {
         }
         Ok(HostTable { items, pstart })
     }
+}
+
+/// Rows of `len` cells a rows-kernel warp takes at once: each starts at an
+/// even slot, so that both cells of a lane belong to one row.
+pub(crate) fn rows_per_group(len: u32) -> u32 {
+    (ROW_SLOTS / (len + (len & 1))).max(1)
 }
 
 /// Device pointers of the uploaded tables, by (geometry, kind).
@@ -344,7 +363,7 @@ pub(crate) fn pass_infos(passes: &[PassSpec], tables: &TablePtrs) -> Vec<PassInf
 /// and the input scan reads every patch cell once. `value_bytes` is the
 /// size of one value (4 or 8).
 pub fn step_traffic(layout: &BatchLayout, scheme: &Scheme, value_bytes: u64) -> u64 {
-    let passes = step_passes(scheme, SweepOrder::Xyz, [false; 3]);
+    let passes = step_passes(scheme, SweepOrder::Xyz, [TableKind::Columns; 3]);
     let tvd = matches!(scheme, Scheme::Tvd { .. });
     let mut values = 0u64;
     for d in layout.patches() {
@@ -505,10 +524,11 @@ mod tests {
         let plan = HostPlan::new(&l, Chunking::Bins(2)).unwrap();
         for scheme in [Scheme::rtvd(), Scheme::tvd(), Scheme::waf()] {
             for order in [SweepOrder::Xyz, SweepOrder::Zyx] {
-                for p in step_passes(&scheme, order, [false; 3]) {
+                for p in step_passes(&scheme, order, [TableKind::Columns; 3]) {
                     let g = p.geom;
                     let cols = plan.table(&g, TableKind::Columns).unwrap();
                     let flat = plan.table(&g, TableKind::Flat).unwrap();
+                    let rows = plan.table(&g, TableKind::Rows).unwrap();
                     for (q, &pi) in plan.order.iter().enumerate() {
                         let d = &l.patches()[pi as usize];
                         let (a, b) = match g.axis {
@@ -538,6 +558,21 @@ mod tests {
                         }
                         let nflat = flat.pstart[q + 1] - flat.pstart[q];
                         assert_eq!(nflat, want.div_ceil(SEGMENT));
+                        // Row groups: consecutive, every row once, each
+                        // group within the warp's slots.
+                        let len = n[g.axis] + 2 * g.read_halo;
+                        let span = len + (len & 1);
+                        let mut next = 0u32;
+                        for it in &rows.items[rows.pstart[q] as usize..rows.pstart[q + 1] as usize]
+                        {
+                            assert_eq!(it.patch, pi);
+                            assert_eq!(u32::from(it.ta), next);
+                            let k = u32::from(it.tb);
+                            assert!(k >= 1);
+                            assert!(k == 1 || k * span <= ROW_SLOTS, "{k} rows of {len}");
+                            next += k;
+                        }
+                        assert_eq!(next, want);
                     }
                 }
             }
@@ -546,14 +581,18 @@ mod tests {
 
     #[test]
     fn passes_follow_the_cpu_rules() {
-        let r = step_passes(&Scheme::rtvd(), SweepOrder::Zyx, [false, true, true]);
+        let r = step_passes(
+            &Scheme::rtvd(),
+            SweepOrder::Zyx,
+            [TableKind::Columns, TableKind::Flat, TableKind::Flat],
+        );
         assert_eq!(r.iter().map(|p| p.geom.axis).collect::<Vec<_>>(), [2, 1, 0]);
         assert_eq!(r[0].geom.t_halo, [3, 3, 3]);
         assert_eq!(r[1].geom.t_halo, [3, 3, 0]);
         assert_eq!(r[2].geom.t_halo, [3, 0, 0]);
         assert_eq!(r[2].kind, TableKind::Columns);
         assert_eq!(r[0].kind, TableKind::Flat);
-        let t = step_passes(&Scheme::tvd(), SweepOrder::Xyz, [false; 3]);
+        let t = step_passes(&Scheme::tvd(), SweepOrder::Xyz, [TableKind::Columns; 3]);
         assert_eq!(t.len(), 6);
         assert!(
             t[..3]

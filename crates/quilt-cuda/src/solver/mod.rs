@@ -11,6 +11,7 @@
 //! reports (input errors are reproduced on the CPU from the untouched
 //! batch).
 
+mod kept;
 mod kernels;
 mod report;
 mod run;
@@ -24,6 +25,7 @@ use quilt_sweep::{Batch, Scheme, Solver, StepReport, SweepError, SweepOrder};
 
 use crate::device::{self, Device};
 use crate::error::{CudaError, DriverContext};
+use crate::plan::TableKind;
 use crate::probe::DeviceInfo;
 use crate::real::GpuReal;
 use crate::source::KernelFile;
@@ -85,12 +87,14 @@ impl Variant {
         matches!(self, Self::PackedWarp | Self::PackedOpt | Self::PackedMarch)
     }
 
-    /// Axes whose passes are marched.
-    fn marched_axes(self) -> [bool; 3] {
+    /// The work-list kind of the passes along each axis.
+    fn table_kinds(self) -> [TableKind; 3] {
+        use TableKind::{Columns, Flat, Rows};
         match self {
-            Self::PackedOpt => [false, true, true],
-            Self::PackedMarch => [true; 3],
-            _ => [false; 3],
+            Self::Default | Self::Packed => [Columns; 3],
+            Self::PackedWarp => [Rows; 3],
+            Self::PackedOpt => [Rows, Flat, Flat],
+            Self::PackedMarch => [Flat; 3],
         }
     }
 }
@@ -195,7 +199,9 @@ pub struct StepTiming {
 }
 
 /// Layouts whose device state a [`CudaSolver`] keeps besides the current
-/// one (also bounded to a quarter of the device's memory).
+/// one (also bounded: all solvers of a process together keep at most a
+/// quarter of a device's memory, and a solver that finds the device full
+/// drops its kept states before it gives up).
 pub const RECENT_LAYOUTS: usize = 16;
 
 /// The solver of one scheme and precision on one device.
@@ -216,7 +222,7 @@ pub struct CudaSolver<T: GpuReal> {
     /// integrator cycles through the same few batches between regrids, and
     /// rebuilding a layout's tables and buffers costs far more than its
     /// kernels.
-    recent: Vec<LayoutState<T>>,
+    recent: kept::KeptStates<T>,
     /// Threads of the host copies between a batch and pinned memory: their
     /// own pool, so that a caller preparing the next batch on its rayon
     /// pool (the integrator's pipeline) does not delay the copies.
@@ -259,7 +265,7 @@ impl<T: GpuReal> CudaSolver<T> {
             kernels,
             streams,
             state: None,
-            recent: Vec::new(),
+            recent: kept::KeptStates::new(config.device),
             copies,
             resident: false,
             timing: StepTiming::default(),

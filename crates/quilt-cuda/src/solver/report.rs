@@ -121,7 +121,11 @@ mod tests {
             PatchShape::new(42, [20, 8, 9], 3, [0.1; 3]),
         ];
         let l = BatchLayout::one_per_slot(64, 5, &shapes).unwrap();
-        let passes = step_passes(&Scheme::rtvd(), SweepOrder::Xyz, [false; 3]);
+        let passes = step_passes(
+            &Scheme::rtvd(),
+            SweepOrder::Xyz,
+            [crate::plan::TableKind::Columns; 3],
+        );
         // Slot 1 = the y sweep (read halo 3): column cell 5 is y = 5 - 3 + 3 - 3 = 2 rel.
         let e = decode_sweep_error(l.patches(), &passes, 1, key(1, 7, 4, 5, 3, 2));
         match e {
@@ -140,7 +144,11 @@ mod tests {
             }
             e => panic!("{e}"),
         }
-        let tvd = step_passes(&Scheme::tvd(), SweepOrder::Zyx, [false; 3]);
+        let tvd = step_passes(
+            &Scheme::tvd(),
+            SweepOrder::Zyx,
+            [crate::plan::TableKind::Columns; 3],
+        );
         // TVD slot 0 = stage 1, checked in its last pass (axis x for Zyx, read halo 4).
         let e = decode_sweep_error(l.patches(), &tvd, 0, key(0, 2, 9, 0, 0, 0));
         match e {

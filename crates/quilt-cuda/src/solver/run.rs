@@ -68,11 +68,7 @@ impl<T: GpuReal> CudaSolver<T> {
         }
         // Taken out before the current state is kept, so that keeping it
         // cannot evict the one wanted.
-        let kept = self
-            .recent
-            .iter()
-            .position(|s| s.plan.matches(layout))
-            .map(|i| self.recent.remove(i));
+        let kept = self.recent.take(|s| s.plan.matches(layout));
         let staging = self.state.take().map(|mut cur| {
             let s = cur.take_staging();
             self.keep_recent(cur);
@@ -83,7 +79,19 @@ impl<T: GpuReal> CudaSolver<T> {
                 st.bind(&self.module, &self.streams[0])?;
                 st
             }
-            None => self.new_state(layout)?,
+            None => match self.new_state(layout) {
+                // Kept layouts are a cache: give their memory back before
+                // failing for want of it.
+                Err(e) if e.is_out_of_memory() && !self.recent.is_empty() => {
+                    log::info!(
+                        "device memory exhausted: dropping {} kept layout states",
+                        self.recent.len()
+                    );
+                    self.recent.clear();
+                    self.new_state(layout)?
+                }
+                r => r?,
+            },
         };
         if let Some(old) = staging {
             next.adopt_staging(old);
@@ -112,7 +120,7 @@ impl<T: GpuReal> CudaSolver<T> {
             layout,
             &self.cpu.scheme(),
             chunking,
-            variant.marched_axes(),
+            variant.table_kinds(),
             variant.uses_constant_descriptors(),
         )?;
         log::debug!(
@@ -123,17 +131,11 @@ impl<T: GpuReal> CudaSolver<T> {
         Ok(st)
     }
 
-    /// Keeps the device state of a layout for later batches, dropping the
-    /// least recently used beyond [`super::RECENT_LAYOUTS`] or a quarter of
-    /// the device memory.
+    /// Keeps the device state of a layout for later batches (see
+    /// [`super::RECENT_LAYOUTS`] for the bounds).
     fn keep_recent(&mut self, st: LayoutState<T>) {
-        self.recent.push(st);
         let budget = self.dev.info.total_memory / 4;
-        while self.recent.len() > super::RECENT_LAYOUTS
-            || self.recent.iter().map(|s| s.device_bytes()).sum::<usize>() > budget
-        {
-            self.recent.remove(0);
-        }
+        self.recent.keep(st, super::RECENT_LAYOUTS, budget);
     }
 
     /// Validates the time steps and fills the per-patch step constants

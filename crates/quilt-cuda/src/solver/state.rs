@@ -103,7 +103,7 @@ impl<T: GpuReal> LayoutState<T> {
         layout: &BatchLayout,
         scheme: &Scheme,
         chunking: Chunking,
-        march: [bool; 3],
+        kinds: [TableKind; 3],
         const_descs: bool,
     ) -> Result<Self, CudaError> {
         let plan = HostPlan::new(layout, chunking)?;
@@ -123,7 +123,7 @@ impl<T: GpuReal> LayoutState<T> {
         let mut pstart = HashMap::new();
         let mut steps = HashMap::new();
         for order in [SweepOrder::Xyz, SweepOrder::Zyx] {
-            let passes = step_passes(scheme, order, march);
+            let passes = step_passes(scheme, order, kinds);
             for p in &passes {
                 let key = (p.geom, p.kind);
                 if ptrs.contains_key(&key) {
