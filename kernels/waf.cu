@@ -11,6 +11,11 @@
 // report so that no kernel of this file spills.
 #define QUILT_MINB_F32 4
 #define QUILT_MINB_F64 3
+// The f32 marching kernel: four resident blocks measured faster than three
+// (H100, 420 patches: 2.24 against 2.36 ms per step).
+#ifndef QUILT_MARCH_MINB_F32
+#define QUILT_MARCH_MINB_F32 4
+#endif
 #include "common.cuh"
 
 template <class T>
