@@ -106,11 +106,16 @@ __device__ __forceinline__ bool q_finite(double x) { return isfinite(x); }
 // ------------------------------------------------------------- physics ----
 // Column order [rho, m_n, m_t1, m_t2, E] (quilt_sweep::physics::column).
 
+// Kinetic energy of u given 1/rho, in the CPU's operation order.
+template <class T> __device__ __forceinline__ T kinetic_energy(const T u[5], T inv) {
+    return T(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
+}
+
 template <class T>
 __device__ __forceinline__ void signal_speed(const GasK<T>& k, const T u[5], T& vn, T& p, T& cs) {
     T inv = T(1) / u[0];
     vn = u[1] * inv;
-    T ke = T(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
+    T ke = kinetic_energy(u, inv);
     p = q_max(k.gm1 * (u[4] - ke), k.p_floor);
     cs = q_sqrt(k.gamma * p * inv);
 }
@@ -139,7 +144,7 @@ __device__ __forceinline__ void apply_floors_keep(const GasK<T>& k, T u[5], Floo
         c.density += 1;
     }
     inv = T(1) / u[0];
-    ke = T(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
+    ke = kinetic_energy(u, inv);
     T p = k.gm1 * (u[4] - ke);
     if (p < k.p_floor) {
         u[4] = ke + k.p_floor * k.inv_gm1;
@@ -201,6 +206,12 @@ __device__ __forceinline__ int comp_of(int axis, int v) {
     return c > 3 ? c - 3 : c;
 }
 
+// Cells of a pass's columns over patch d: the interior along the axis and
+// the read halo on either side.
+__device__ __forceinline__ int pass_len(const PatchDesc& d, const PassInfo& ps) {
+    return (int)pick(ps.axis, d.extent[0], d.extent[1], d.extent[2]) - 2 * (int)d.ghost + 2 * ps.read_halo;
+}
+
 __device__ __forceinline__ Col make_col(const PatchDesc& d, u32 patch, const PassInfo& ps, int ta, int tb, int B) {
     Col c;
     const int axis = ps.axis;
@@ -219,7 +230,7 @@ __device__ __forceinline__ Col make_col(const PatchDesc& d, u32 patch, const Pas
     c.base = ((i64)d.bin * 5 * bb + (i64)(d.offset[2] + c.fz)) * bb * bb + (i64)(d.offset[1] + c.fy) * bb +
              (i64)(d.offset[0] + c.fx);
     c.stride = pick<i64>(axis, 1, bb, bb * bb);
-    c.len = nax + 2 * ps.read_halo;
+    c.len = pass_len(d, ps);
     c.fstride = (i64)na * nb;
     c.face_lo = ps.read_halo - 1;
     c.face_hi = c.face_lo + nax;
@@ -494,20 +505,18 @@ template <int G> struct SeqCells {
 // Rows kernel: a warp holds several short rows end to end in 64 slots, each
 // row starting at an even slot `off`, so that lane l owns slots 2l and
 // 2l + 1 of one row (so cell(q) >= 0; idle lanes get an empty column).
-// Slot x is stored at (x & 1) * 32 + x / 2: the lanes
-// of a warp reading the same neighbour of their cells hit 32 different
-// banks.
+// Slot x is stored at (x & 1) * 32 + x / 2: the lanes of a warp reading
+// the same neighbour of their cells hit 32 different banks.
+// Slots of a rows-kernel group (two cells per lane; plan::ROW_SLOTS).
+#define QUILT_ROW_SLOTS 64
 struct PairCells {
     int lane, off;
     __device__ __forceinline__ int cell(int q) const { return 2 * lane + q - off; }
     __device__ __forceinline__ int at(int i) const {
         const int x = off + i;
-        return ((x & 1) << 5) | (x >> 1);
+        return (x & 1) * (QUILT_ROW_SLOTS / 2) + (x >> 1);
     }
 };
-
-// Slots of a rows-kernel group (two cells per lane).
-#define QUILT_ROW_SLOTS 64
 
 #define QUILT_SYNC(WARP) \
     do {                  \
@@ -602,7 +611,7 @@ template <class S, class T>
 __device__ __forceinline__ void row_item(const StepArgs<T>& A, const PassInfo& ps, u32 it, int lane, T* sm, Floors& fc) {
     ColItem ci = item_at(ps, it);
     const PatchDesc& d = desc_of(A.use_const, A.descs, ci.patch);
-    const int len = (int)pick(ps.axis, d.extent[0], d.extent[1], d.extent[2]) - 2 * (int)d.ghost + 2 * ps.read_halo;
+    const int len = pass_len(d, ps);
     const int span = len + (len & 1);
     const int r = 2 * lane / span;
     Col c = idle_col();
@@ -631,9 +640,10 @@ __device__ __forceinline__ void march_item(const StepArgs<T>& A, const PassInfo&
     }
 }
 
-// Runs the body (the macro's remaining arguments) with the constant AX equal to the run-time axis: a pass copied
-// with that constant axis lets the column geometry (strides, component
-// order, transverse axes) fold into the code of each copy.
+// Runs the body (the macro's remaining arguments) with the constant AX
+// equal to the run-time axis: a pass copied with that constant axis lets
+// the column geometry (strides, component order, transverse axes) fold
+// into the code of each copy.
 #define QUILT_AXIS_SWITCH(axis, ...)     \
     switch (axis) {                      \
     case 0: {                            \

@@ -44,7 +44,7 @@ __device__ __forceinline__ void split_flux_known(const GasK<T>& k, const T u[5],
 
 template <class T> __device__ __forceinline__ void split_flux(const GasK<T>& k, const T u[5], T fr[5], T fl[5]) {
     T inv = T(1) / u[0];
-    T ke = T(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
+    T ke = kinetic_energy(u, inv);
     split_flux_known(k, u, inv, ke, fr, fl);
 }
 

@@ -15,7 +15,7 @@
 
 template <class T> __device__ __forceinline__ void primitive(const GasK<T>& k, const T u[5], T w[5]) {
     T inv = T(1) / u[0];
-    T ke = T(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
+    T ke = kinetic_energy(u, inv);
     T p = q_max(k.gm1 * (u[4] - ke), k.p_floor);
     w[0] = u[0];
     w[1] = u[1] * inv;
