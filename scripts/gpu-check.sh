@@ -26,6 +26,10 @@
 #   QUILT_CHECK_SKIP   space-separated steps to skip: tests sanitizer sphere bench
 #   QUILT_SPHERE_ARGS  extra arguments of both euler_sphere runs
 #   QUILT_TEST_FILTER  extra arguments for the GPU test binary (e.g. a test name)
+#   QUILT_KERNELS_DIR  compile the kernels from this directory instead of the
+#                      sources built into the binaries (kernel changes tried
+#                      without a rebuild; a relative path is taken from the
+#                      repository root)
 #   QUILT_NCU=1        also profile the RTVD f32 rows and march kernels with
 #                      Nsight Compute (clock control off: clocks as found)
 set -uo pipefail
@@ -33,6 +37,9 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bin="$root/.device-bin"
+if [[ -n "${QUILT_KERNELS_DIR:-}" ]]; then
+    export QUILT_KERNELS_DIR="$(cd "$QUILT_KERNELS_DIR" && pwd)"
+fi
 mode="${1:-build}"
 
 # Copies the test executables of package $1 from cargo's JSON messages on

@@ -15,6 +15,17 @@ pub(crate) struct ColItem {
     pub tb: u16,
 }
 
+/// `ScanItem`: [`SCAN_CELLS`](crate::plan::SCAN_CELLS) consecutive cells
+/// of one patch for one block of the input scan.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub(crate) struct ScanItem {
+    /// Patch position.
+    pub q: u32,
+    /// First cell, counted x fastest over the patch with its ghosts.
+    pub first: u32,
+}
+
 /// `PassInfo`: one pass of a step.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
@@ -33,6 +44,7 @@ pub(crate) struct PassInfo {
 
 const _: () = assert!(std::mem::size_of::<PassInfo>() == 56);
 const _: () = assert!(std::mem::size_of::<ColItem>() == 8);
+const _: () = assert!(std::mem::size_of::<ScanItem>() == 8);
 
 /// `GasK<T>`.
 #[repr(C)]

@@ -13,13 +13,18 @@ use std::collections::HashMap;
 use quilt_sweep::{BatchLayout, PatchDesc, Scheme, SweepOrder};
 
 use crate::error::CudaError;
-use crate::params::{ColItem, PassInfo};
+use crate::params::{ColItem, PassInfo, ScanItem};
 
 /// Largest bin edge (column length) the kernels support (`QUILT_MAX_EDGE`).
 pub const MAX_EDGE: u32 = 64;
 
 /// Columns of a marching item (a warp).
 pub(crate) const SEGMENT: u32 = 32;
+
+/// Cells one block of the input scan takes (`QUILT_SCAN_CELLS`): small
+/// enough that a large patch spreads over many blocks, large enough that
+/// each thread keeps several loads in flight.
+pub(crate) const SCAN_CELLS: u32 = 2048;
 
 /// Cells a rows-kernel warp holds (two per lane, `QUILT_ROW_SLOTS`).
 pub(crate) const ROW_SLOTS: u32 = 64;
@@ -266,6 +271,28 @@ impl HostPlan {
         self.bin_edge == layout.bin_edge()
             && self.nbins == layout.nbins()
             && self.descs == layout.patches()
+    }
+
+    /// The input scan's work: every patch cut into items of at most
+    /// [`SCAN_CELLS`] cells, in patch-position order, and the first item of
+    /// every position (`n + 1` entries).
+    pub fn scan_table(&self) -> (Vec<ScanItem>, Vec<u32>) {
+        let mut items = Vec::new();
+        let mut pstart = Vec::with_capacity(self.order.len() + 1);
+        for (q, &p) in self.order.iter().enumerate() {
+            pstart.push(items.len() as u32);
+            let cells = self.descs[p as usize].total_cells();
+            items.extend(
+                (0..cells)
+                    .step_by(SCAN_CELLS as usize)
+                    .map(|first| ScanItem {
+                        q: q as u32,
+                        first: first as u32,
+                    }),
+            );
+        }
+        pstart.push(items.len() as u32);
+        (items, pstart)
     }
 
     /// The table of one pass geometry.
@@ -608,6 +635,27 @@ mod tests {
             t.iter().map(|p| p.sub).collect::<Vec<_>>(),
             [0, 1, 2, 0, 1, 2]
         );
+    }
+
+    #[test]
+    fn scan_items_cover_every_cell_once() {
+        let l = layout(false);
+        let plan = HostPlan::new(&l, Chunking::Bins(2)).unwrap();
+        let (items, pstart) = plan.scan_table();
+        assert_eq!(pstart.len(), plan.order.len() + 1);
+        for (q, &p) in plan.order.iter().enumerate() {
+            let cells = plan.descs[p as usize].total_cells() as u32;
+            let mine = &items[pstart[q] as usize..pstart[q + 1] as usize];
+            assert!(mine.iter().all(|it| it.q == q as u32));
+            // Consecutive, non-overlapping, full items but the last.
+            let mut next = 0;
+            for it in mine {
+                assert_eq!(it.first, next);
+                next = (it.first + SCAN_CELLS).min(cells);
+            }
+            assert_eq!(next, cells, "patch position {q}");
+        }
+        assert_eq!(*pstart.last().unwrap() as usize, items.len());
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! entry points of both precisions: `{scheme}_{shape}_{f32|f64}` for the
 //! shapes of [`KernelShape`], plus `scan_f32` / `scan_f64`.
 
+use std::borrow::Cow;
 use std::ffi::{CStr, CString, c_char};
+use std::path::Path;
 use std::ptr;
 
 use cudarc::nvrtc::sys::{self, nvrtcProgram, nvrtcResult};
@@ -16,6 +18,33 @@ use crate::probe::nvrtc_available;
 
 /// `kernels/common.cuh`.
 pub const COMMON_CUH: &str = include_str!("../../../kernels/common.cuh");
+
+/// Environment variable naming a directory whose `common.cuh` and scheme
+/// files replace the embedded sources when kernels are compiled: kernel
+/// changes can then be tried on a GPU machine with the binaries already
+/// built.
+pub const KERNELS_DIR_ENV: &str = "QUILT_KERNELS_DIR";
+
+/// The source of `file` and of `common.cuh`: embedded, or read from `dir`.
+/// Errors: [`CudaError::Config`] naming the file that cannot be read.
+pub fn sources(
+    file: KernelFile,
+    dir: Option<&Path>,
+) -> Result<(Cow<'static, str>, Cow<'static, str>), CudaError> {
+    let Some(dir) = dir else {
+        return Ok((Cow::Borrowed(file.source()), Cow::Borrowed(COMMON_CUH)));
+    };
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read_to_string(&path).map(Cow::Owned).map_err(|e| {
+            CudaError::Config(format!(
+                "{KERNELS_DIR_ENV}: cannot read kernel source {}: {e}",
+                path.display()
+            ))
+        })
+    };
+    Ok((read(file.file_name())?, read("common.cuh")?))
+}
 
 /// One kernel file of `kernels/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -247,10 +276,20 @@ pub fn compile(file: KernelFile, opts: &CompileOptions) -> Result<Compiled, Cuda
     if !nvrtc_available() {
         return Err(CudaError::NoNvrtc);
     }
-    let src = CString::new(file.source())
+    let dir = std::env::var_os(KERNELS_DIR_ENV).map(std::path::PathBuf::from);
+    let (text_src, text_common) = sources(file, dir.as_deref())?;
+    if let Some(dir) = &dir {
+        log::info!(
+            "{}: compiling {} from {}",
+            KERNELS_DIR_ENV,
+            file.file_name(),
+            dir.display()
+        );
+    }
+    let src = CString::new(text_src.into_owned())
         .map_err(|_| CudaError::Config(format!("{} contains a NUL", file.path())))?;
     let name = CString::new(file.file_name()).expect("static name");
-    let header = CString::new(COMMON_CUH)
+    let header = CString::new(text_common.into_owned())
         .map_err(|_| CudaError::Config("common.cuh contains a NUL".into()))?;
     let header_name = CString::new("common.cuh").expect("static name");
     let headers = [header.as_ptr()];
@@ -312,4 +351,35 @@ pub fn compile(file: KernelFile, opts: &CompileOptions) -> Result<Compiled, Cuda
         None
     };
     Ok(Compiled { ptx, cubin, log })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_come_from_the_named_directory() {
+        let (src, common) = sources(KernelFile::Waf, None).unwrap();
+        assert_eq!(src, KernelFile::Waf.source());
+        assert_eq!(common, COMMON_CUH);
+
+        let dir = std::env::temp_dir().join(format!("quilt-kernels-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("waf.cu"), "// waf\n").unwrap();
+        let err = sources(KernelFile::Waf, Some(&dir))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(KERNELS_DIR_ENV) && err.contains("common.cuh"),
+            "{err}"
+        );
+        std::fs::write(dir.join("common.cuh"), "// common\n").unwrap();
+        let (src, common) = sources(KernelFile::Waf, Some(&dir)).unwrap();
+        assert_eq!((&*src, &*common), ("// waf\n", "// common\n"));
+        let err = sources(KernelFile::Rtvd, Some(&dir))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("rtvd.cu"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -18,9 +18,6 @@ pub(crate) const BLOCK: u32 = 128;
 /// Threads per block of the scan kernels (`QUILT_SCAN_BLOCK`).
 pub(crate) const SCAN_BLOCK: u32 = 256;
 
-/// Blocks per patch of the scan kernels (`QUILT_SCAN_SPLIT`).
-pub(crate) const SCAN_SPLIT: u32 = 8;
-
 /// Registers, local memory and occupancy of one kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelInfo {

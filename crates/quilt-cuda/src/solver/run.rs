@@ -14,7 +14,7 @@ use crate::error::{CudaError, DriverContext};
 use crate::params::{GasK, STEP_WORDS, StepArgs};
 use crate::plan::{Chunk, Chunking, TableKind};
 use crate::real::GpuReal;
-use crate::solver::kernels::{BLOCK, SCAN_BLOCK, SCAN_SPLIT};
+use crate::solver::kernels::{BLOCK, SCAN_BLOCK};
 
 /// The time step of every patch: one for all, or one per level.
 #[derive(Clone, Copy, Debug)]
@@ -231,15 +231,18 @@ impl<T: GpuReal> CudaSolver<T> {
     fn launch_scan(&self, c: usize, stream: &CudaStream) -> Result<(), CudaError> {
         let st = self.state.as_ref().expect("state built");
         let chunk = &st.plan.chunks[c];
-        if chunk.q1 == chunk.q0 {
+        let i0 = st.scan_start[chunk.q0 as usize];
+        let items = st.scan_start[chunk.q1 as usize] - i0;
+        if items == 0 {
             return Ok(());
         }
         let (data, descs, order) = (st.d_data.at(0), st.d_descs.at(0), st.d_order.at(0));
         let (rates, bad) = (st.d_rates.at(0), st.d_bad.at(0));
+        let scan = st.d_scan.at(0);
         let b = st.plan.bin_edge as i32;
         let gamma = self.cpu.gas().gamma;
         let cfg = LaunchConfig {
-            grid_dim: (chunk.q1 - chunk.q0, SCAN_SPLIT, 1),
+            grid_dim: (items, 1, 1),
             block_dim: (SCAN_BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
@@ -247,8 +250,8 @@ impl<T: GpuReal> CudaSolver<T> {
         l.arg(&data)
             .arg(&descs)
             .arg(&order)
-            .arg(&chunk.q0)
-            .arg(&chunk.q1)
+            .arg(&scan)
+            .arg(&i0)
             .arg(&b)
             .arg(&gamma)
             .arg(&rates)

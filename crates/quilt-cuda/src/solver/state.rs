@@ -9,7 +9,7 @@ use quilt_sweep::{BatchLayout, PatchDesc, Scheme, SweepOrder};
 
 use crate::buffer::{DeviceBuffer, PinnedBuffer};
 use crate::error::{CudaError, DriverContext};
-use crate::params::{CONST_DESCS, ColItem, PassInfo, RESULT_WORDS, STEP_WORDS};
+use crate::params::{CONST_DESCS, ColItem, PassInfo, RESULT_WORDS, STEP_WORDS, ScanItem};
 use crate::plan::{Chunking, HostPlan, PassSpec, TableKind, TablePtrs, pass_infos, step_passes};
 use crate::real::GpuReal;
 
@@ -37,6 +37,9 @@ pub(crate) struct LayoutState<T> {
     pub use_const: bool,
     pub d_descs: DeviceBuffer<PatchDesc>,
     pub d_order: DeviceBuffer<u32>,
+    /// The input scan's items, and the first item of each patch position.
+    pub d_scan: DeviceBuffer<ScanItem>,
+    pub scan_start: Vec<u32>,
     /// Uploaded tables, kept alive for the pointers in `steps`.
     _tables: Vec<(DeviceBuffer<ColItem>, DeviceBuffer<u32>)>,
     /// Host copy of every table's `pstart`, for item counts per chunk.
@@ -112,6 +115,9 @@ impl<T: GpuReal> LayoutState<T> {
         d_descs.upload(0, &plan.descs, stream)?;
         let d_order = DeviceBuffer::new(ctx, n)?;
         d_order.upload(0, &plan.order, stream)?;
+        let (scan_items, scan_start) = plan.scan_table();
+        let d_scan = DeviceBuffer::new(ctx, scan_items.len())?;
+        d_scan.upload(0, &scan_items, stream)?;
         let use_const = const_descs && n <= CONST_DESCS;
         if use_const {
             upload_const_descs(module, stream, &plan.descs)?;
@@ -151,6 +157,8 @@ impl<T: GpuReal> LayoutState<T> {
             use_const,
             d_descs,
             d_order,
+            d_scan,
+            scan_start,
             _tables: tables,
             pstart,
             steps,
