@@ -134,11 +134,12 @@ pub(crate) struct Chunk {
     pub flux_runs: Vec<(usize, usize)>,
 }
 
-/// A pass table on the host: items in patch-position order and the first
-/// item of every position (`n + 1` entries).
+/// A work table on the host (a pass's columns, or the input scan's cell
+/// ranges): items in patch-position order and the first item of every
+/// position (`n + 1` entries).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct HostTable {
-    pub items: Vec<ColItem>,
+pub(crate) struct HostTable<I = ColItem> {
+    pub items: Vec<I>,
     pub pstart: Vec<u32>,
 }
 
@@ -274,9 +275,8 @@ impl HostPlan {
     }
 
     /// The input scan's work: every patch cut into items of at most
-    /// [`SCAN_CELLS`] cells, in patch-position order, and the first item of
-    /// every position (`n + 1` entries).
-    pub fn scan_table(&self) -> (Vec<ScanItem>, Vec<u32>) {
+    /// [`SCAN_CELLS`] cells.
+    pub fn scan_table(&self) -> HostTable<ScanItem> {
         let mut items = Vec::new();
         let mut pstart = Vec::with_capacity(self.order.len() + 1);
         for (q, &p) in self.order.iter().enumerate() {
@@ -292,7 +292,7 @@ impl HostPlan {
             );
         }
         pstart.push(items.len() as u32);
-        (items, pstart)
+        HostTable { items, pstart }
     }
 
     /// The table of one pass geometry.
@@ -641,7 +641,7 @@ mod tests {
     fn scan_items_cover_every_cell_once() {
         let l = layout(false);
         let plan = HostPlan::new(&l, Chunking::Bins(2)).unwrap();
-        let (items, pstart) = plan.scan_table();
+        let HostTable { items, pstart } = plan.scan_table();
         assert_eq!(pstart.len(), plan.order.len() + 1);
         for (q, &p) in plan.order.iter().enumerate() {
             let cells = plan.descs[p as usize].total_cells() as u32;

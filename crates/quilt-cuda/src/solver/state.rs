@@ -115,9 +115,10 @@ impl<T: GpuReal> LayoutState<T> {
         d_descs.upload(0, &plan.descs, stream)?;
         let d_order = DeviceBuffer::new(ctx, n)?;
         d_order.upload(0, &plan.order, stream)?;
-        let (scan_items, scan_start) = plan.scan_table();
-        let d_scan = DeviceBuffer::new(ctx, scan_items.len())?;
-        d_scan.upload(0, &scan_items, stream)?;
+        let scan = plan.scan_table();
+        let d_scan = DeviceBuffer::new(ctx, scan.items.len())?;
+        d_scan.upload(0, &scan.items, stream)?;
+        let scan_start = scan.pstart;
         let use_const = const_descs && n <= CONST_DESCS;
         if use_const {
             upload_const_descs(module, stream, &plan.descs)?;
