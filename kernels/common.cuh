@@ -80,6 +80,7 @@ template <class T> struct StepArgs {
     u64 counters;                // u64[2]: density, pressure floors
     u64 errors;                  // u64[QUILT_MAX_PASSES]: first bad cell per slot
     u64 barrier;                 // u32: grid-barrier counter (fused kernels)
+    u64 queue;                   // u32[QUILT_MAX_PASSES]: next item of each pass of the chunk (marching kernels)
     u64 passes;                  // const PassInfo*: the passes of the step
     u32 q0, q1;                  // patch positions [q0, q1) of this chunk
     int use_const;               // descriptors read from c_descs
@@ -507,6 +508,18 @@ template <class T> __device__ __forceinline__ const PatchStep<T>& step_of(const 
     return ((const PatchStep<T>*)a.step)[p];
 }
 
+// dt/dx along the sweep and the flux-buffer weight of a column's patch;
+// zero for an idle column, which has no patch.
+template <class T>
+__device__ __forceinline__ void col_step(const StepArgs<T>& A, const Col& c, int axis, T& dtdx, T& wf) {
+    dtdx = wf = T(0);
+    if (c.len > 0) {
+        const PatchStep<T>& st = step_of(A, c.patch);
+        dtdx = st.dtdx[axis];
+        wf = st.wflux;
+    }
+}
+
 template <class T> __device__ __forceinline__ PassInfo pass_of(const StepArgs<T>& a, int i) {
     return ((const PassInfo*)a.passes)[i];
 }
@@ -549,6 +562,19 @@ struct PairCells {
         return (x & 1) * (QUILT_ROW_SLOTS / 2) + (x >> 1);
     }
 };
+
+// Values of the lane below / above (rows-kernel neighbours). Every lane
+// takes part; what a lane gets across a row boundary or past the warp's
+// ends is never used, since the cells that read a neighbour lie inside
+// their row.
+template <class T> __device__ __forceinline__ void shfl_up5(const T x[5], T y[5]) {
+#pragma unroll
+    for (int v = 0; v < 5; ++v) y[v] = __shfl_up_sync(0xffffffffu, x[v], 1);
+}
+template <class T> __device__ __forceinline__ void shfl_down5(const T x[5], T y[5]) {
+#pragma unroll
+    for (int v = 0; v < 5; ++v) y[v] = __shfl_down_sync(0xffffffffu, x[v], 1);
+}
 
 #define QUILT_SYNC(WARP) \
     do {                  \
@@ -652,7 +678,7 @@ __device__ __forceinline__ void row_item(const StepArgs<T>& A, const PassInfo& p
         c = flat_col(d, ci.patch, ps, (int)ci.ta + r, A.bin_edge);
         off = r * span;
     }
-    S::template par<T, 2, true>(A, ps, c, PairCells{lane, off}, sm, fc);
+    S::template rows<T>(A, ps, c, lane, off, sm, fc);
 }
 
 // Kernel-optimised y and z sweeps: a warp per 32 columns of one patch, one
@@ -709,17 +735,27 @@ template <class S, class T> __device__ __forceinline__ void shell_rows(const Ste
     flush_floors(fc, A.counters);
 }
 
+// Marched columns differ in length (a patch side of 16 to 64 cells), so a
+// fixed share of the items per warp leaves warps idle while others finish
+// long columns: each warp takes the pass's next item from a counter
+// instead (zeroed by the host at the start of every step).
 template <class S, class T> __device__ __forceinline__ void shell_march(const StepArgs<T>& A) {
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    u32 nw = blockDim.x >> 5;
+    const int lane = threadIdx.x & 31;
     const PassInfo ps = pass_of(A, A.pass0);
     u32 s0, s1;
     item_range(ps, A.q0, A.q1, s0, s1);
+    u32* next = (u32*)A.queue + A.pass0;
     Floors fc = {0, 0};
     QUILT_AXIS_SWITCH(ps.axis, {
         PassInfo pa = ps;
         pa.axis = AX;
-        for (u32 it = s0 + blockIdx.x * nw + warp; it < s1; it += gridDim.x * nw) march_item<S, T>(A, pa, it, lane, fc);
+        for (;;) {
+            u32 it = 0;
+            if (lane == 0) it = s0 + atomicAdd(next, 1u);
+            it = __shfl_sync(0xffffffffu, it, 0);
+            if (it >= s1) break;
+            march_item<S, T>(A, pa, it, lane, fc);
+        }
     })
     flush_floors(fc, A.counters);
 }

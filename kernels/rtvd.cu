@@ -6,15 +6,19 @@
 //   2. split fluxes of U^{n+1/2}, limited second-order face fluxes
 //   3. full step from U^n on cells 3 .. len-4.
 //
-// Two organisations compute exactly the same values: `par` (a group of
+// Three organisations compute exactly the same values: `par` (a group of
 // threads per column, one or two cells per thread, shared memory between
-// phases) and `march` (one thread per column, a register window sliding
+// phases), `rows_shfl` (par's pair groups with neighbours through warp
+// shuffles) and `march` (one thread per column, a register window sliding
 // along it).
-// Resident blocks per SM asked of ptxas for the cell-parallel kernels
-// (registers per thread 65536 / (128 x blocks)): chosen from ptxas' spill
-// report so that no kernel of this file spills.
+// Resident blocks per SM asked of ptxas (registers per thread 65536 /
+// (128 x blocks)). Cell-parallel kernels: from ptxas' spill report, so
+// that the default and packed kernels do not spill. The f32 march at four
+// blocks spills a few words but measured faster than at three (H100, 420
+// patches: 1.88 against 2.04 ms per step) or five.
 #define QUILT_MINB_F32 6
 #define QUILT_MINB_F64 4
+#define QUILT_MARCH_MINB_F32 4
 #include "common.cuh"
 
 template <class T> __device__ __forceinline__ T rtvd_limit(int lim, T a, T b) {
@@ -77,12 +81,8 @@ struct Rtvd {
         const GasK<T> k = A.k;
         T* data = (T*)A.data;
         const int len = c.len;
-        T dtdx = T(0), wf = T(0);
-        if (len > 0) {
-            const PatchStep<T>& st = step_of(A, c.patch);
-            dtdx = st.dtdx[axis];
-            wf = st.wflux;
-        }
+        T dtdx, wf;
+        col_step(A, c, axis, dtdx, wf);
         const T hdtdx = T(0.5) * dtdx;
         T u[CPT][5];
 #pragma unroll
@@ -169,12 +169,110 @@ struct Rtvd {
         QUILT_SYNC(WARP);
     }
 
+    // Rows kernel. In f32 the cells of a pair group exchange neighbours
+    // through warp shuffles instead of shared memory (measured faster); in
+    // f64 the shuffled values would need more registers than par's shared
+    // arrays, and par measured faster.
+    template <class T>
+    static __device__ __forceinline__ void rows(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int lane, int off,
+                                                T* sm, Floors& fc) {
+        if (sizeof(T) == 4)
+            rows_shfl(A, ps, c, lane, off, fc);
+        else
+            par<T, 2, true>(A, ps, c, PairCells{lane, off}, sm, fc);
+    }
+
+    // A pair group (PairCells: lane l owns cells 2l - off and 2l + 1 - off
+    // of its row) with par's operations, neighbours through shuffles.
+    template <class T>
+    static __device__ __forceinline__ void rows_shfl(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int lane,
+                                                     int off, Floors& fc) {
+        const int axis = ps.axis;
+        const GasK<T> k = A.k;
+        T* data = (T*)A.data;
+        const int len = c.len;
+        T dtdx, wf;
+        col_step(A, c, axis, dtdx, wf);
+        const T hdtdx = T(0.5) * dtdx;
+        const int i0 = 2 * lane - off;  // cells i0, i0 + 1
+        T u[2][5], r[2][5], l[2][5];
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+#pragma unroll
+            for (int v = 0; v < 5; ++v) u[q][v] = r[q][v] = l[q][v] = T(0);
+            if (i0 + q < len) {
+                load_cell(data, c, axis, i0 + q, u[q]);
+                split_flux(k, u[q], r[q], l[q]);
+            }
+        }
+        // Half step from F*_{i0-1..i0+1} (F*_i = F_R,i - F_L,i+1), formed
+        // before the split fluxes of the half step take their registers.
+        T fs[3][5];
+        {
+            T rm[5], lp[5];
+            shfl_up5(r[1], rm);
+            shfl_down5(l[0], lp);
+#pragma unroll
+            for (int v = 0; v < 5; ++v) {
+                fs[0][v] = rm[v] - l[0][v];
+                fs[1][v] = r[0][v] - l[1][v];
+                fs[2][v] = r[1][v] - lp[v];
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int i = i0 + q;
+            if (i >= 1 && i <= len - 2) {
+                T uh[5];
+#pragma unroll
+                for (int v = 0; v < 5; ++v) uh[v] = u[q][v] - hdtdx * (fs[q + 1][v] - fs[q][v]);
+                T hinv, hke;
+                apply_floors_keep(k, uh, fc, hinv, hke);
+                split_flux_known(k, uh, hinv, hke, r[q], l[q]);
+            }
+        }
+        // Faces i0 and i0 + 1 from HR_{i0-1..i0+2} and HL_{i0..i0+3}.
+        T fx[2][5];
+        {
+            T r_m[5], r_p[5], l_p[5], l_pp[5];
+            shfl_up5(r[1], r_m);
+            shfl_down5(r[0], r_p);
+            shfl_down5(l[0], l_p);
+            shfl_down5(l[1], l_pp);
+#pragma unroll
+            for (int v = 0; v < 5; ++v) {
+                fx[0][v] = rtvd_face(A.opt0, r_m[v], r[0][v], r[1][v], l[0][v], l[1][v], l_p[v]);
+                fx[1][v] = rtvd_face(A.opt0, r[0][v], r[1][v], r_p[v], l[1][v], l_p[v], l_pp[v]);
+            }
+        }
+        T fxm[5];
+        shfl_up5(fx[1], fxm);
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int i = i0 + q;
+            if (i >= 3 && i <= len - 4) {
+                T w[5];
+#pragma unroll
+                for (int v = 0; v < 5; ++v) w[v] = u[q][v] - dtdx * (fx[q][v] - (q == 0 ? fxm[v] : fx[0][v]));
+                apply_floors(k, w, fc);
+                check_finite(c, axis, i, w, A.errors, ps.slot);
+                store_cell(data, c, axis, i, w);
+            }
+            if (len > 0 && (i == c.face_lo || i == c.face_hi))
+                record_face((T*)A.flux, c, axis, i == c.face_lo ? 0 : 1, fx[q], wf, false);
+        }
+    }
+
     // One thread, one column. At step j the window holds U_{j-1}, U_j, the
-    // half-step split fluxes HR_{j-4..j-1}, HL_{j-3..j-1} (those of index
-    // j-1 formed in this step); face j-3 and cell j-3 are finished. The
-    // split fluxes of U_{j+1} and the face flux F*_j = F_R,j - F_L,j+1 of
-    // the half step are formed one step early, off the dependency chain of
-    // the step (U_{j-3} is read again, from the cache, rather than kept).
+    // half-step split fluxes HR_{j-2} and HL_{j-2} with their differences
+    // from HR_{j-3} and HL_{j-3}, and the right half of face j-3 (formed in
+    // step j-1); face j-3 and cell j-3 are finished. Differences of
+    // neighbouring split fluxes are formed once and used by both limiter
+    // calls that read them, which keeps the window small enough for four
+    // resident blocks. The split fluxes of U_{j+1} and the face flux
+    // F*_j = F_R,j - F_L,j+1 of the half step are formed one step early,
+    // off the dependency chain of the step (U_{j-3} is read again, from
+    // the cache, rather than kept).
     template <class T>
     static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc) {
         const int axis = ps.axis;
@@ -189,15 +287,15 @@ struct Rtvd {
         T nx[5];          // U_{j+1}
         T frc[5];         // F_R,j
         T fs1[5], fs2[5]; // F*_{j-1}, F*_{j-2}
-        T hr0[5], hr1[5], hr2[5], hr3[5];
-        T hl1[5], hl2[5], hl3[5];
-        T fxp[5];
+        T hrp[5], drp[5]; // HR_{j-2}, HR_{j-2} - HR_{j-3}
+        T hlp[5], dlp[5]; // HL_{j-2}, HL_{j-2} - HL_{j-3}
+        T rgt[5];         // right half of face j-3
+        T fxp[5];         // face flux j-4
 #pragma unroll
         for (int v = 0; v < 5; ++v) {
             u2[v] = T(0);
             fs1[v] = fs2[v] = fxp[v] = T(0);
-            hr0[v] = hr1[v] = hr2[v] = hr3[v] = T(0);
-            hl1[v] = hl2[v] = hl3[v] = T(0);
+            hrp[v] = drp[v] = hlp[v] = dlp[v] = rgt[v] = T(0);
         }
         load_cell(data, c, axis, 0, u3);
         {
@@ -228,19 +326,16 @@ struct Rtvd {
                 for (int v = 0; v < 5; ++v) uh[v] = u2[v] - hdtdx * (fs1[v] - fs2[v]);
                 T hinv, hke;
                 apply_floors_keep(k, uh, fc, hinv, hke);
-                T hr[5], hl[5];
+                T hr[5], hl[5];  // HR_{j-1}, HL_{j-1}
                 split_flux_known(k, uh, hinv, hke, hr, hl);
-                COPY5(hr0, hr1);
-                COPY5(hr1, hr2);
-                COPY5(hr2, hr3);
-                COPY5(hr3, hr);
-                COPY5(hl1, hl2);
-                COPY5(hl2, hl3);
-                COPY5(hl3, hl);
+                T dl[5];
+#pragma unroll
+                for (int v = 0; v < 5; ++v) dl[v] = hl[v] - hlp[v];
                 if (face) {
+                    // rtvd_face's operations, with l0..l2 = HL_{j-3..j-1}.
                     T fx[5];
 #pragma unroll
-                    for (int v = 0; v < 5; ++v) fx[v] = rtvd_face(lim, hr0[v], hr1[v], hr2[v], hl1[v], hl2[v], hl3[v]);
+                    for (int v = 0; v < 5; ++v) fx[v] = rgt[v] - (hlp[v] - T(0.5) * rtvd_limit(lim, dlp[v], dl[v]));
                     if (f == c.face_lo) record_face((T*)A.flux, c, axis, 0, fx, wf, false);
                     if (f == c.face_hi) record_face((T*)A.flux, c, axis, 1, fx, wf, false);
                     if (f >= 3) {
@@ -252,6 +347,17 @@ struct Rtvd {
                         store_cell(data, c, axis, f, w);
                     }
                     COPY5(fxp, fx);
+                }
+                // Right half of face j-2 (rm, r0, rp = HR_{j-3..j-1}).
+                const bool next_face = j >= 4 && j <= len - 2;
+#pragma unroll
+                for (int v = 0; v < 5; ++v) {
+                    T dr = hr[v] - hrp[v];
+                    if (next_face) rgt[v] = hrp[v] + T(0.5) * rtvd_limit(lim, drp[v], dr);
+                    drp[v] = dr;
+                    hrp[v] = hr[v];
+                    dlp[v] = dl[v];
+                    hlp[v] = hl[v];
                 }
             }
             COPY5(fs2, fs1);

@@ -127,6 +127,13 @@ struct Tvd {
     // primitives, slopes, face fluxes
     static const int SLOT_WORDS = 15 * E;
 
+    // Rows kernel: a pair group of rows (PairCells).
+    template <class T>
+    static __device__ __forceinline__ void rows(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int lane, int off,
+                                                T* sm, Floors& fc) {
+        par<T, 2, true>(A, ps, c, PairCells{lane, off}, sm, fc);
+    }
+
     template <class T, int CPT, bool WARP, class M>
     static __device__ __forceinline__ void par(const StepArgs<T>& A, const PassInfo& ps, const Col& c, const M& m, T* sm,
                                                Floors& fc) {
@@ -137,12 +144,8 @@ struct Tvd {
         const GasK<T> k = A.k;
         const T* src = (const T*)(ps.stage == 0 ? A.data : A.stage);
         const int len = c.len;
-        T dtdx = T(0), wf = T(0);
-        if (len > 0) {
-            const PatchStep<T>& st = step_of(A, c.patch);
-            dtdx = st.dtdx[axis];
-            wf = st.wflux;
-        }
+        T dtdx, wf;
+        col_step(A, c, axis, dtdx, wf);
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
             int i = m.cell(q);

@@ -137,6 +137,13 @@ struct Waf {
     // states, density jumps, face fluxes
     static const int SLOT_WORDS = 13 * E;
 
+    // Rows kernel: a pair group of rows (PairCells).
+    template <class T>
+    static __device__ __forceinline__ void rows(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int lane, int off,
+                                                T* sm, Floors& fc) {
+        par<T, 2, true>(A, ps, c, PairCells{lane, off}, sm, fc);
+    }
+
     template <class T, int CPT, bool WARP, class M>
     static __device__ __forceinline__ void par(const StepArgs<T>& A, const PassInfo& ps, const Col& c, const M& m, T* sm,
                                                Floors& fc) {
@@ -147,12 +154,8 @@ struct Waf {
         const GasK<T> k = A.k;
         T* data = (T*)A.data;
         const int len = c.len;
-        T dtdx = T(0), wf = T(0);
-        if (len > 0) {
-            const PatchStep<T>& st = step_of(A, c.patch);
-            dtdx = st.dtdx[axis];
-            wf = st.wflux;
-        }
+        T dtdx, wf;
+        col_step(A, c, axis, dtdx, wf);
         T u[CPT][5];
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {

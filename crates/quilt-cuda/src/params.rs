@@ -70,6 +70,7 @@ pub(crate) struct StepArgs<T> {
     pub counters: u64,
     pub errors: u64,
     pub barrier: u64,
+    pub queue: u64,
     pub passes: u64,
     pub q0: u32,
     pub q1: u32,

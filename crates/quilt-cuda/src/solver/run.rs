@@ -159,8 +159,8 @@ impl<T: GpuReal> CudaSolver<T> {
         Ok(())
     }
 
-    /// Starts a step on stream 0: step constants up, counters and error
-    /// slots reset; the other streams wait for it.
+    /// Starts a step on stream 0: step constants up, counters, error slots
+    /// and work queues reset; the other streams wait for it.
     fn begin_step(&self) -> Result<(), CudaError> {
         let st = self.state.as_ref().expect("state built");
         let s0 = &self.streams[0];
@@ -170,6 +170,7 @@ impl<T: GpuReal> CudaSolver<T> {
         st.d_bad.fill_bytes(0, st.d_bad.len(), 0, s0)?;
         st.d_counters.fill_bytes(0, st.d_counters.len(), 0, s0)?;
         st.d_errors.fill_bytes(0, st.d_errors.len(), 0xff, s0)?;
+        st.d_queue.fill_bytes(0, st.d_queue.len(), 0, s0)?;
         st.ready.record(s0).call("cuEventRecord")?;
         for s in &self.streams[1..] {
             s.wait(&st.ready).call("cuStreamWaitEvent")?;
@@ -208,6 +209,7 @@ impl<T: GpuReal> CudaSolver<T> {
             counters: st.d_counters.at(2 * c),
             errors: st.d_errors.at(ERROR_SLOTS * c),
             barrier: st.d_barrier.at(0),
+            queue: st.d_queue.at(ERROR_SLOTS * c),
             passes: st.steps[&order].d_passes.at(0),
             q0: chunk.q0,
             q1: chunk.q1,

@@ -60,6 +60,9 @@ pub(crate) struct LayoutState<T> {
     pub d_errors: DeviceBuffer<u64>,
     pub h_errors: PinnedBuffer<u64>,
     pub d_barrier: DeviceBuffer<u32>,
+    /// Next item of each pass of each chunk (`ERROR_SLOTS` per chunk: one
+    /// per pass), taken by the marching kernels' warps.
+    pub d_queue: DeviceBuffer<u32>,
     pub h_data: Option<PinnedBuffer<T>>,
     pub h_flux: Option<PinnedBuffer<T>>,
     pub start: CudaEvent,
@@ -186,6 +189,7 @@ impl<T: GpuReal> LayoutState<T> {
             d_errors: DeviceBuffer::new(ctx, ERROR_SLOTS * nchunks)?,
             h_errors: PinnedBuffer::new(ctx, ERROR_SLOTS * nchunks)?,
             d_barrier: DeviceBuffer::new(ctx, 1)?,
+            d_queue: DeviceBuffer::new(ctx, ERROR_SLOTS * nchunks)?,
             h_data: None,
             h_flux: None,
             start: timing_event(ctx)?,
