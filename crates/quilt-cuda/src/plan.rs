@@ -149,7 +149,8 @@ pub(crate) struct HostPlan {
     pub descs: Vec<PatchDesc>,
     pub bin_edge: u32,
     pub nbins: u32,
-    /// `order[q]`: patch index at position `q` (sorted by bin, then index).
+    /// `order[q]`: patch index at position `q`: chunks hold consecutive
+    /// bins; within a chunk, larger patches (more cells) first.
     pub order: Vec<u32>,
     pub chunks: Vec<Chunk>,
 }
@@ -182,7 +183,8 @@ pub(crate) fn check_supported(layout: &BatchLayout) -> Result<(), CudaError> {
 }
 
 impl HostPlan {
-    /// Orders the patches by bin and cuts the bins into chunks.
+    /// Orders the patches by bin, cuts the bins into chunks and puts the
+    /// larger patches of each chunk first.
     pub fn new(layout: &BatchLayout, chunking: Chunking) -> Result<Self, CudaError> {
         check_supported(layout)?;
         let descs = layout.patches().to_vec();
@@ -247,6 +249,17 @@ impl HostPlan {
                 bin0,
                 bin1,
                 flux_runs,
+            });
+        }
+        // The kernels hand out work in position order; with the largest
+        // patches first, a launch ends on short columns and small scan
+        // items (longest processing time first) instead of on whatever
+        // patch the last bin holds.
+        for c in &chunks {
+            order[c.q0 as usize..c.q1 as usize].sort_by_key(|&p| {
+                let d = &descs[p as usize];
+                let cells: u64 = d.extent.iter().map(|&e| u64::from(e)).product();
+                (std::cmp::Reverse(cells), d.bin, p)
             });
         }
         if chunks.is_empty() {
@@ -470,14 +483,20 @@ mod tests {
     }
 
     fn check_chunks(l: &BatchLayout, plan: &HostPlan) {
-        // Positions are sorted by bin; chunks tile positions and bins; every
-        // flux value belongs to exactly one chunk.
+        // Chunks tile positions and bins, each chunk's positions in
+        // decreasing size; every flux value belongs to exactly one chunk.
         let bins: Vec<u32> = plan
             .order
             .iter()
             .map(|&p| l.patches()[p as usize].bin)
             .collect();
-        assert!(bins.windows(2).all(|w| w[0] <= w[1]));
+        let cells = |q: usize| -> u64 {
+            let d = &l.patches()[plan.order[q] as usize];
+            d.extent.iter().map(|&e| u64::from(e)).product()
+        };
+        for c in &plan.chunks {
+            assert!((c.q0 as usize + 1..c.q1 as usize).all(|q| cells(q - 1) >= cells(q)));
+        }
         assert_eq!(plan.chunks[0].q0, 0);
         assert_eq!(plan.chunks[0].bin0, 0);
         assert_eq!(plan.chunks.last().unwrap().q1 as usize, l.patches().len());
