@@ -592,7 +592,19 @@ template <class T> __device__ __forceinline__ void shfl_down5(const T x[5], T y[
 //                                       placed by the cell map m, phases
 //                                       separated by block (WARP = false) or
 //                                       warp barriers
+//   S::rows<T>(..., lane, off, ...)     a rows-kernel pair group (PairCells
+//                                       lane, off); PairRows<S> gives par's
 //   S::march<T>(...)                    one column marched by one thread
+
+// The rows kernel's pair group as par with PairCells, for a scheme S with
+// no version of its own (struct S : PairRows<S>).
+template <class S> struct PairRows {
+    template <class T>
+    static __device__ __forceinline__ void rows(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int lane, int off,
+                                                T* sm, Floors& fc) {
+        S::template par<T, 2, true>(A, ps, c, PairCells{lane, off}, sm, fc);
+    }
+};
 
 // Default scheme (paper's baseline): one block of 2 x 64 threads per patch,
 // every pass of the step in one launch, block barriers between phases.

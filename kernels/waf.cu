@@ -132,17 +132,10 @@ template <class T> __device__ __forceinline__ void zero_face(Face<T>& F) {
             (dst)[v_] = (src)[v_];                       \
     } while (0)
 
-struct Waf {
+struct Waf : PairRows<Waf> {
     static const int E = QUILT_MAX_EDGE;
     // states, density jumps, face fluxes
     static const int SLOT_WORDS = 13 * E;
-
-    // Rows kernel: a pair group of rows (PairCells).
-    template <class T>
-    static __device__ __forceinline__ void rows(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int lane, int off,
-                                                T* sm, Floors& fc) {
-        par<T, 2, true>(A, ps, c, PairCells{lane, off}, sm, fc);
-    }
 
     template <class T, int CPT, bool WARP, class M>
     static __device__ __forceinline__ void par(const StepArgs<T>& A, const PassInfo& ps, const Col& c, const M& m, T* sm,

@@ -86,6 +86,10 @@ pub(crate) struct StepArgs<T> {
 // SAFETY: plain `#[repr(C)]` data matching the kernels' `StepArgs<T>`.
 unsafe impl<T: GpuReal> DeviceRepr for StepArgs<T> {}
 
+/// Passes of one step at most (`QUILT_MAX_PASSES`): TVD's two stages of
+/// three sweeps.
+pub(crate) const MAX_PASSES: usize = 6;
+
 /// Values per patch in the per-step table `PatchStep<T>`: `dt/dx` along x,
 /// y, z and the flux-buffer weight.
 pub(crate) const STEP_WORDS: usize = 4;

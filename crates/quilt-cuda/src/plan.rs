@@ -258,8 +258,7 @@ impl HostPlan {
         for c in &chunks {
             order[c.q0 as usize..c.q1 as usize].sort_by_key(|&p| {
                 let d = &descs[p as usize];
-                let cells: u64 = d.extent.iter().map(|&e| u64::from(e)).product();
-                (std::cmp::Reverse(cells), d.bin, p)
+                (std::cmp::Reverse(d.total_cells()), d.bin, p)
             });
         }
         if chunks.is_empty() {
@@ -490,10 +489,7 @@ mod tests {
             .iter()
             .map(|&p| l.patches()[p as usize].bin)
             .collect();
-        let cells = |q: usize| -> u64 {
-            let d = &l.patches()[plan.order[q] as usize];
-            d.extent.iter().map(|&e| u64::from(e)).product()
-        };
+        let cells = |q: usize| l.patches()[plan.order[q] as usize].total_cells();
         for c in &plan.chunks {
             assert!((c.q0 as usize + 1..c.q1 as usize).all(|q| cells(q - 1) >= cells(q)));
         }
@@ -640,6 +636,10 @@ mod tests {
         assert_eq!(r[0].kind, TableKind::Flat);
         let t = step_passes(&Scheme::tvd(), SweepOrder::Xyz, [TableKind::Columns; 3]);
         assert_eq!(t.len(), 6);
+        assert!(
+            t.len() <= crate::params::MAX_PASSES,
+            "the kernels hold QUILT_MAX_PASSES per chunk"
+        );
         assert!(
             t[..3]
                 .iter()

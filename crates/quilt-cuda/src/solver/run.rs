@@ -11,7 +11,7 @@ use super::report::{decode_sweep_error, input_error};
 use super::state::{ERROR_SLOTS, LayoutState};
 use super::{CudaSolver, Variant};
 use crate::error::{CudaError, DriverContext};
-use crate::params::{GasK, STEP_WORDS, StepArgs};
+use crate::params::{GasK, MAX_PASSES, STEP_WORDS, StepArgs};
 use crate::plan::{Chunk, Chunking, TableKind};
 use crate::real::GpuReal;
 use crate::solver::kernels::{BLOCK, SCAN_BLOCK};
@@ -209,7 +209,7 @@ impl<T: GpuReal> CudaSolver<T> {
             counters: st.d_counters.at(2 * c),
             errors: st.d_errors.at(ERROR_SLOTS * c),
             barrier: st.d_barrier.at(0),
-            queue: st.d_queue.at(ERROR_SLOTS * c),
+            queue: st.d_queue.at(MAX_PASSES * c),
             passes: st.steps[&order].d_passes.at(0),
             q0: chunk.q0,
             q1: chunk.q1,

@@ -9,7 +9,9 @@ use quilt_sweep::{BatchLayout, PatchDesc, Scheme, SweepOrder};
 
 use crate::buffer::{DeviceBuffer, PinnedBuffer};
 use crate::error::{CudaError, DriverContext};
-use crate::params::{CONST_DESCS, ColItem, PassInfo, RESULT_WORDS, STEP_WORDS, ScanItem};
+use crate::params::{
+    CONST_DESCS, ColItem, MAX_PASSES, PassInfo, RESULT_WORDS, STEP_WORDS, ScanItem,
+};
 use crate::plan::{Chunking, HostPlan, PassSpec, TableKind, TablePtrs, pass_infos, step_passes};
 use crate::real::GpuReal;
 
@@ -60,8 +62,8 @@ pub(crate) struct LayoutState<T> {
     pub d_errors: DeviceBuffer<u64>,
     pub h_errors: PinnedBuffer<u64>,
     pub d_barrier: DeviceBuffer<u32>,
-    /// Next item of each pass of each chunk (`ERROR_SLOTS` per chunk: one
-    /// per pass), taken by the marching kernels' warps.
+    /// Next item of each pass of each chunk ([`MAX_PASSES`] per chunk),
+    /// taken by the marching kernels' warps.
     pub d_queue: DeviceBuffer<u32>,
     pub h_data: Option<PinnedBuffer<T>>,
     pub h_flux: Option<PinnedBuffer<T>>,
@@ -189,7 +191,7 @@ impl<T: GpuReal> LayoutState<T> {
             d_errors: DeviceBuffer::new(ctx, ERROR_SLOTS * nchunks)?,
             h_errors: PinnedBuffer::new(ctx, ERROR_SLOTS * nchunks)?,
             d_barrier: DeviceBuffer::new(ctx, 1)?,
-            d_queue: DeviceBuffer::new(ctx, ERROR_SLOTS * nchunks)?,
+            d_queue: DeviceBuffer::new(ctx, MAX_PASSES * nchunks)?,
             h_data: None,
             h_flux: None,
             start: timing_event(ctx)?,
