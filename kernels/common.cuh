@@ -93,8 +93,35 @@ template <class T> struct StepArgs {
 // ---------------------------------------------------------------- math ----
 // Overloads that keep IEEE semantics (NVRTC defaults: prec-div, prec-sqrt,
 // no flush to zero) and the NaN rules of Rust's min/max.
+//
+// With QUILT_FAST_F32 defined (CudaConfig::fast_f32) the f32 division and
+// square root are the hardware approximations instead (div.full.f32: at most
+// 2 ulp, no slow path; sqrt.approx.f32): results are no longer bitwise the
+// CPU's but stay within the f32 tolerance, and each of the thirteen
+// divisions of an RTVD cell update loses its branch to the IEEE slow path.
+#ifdef QUILT_FAST_F32
+__device__ __forceinline__ float q_sqrt(float x) {
+    float r;
+    asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+__device__ __forceinline__ float q_div(float a, float b) {
+    float r;
+    asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+#else
 __device__ __forceinline__ float q_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ float q_div(float a, float b) { return a / b; }
+#endif
 __device__ __forceinline__ double q_sqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ double q_div(double a, double b) { return a / b; }
+// Whether q_div of T is the branch-free approximation: code may then divide
+// unconditionally and select, instead of branching around the division.
+template <class T> __device__ __forceinline__ constexpr bool q_fast() { return false; }
+#ifdef QUILT_FAST_F32
+template <> __device__ __forceinline__ constexpr bool q_fast<float>() { return true; }
+#endif
 __device__ __forceinline__ float q_abs(float x) { return fabsf(x); }
 __device__ __forceinline__ double q_abs(double x) { return fabs(x); }
 __device__ __forceinline__ float q_min(float a, float b) { return fminf(a, b); }
@@ -114,7 +141,7 @@ template <class T> __device__ __forceinline__ T kinetic_energy(const T u[5], T i
 
 template <class T>
 __device__ __forceinline__ void signal_speed(const GasK<T>& k, const T u[5], T& vn, T& p, T& cs) {
-    T inv = T(1) / u[0];
+    T inv = q_div(T(1), u[0]);
     vn = u[1] * inv;
     T ke = kinetic_energy(u, inv);
     p = q_max(k.gm1 * (u[4] - ke), k.p_floor);
@@ -144,7 +171,7 @@ __device__ __forceinline__ void apply_floors_keep(const GasK<T>& k, T u[5], Floo
         u[0] = k.rho_floor;
         c.density += 1;
     }
-    inv = T(1) / u[0];
+    inv = q_div(T(1), u[0]);
     ke = kinetic_energy(u, inv);
     T p = k.gm1 * (u[4] - ke);
     if (p < k.p_floor) {
@@ -309,6 +336,61 @@ template <class T> __device__ __forceinline__ void store_cell(T* dst, const Col&
     i64 at = c.base + (i64)i * c.stride;
 #pragma unroll
     for (int v = 0; v < 5; ++v) dst[at + comp_of(axis, v) * c.cstride] = u[v];
+}
+
+// Cells of a marched column on their way in. Each thread copies the cell
+// it will need QUILT_RING_AHEAD steps later into its own slots of a shared
+// ring with cp.async, so that the load latency passes during the steps in
+// between instead of stalling the step that reads the cell (Nsight Compute
+// put a third of the march's stall cycles on loads read one step after
+// they were issued), and the values in flight take no registers. A step
+// also reads back cells it used before (the state at the cell it updates)
+// from the ring rather than keeping them in registers.
+#define QUILT_RING_CELLS 8
+#define QUILT_RING_AHEAD 4
+#define QUILT_MARCH_BLOCK 128
+template <class T> struct Ring {
+    // Value v of column cell i at slots[((i % CELLS) * 5 + v) * BLOCK]:
+    // neighbouring threads, neighbouring banks.
+    T* slots;
+    static const int CELLS = QUILT_RING_CELLS;
+    // A cell overwritten at step j is j + AHEAD - CELLS; the oldest cell a
+    // step reads is j - 3.
+    static_assert(QUILT_RING_CELLS >= QUILT_RING_AHEAD + 4, "ring too short for the march window");
+
+    static __device__ __forceinline__ u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+
+    // Starts copying cell i of column c (nothing past its end) as one
+    // commit group: every call commits exactly one group, so that the
+    // group count and the cell index stay in step.
+    __device__ __forceinline__ void fetch(const T* src, const Col& c, int axis, int i) const {
+        if (i < c.len) {
+            const i64 at = c.base + (i64)i * c.stride;
+            T* dst = slots + (i & (CELLS - 1)) * 5 * QUILT_MARCH_BLOCK;
+#pragma unroll
+            for (int v = 0; v < 5; ++v)
+                asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(smem_addr(dst + v * QUILT_MARCH_BLOCK)),
+                             "l"(src + at + comp_of(axis, v) * c.cstride), "n"(sizeof(T)));
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+    // Waits until at most N of this thread's commit groups are in flight.
+    template <int N> static __device__ __forceinline__ void wait() {
+        asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+    }
+    static __device__ __forceinline__ void drain() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+    __device__ __forceinline__ void load(int i, T u[5]) const {
+        const T* src = slots + (i & (CELLS - 1)) * 5 * QUILT_MARCH_BLOCK;
+#pragma unroll
+        for (int v = 0; v < 5; ++v) u[v] = src[v * QUILT_MARCH_BLOCK];
+    }
+};
+
+// This thread's ring, in a static shared array of its block (which the
+// compiler drops for a scheme whose march does not use it).
+template <class T> __device__ __forceinline__ Ring<T> thread_ring() {
+    __shared__ T slots[QUILT_RING_CELLS * 5 * QUILT_MARCH_BLOCK];
+    return Ring<T>{slots + threadIdx.x};
 }
 
 // Records weight * flux (or adds it) at face `side` of a column.
@@ -698,7 +780,8 @@ __device__ __forceinline__ void row_item(const StepArgs<T>& A, const PassInfo& p
 // cells (two runs where the flat order wraps to the next row), so loads
 // coalesce.
 template <class S, class T>
-__device__ __forceinline__ void march_item(const StepArgs<T>& A, const PassInfo& ps, u32 it, int lane, Floors& fc) {
+__device__ __forceinline__ void march_item(const StepArgs<T>& A, const PassInfo& ps, u32 it, int lane, Floors& fc,
+                                           const Ring<T>& ring) {
     ColItem ci = item_at(ps, it);
     const PatchDesc& d = desc_of(A.use_const, A.descs, ci.patch);
     const int axis = ps.axis;
@@ -706,7 +789,7 @@ __device__ __forceinline__ void march_item(const StepArgs<T>& A, const PassInfo&
     const int l = (int)ci.ta + lane;
     if (l < cols) {
         Col c = flat_col(d, ci.patch, ps, l, A.bin_edge);
-        S::template march<T>(A, ps, c, fc);
+        S::template march<T>(A, ps, c, fc, ring);
     }
 }
 
@@ -757,6 +840,7 @@ template <class S, class T> __device__ __forceinline__ void shell_march(const St
     u32 s0, s1;
     item_range(ps, A.q0, A.q1, s0, s1);
     u32* next = (u32*)A.queue + A.pass0;
+    const Ring<T> ring = thread_ring<T>();
     Floors fc = {0, 0};
     QUILT_AXIS_SWITCH(ps.axis, {
         PassInfo pa = ps;
@@ -766,7 +850,7 @@ template <class S, class T> __device__ __forceinline__ void shell_march(const St
             if (lane == 0) it = s0 + atomicAdd(next, 1u);
             it = __shfl_sync(0xffffffffu, it, 0);
             if (it >= s1) break;
-            march_item<S, T>(A, pa, it, lane, fc);
+            march_item<S, T>(A, pa, it, lane, fc, ring);
         }
     })
     flush_floors(fc, A.counters);
@@ -779,6 +863,10 @@ template <class S, class T> __device__ __forceinline__ void shell_fused(const St
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     u32 nw = blockDim.x >> 5;
     T* sm = (T*)qsm + warp * S::SLOT_WORDS;
+    // A pass is all rows or all marched and passes are separated by the
+    // grid barrier, so the ring shares the rows' shared memory (the host
+    // sizes it for both: params::fused_words).
+    const Ring<T> ring = {(T*)qsm + threadIdx.x};
     Floors fc = {0, 0};
     for (int k = 0; k < A.npasses; ++k) {
         PassInfo ps = pass_of(A, A.pass0 + k);
@@ -786,7 +874,7 @@ template <class S, class T> __device__ __forceinline__ void shell_fused(const St
         item_range(ps, A.q0, A.q1, s0, s1);
         for (u32 it = s0 + blockIdx.x * nw + warp; it < s1; it += gridDim.x * nw) {
             if (ps.march)
-                march_item<S, T>(A, ps, it, lane, fc);
+                march_item<S, T>(A, ps, it, lane, fc, ring);
             else
                 row_item<S, T>(A, ps, it, lane, sm, fc);
         }

@@ -23,9 +23,15 @@
 
 template <class T> __device__ __forceinline__ T rtvd_limit(int lim, T a, T b) {
     T ab = a * b;
+    if (q_fast<T>()) {
+        // No branch: lanes whose slopes differ in sign would otherwise
+        // split the warp at each of the ten limiters of a cell.
+        T q = lim == 0 ? q_div(T(2) * ab, a + b) : (q_abs(a) < q_abs(b) ? a : b);
+        return ab <= T(0) ? T(0) : q;
+    }
     if (ab <= T(0)) return T(0);
-    if (lim == 0) return T(2) * ab / (a + b);  // van Leer
-    return q_abs(a) < q_abs(b) ? a : b;        // minmod
+    if (lim == 0) return q_div(T(2) * ab, a + b);  // van Leer
+    return q_abs(a) < q_abs(b) ? a : b;            // minmod
 }
 
 // Split fluxes of u given its 1/rho and kinetic energy (signal_speed's
@@ -47,7 +53,7 @@ __device__ __forceinline__ void split_flux_known(const GasK<T>& k, const T u[5],
 }
 
 template <class T> __device__ __forceinline__ void split_flux(const GasK<T>& k, const T u[5], T fr[5], T fl[5]) {
-    T inv = T(1) / u[0];
+    T inv = q_div(T(1), u[0]);
     T ke = kinetic_energy(u, inv);
     split_flux_known(k, u, inv, ke, fr, fl);
 }
@@ -263,18 +269,19 @@ struct Rtvd {
         }
     }
 
-    // One thread, one column. At step j the window holds U_{j-1}, U_j, the
-    // half-step split fluxes HR_{j-2} and HL_{j-2} with their differences
-    // from HR_{j-3} and HL_{j-3}, and the right half of face j-3 (formed in
-    // step j-1); face j-3 and cell j-3 are finished. Differences of
-    // neighbouring split fluxes are formed once and used by both limiter
-    // calls that read them, which keeps the window small enough for four
-    // resident blocks. The split fluxes of U_{j+1} and the face flux
-    // F*_j = F_R,j - F_L,j+1 of the half step are formed one step early,
-    // off the dependency chain of the step (U_{j-3} is read again, from
-    // the cache, rather than kept).
+    // One thread, one column. At step j the window holds the half-step
+    // split fluxes HR_{j-2} and HL_{j-2} with their differences from HR_{j-3}
+    // and HL_{j-3}, and the right half of face j-3 (formed in step j-1);
+    // face j-3 and cell j-3 are finished. Differences of neighbouring split
+    // fluxes are formed once and used by both limiter calls that read them,
+    // which keeps the window small enough for four resident blocks. The
+    // split fluxes of U_{j+1} and the face flux F*_j = F_R,j - F_L,j+1 of the
+    // half step are formed one step early, off the dependency chain of the
+    // step. The states themselves (U_{j+1}, U_{j-1}, U_{j-3}) are read from
+    // the ring when used.
     template <class T>
-    static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc) {
+    static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc,
+                                                 const Ring<T>& ring) {
         const int axis = ps.axis;
         const GasK<T> k = A.k;
         const int lim = A.opt0;
@@ -283,8 +290,9 @@ struct Rtvd {
         const T dtdx = st.dtdx[axis], wf = st.wflux;
         const T hdtdx = T(0.5) * dtdx;
         const int len = c.len;
-        T u2[5], u3[5];   // U_{j-1}, U_j
-        T nx[5];          // U_{j+1}
+        const int P = QUILT_RING_AHEAD;
+#pragma unroll
+        for (int i = 0; i < P; ++i) ring.fetch(data, c, axis, i);
         T frc[5];         // F_R,j
         T fs1[5], fs2[5]; // F*_{j-1}, F*_{j-2}
         T hrp[5], drp[5]; // HR_{j-2}, HR_{j-2} - HR_{j-3}
@@ -293,35 +301,34 @@ struct Rtvd {
         T fxp[5];         // face flux j-4
 #pragma unroll
         for (int v = 0; v < 5; ++v) {
-            u2[v] = T(0);
             fs1[v] = fs2[v] = fxp[v] = T(0);
             hrp[v] = drp[v] = hlp[v] = dlp[v] = rgt[v] = T(0);
         }
-        load_cell(data, c, axis, 0, u3);
+        Ring<T>::template wait<P - 1>();  // cell 0
         {
-            T fl[5];
-            split_flux(k, u3, frc, fl);
+            T u0[5], fl[5];
+            ring.load(0, u0);
+            split_flux(k, u0, frc, fl);
         }
-        load_cell(data, c, axis, 1, nx);
 #pragma unroll 1
         for (int j = 0; j < len; ++j) {
             const int f = j - 3;
             const bool face = f >= 2 && f <= len - 4;
-            T un[5];
-            if (face && f >= 3) load_cell(data, c, axis, f, un);
-            // Off the chain: split fluxes of U_{j+1}, F*_j, and the next load.
+            // P + j + 1 groups committed; cells 0 .. j + 1 must have landed.
+            ring.fetch(data, c, axis, j + P);
+            Ring<T>::template wait<P - 1>();
+            // Off the chain: split fluxes of U_{j+1} and F*_j.
             T fsn[5], frn[5];
             if (j + 1 < len) {
-                T fln[5];
+                T nx[5], fln[5];
+                ring.load(j + 1, nx);
                 split_flux(k, nx, frn, fln);
 #pragma unroll
                 for (int v = 0; v < 5; ++v) fsn[v] = frc[v] - fln[v];
             }
-            T nxt[5];
-            COPY5(nxt, nx);
-            if (j + 2 < len) load_cell(data, c, axis, j + 2, nx);
             if (j >= 2) {
-                T uh[5];
+                T u2[5], uh[5];
+                ring.load(j - 1, u2);
 #pragma unroll
                 for (int v = 0; v < 5; ++v) uh[v] = u2[v] - hdtdx * (fs1[v] - fs2[v]);
                 T hinv, hke;
@@ -339,7 +346,8 @@ struct Rtvd {
                     if (f == c.face_lo) record_face((T*)A.flux, c, axis, 0, fx, wf, false);
                     if (f == c.face_hi) record_face((T*)A.flux, c, axis, 1, fx, wf, false);
                     if (f >= 3) {
-                        T w[5];
+                        T un[5], w[5];
+                        ring.load(f, un);
 #pragma unroll
                         for (int v = 0; v < 5; ++v) w[v] = un[v] - dtdx * (fx[v] - fxp[v]);
                         apply_floors(k, w, fc);
@@ -363,9 +371,8 @@ struct Rtvd {
             COPY5(fs2, fs1);
             COPY5(fs1, fsn);
             COPY5(frc, frn);
-            COPY5(u2, u3);
-            COPY5(u3, nxt);
         }
+        Ring<T>::drain();
     }
 };
 

@@ -19,7 +19,7 @@
 #include "common.cuh"
 
 template <class T> __device__ __forceinline__ void primitive(const GasK<T>& k, const T u[5], T w[5]) {
-    T inv = T(1) / u[0];
+    T inv = q_div(T(1), u[0]);
     T ke = kinetic_energy(u, inv);
     T p = q_max(k.gm1 * (u[4] - ke), k.p_floor);
     w[0] = u[0];
@@ -45,7 +45,7 @@ template <class T> __device__ __forceinline__ T conserved(const GasK<T>& k, cons
     u[2] = rho * w[2];
     u[3] = rho * w[3];
     u[4] = w[4] * k.inv_gm1 + ke;
-    return q_sqrt(k.gamma * w[4] / rho);
+    return q_sqrt(q_div(k.gamma * w[4], rho));
 }
 
 // kind 0: HLL with Davis speeds, 1: local Lax-Friedrichs.
@@ -67,7 +67,7 @@ __device__ __forceinline__ void tvd_face_flux(const GasK<T>& k, int kind, const 
 #pragma unroll
             for (int v = 0; v < 5; ++v) f[v] = fr[v];
         } else {
-            T inv = T(1) / (sr - sl);
+            T inv = q_div(T(1), sr - sl);
 #pragma unroll
             for (int v = 0; v < 5; ++v) f[v] = (sr * fl[v] - sl * fr[v] + sl * sr * (ur[v] - ul[v])) * inv;
         }
@@ -206,7 +206,8 @@ struct Tvd : PairRows<Tvd> {
     // One thread, one column: at step j the window holds W_{j-2..j} and
     // dW_{j-2..j-1}; face j-2 and cell j-2 are finished.
     template <class T>
-    static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc) {
+    static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc,
+                                                 const Ring<T>&) {
         const int axis = ps.axis;
         const GasK<T> k = A.k;
         const T* src = (const T*)(ps.stage == 0 ? A.data : A.stage);

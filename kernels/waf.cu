@@ -20,13 +20,13 @@
 
 template <class T>
 __device__ __forceinline__ void star_state(const T u[5], T vn, T p, T q, T s, T s_star, T out[5]) {
-    T inv = T(1) / u[0];
-    T rho_star = q / (s - s_star);
+    T inv = q_div(T(1), u[0]);
+    T rho_star = q_div(q, s - s_star);
     out[0] = rho_star;
     out[1] = rho_star * s_star;
     out[2] = rho_star * (u[2] * inv);
     out[3] = rho_star * (u[3] * inv);
-    out[4] = rho_star * (u[4] * inv + (s_star - vn) * (s_star + p / q));
+    out[4] = rho_star * (u[4] * inv + (s_star - vn) * (s_star + q_div(p, q)));
 }
 
 // The three waves of the HLLC solution between ul and ur, whose signal
@@ -47,7 +47,7 @@ __device__ __forceinline__ void hllc_face(T dtdx, const T ul[5], T vl, T pl, T c
     T sr = q_max(vl + cl, vr + cr);
     T ql = ul[0] * (sl - vl);
     T qr = ur[0] * (sr - vr);
-    T s_star = (pr - pl + vl * ql - vr * qr) / (ql - qr);
+    T s_star = q_div(pr - pl + vl * ql - vr * qr, ql - qr);
     T fl[5], fr[5], usl[5], usr[5];
     euler_flux(ul, vl, pl, fl);
     euler_flux(ur, vr, pr, fr);
@@ -75,8 +75,8 @@ template <class T> __device__ __forceinline__ T waf_psi(int lim, T r) {
     if (r <= T(0)) return T(0);
     switch (lim) {
     case 0: return q_max(q_min(T(2) * r, T(1)), q_min(r, T(2)));
-    case 1: return T(2) * r / (T(1) + r);
-    case 2: return r * (T(1) + r) / (T(1) + r * r);
+    case 1: return q_div(T(2) * r, T(1) + r);
+    case 2: return q_div(r * (T(1) + r), T(1) + r * r);
     default: return q_min(r, T(1));
     }
 }
@@ -94,7 +94,7 @@ __device__ __forceinline__ void waf_flux(int lim, const Face<T>& F, const T lo[3
         T c = F.cour[w];
         T up = c > T(0) ? lo[w] : hi[w];
         T local = F.drho[w];
-        T r = local != T(0) ? q_min(up / local, cap) : T(0);
+        T r = local != T(0) ? q_min(q_div(up, local), cap) : T(0);
         wt[w] = sgn(c) * (T(1) - (T(1) - q_abs(c)) * waf_psi(lim, r));
     }
 #pragma unroll
@@ -223,7 +223,8 @@ struct Waf : PairRows<Waf> {
     // are known, with the density jumps of face j-3; face j-2 and cell j-2
     // are finished.
     template <class T>
-    static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc) {
+    static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc,
+                                                 const Ring<T>&) {
         const int axis = ps.axis;
         const GasK<T> k = A.k;
         T* data = (T*)A.data;

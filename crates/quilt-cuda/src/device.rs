@@ -24,8 +24,17 @@ pub(crate) struct Device {
     pub ctx: Arc<CudaContext>,
 }
 
-/// (device, file, FMA contraction, blocks per SM asked of the marching kernels).
-type ModuleKey = (usize, KernelFile, bool, Option<u32>);
+/// How a kernel file is compiled: FMA contraction, approximate f32 division
+/// and square root, blocks per SM asked of the marching kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Build {
+    pub fma: bool,
+    pub fast_f32: bool,
+    pub march_blocks: Option<u32>,
+}
+
+/// (device, file, build).
+type ModuleKey = (usize, KernelFile, Build);
 
 fn devices() -> &'static Mutex<HashMap<usize, Device>> {
     static D: OnceLock<Mutex<HashMap<usize, Device>>> = OnceLock::new();
@@ -66,22 +75,13 @@ pub(crate) fn device(ordinal: usize) -> Result<Device, CudaError> {
 
 /// The image of `file` for `dev`, compiled on first use (other threads
 /// asking for the same image wait for that compilation).
-pub(crate) fn image(
-    dev: &Device,
-    file: KernelFile,
-    fma: bool,
-    march_blocks: Option<u32>,
-) -> Result<Arc<Image>, CudaError> {
-    let key = (dev.info.ordinal, file, fma, march_blocks);
+pub(crate) fn image(dev: &Device, file: KernelFile, b: Build) -> Result<Arc<Image>, CudaError> {
+    let key = (dev.info.ordinal, file, b);
     let cell = {
         let mut map = images().lock().unwrap_or_else(|e| e.into_inner());
         map.entry(key).or_default().clone()
     };
-    let res = cell.get_or_init(|| {
-        build(dev, file, fma, march_blocks)
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
-    });
+    let res = cell.get_or_init(|| build(dev, file, b).map(Arc::new).map_err(|e| e.to_string()));
     res.clone().map_err(|log| CudaError::Compile {
         file: file.path(),
         arch: dev.info.arch(),
@@ -94,10 +94,9 @@ pub(crate) fn image(
 pub(crate) fn module(
     dev: &Device,
     file: KernelFile,
-    fma: bool,
-    march_blocks: Option<u32>,
+    b: Build,
 ) -> Result<Arc<CudaModule>, CudaError> {
-    let img = image(dev, file, fma, march_blocks)?;
+    let img = image(dev, file, b)?;
     let ptx = match &*img {
         Image::Cubin(c) => Ptx::from_binary(c.clone()),
         Image::Ptx(p) => Ptx::from_src(p.clone()),
@@ -106,25 +105,21 @@ pub(crate) fn module(
     dev.ctx.load_module(ptx).call("cuModuleLoadData")
 }
 
-fn build(
-    dev: &Device,
-    file: KernelFile,
-    fma: bool,
-    march_blocks: Option<u32>,
-) -> Result<Image, CudaError> {
+fn build(dev: &Device, file: KernelFile, b: Build) -> Result<Image, CudaError> {
     let t = Instant::now();
-    let mut opts = CompileOptions::new(dev.info.arch(), fma);
-    if let Some(b) = march_blocks {
+    let mut opts = CompileOptions::new(dev.info.arch(), b.fma);
+    opts.fast_f32 = b.fast_f32;
+    if let Some(b) = b.march_blocks {
         for name in ["QUILT_MARCH_MINB_F32", "QUILT_MARCH_MINB_F64"] {
             opts.defines.push((name.to_string(), b.to_string()));
         }
     }
     let out = compile(file, &opts)?;
     if !out.log.trim().is_empty() {
-        log::debug!("NVRTC log of {} (fma {fma}):\n{}", file.path(), out.log);
+        log::debug!("NVRTC log of {} ({b:?}):\n{}", file.path(), out.log);
     }
     log::info!(
-        "compiled {} for {} (fma {fma}) in {:.1} s",
+        "compiled {} for {} ({b:?}) in {:.1} s",
         file.path(),
         dev.info.arch(),
         t.elapsed().as_secs_f64()
@@ -141,7 +136,13 @@ pub(crate) fn precompile(dev: &Device, wanted: &[(KernelFile, bool)]) -> Result<
     std::thread::scope(|s| {
         let handles: Vec<_> = wanted
             .iter()
-            .map(|&(file, fma)| s.spawn(move || image(dev, file, fma, None).map(|_| ())))
+            .map(|&(file, fma)| {
+                let b = Build {
+                    fma,
+                    ..Build::default()
+                };
+                s.spawn(move || image(dev, file, b).map(|_| ()))
+            })
             .collect();
         handles
             .into_iter()

@@ -104,9 +104,58 @@ pub(crate) fn slot_words(file: crate::source::KernelFile) -> usize {
     }
 }
 
+/// Cells of a marching thread's ring (`QUILT_RING_CELLS`).
+pub(crate) const RING_CELLS: usize = 8;
+
+/// Shared-memory values of a block's march rings (`Ring<T>`: five values
+/// per cell and thread) where the scheme's march reads through one; zero
+/// where it reads global memory directly.
+pub(crate) fn ring_words(file: crate::source::KernelFile) -> usize {
+    use crate::source::KernelFile::*;
+    match file {
+        Rtvd => RING_CELLS * 5 * crate::solver::BLOCK as usize,
+        Tvd | Waf => 0,
+    }
+}
+
+/// Shared-memory values of a fused block: four rows-kernel slots, or the
+/// march rings, which use the same memory in other passes.
+pub(crate) fn fused_words(file: crate::source::KernelFile) -> usize {
+    (4 * slot_words(file)).max(ring_words(file))
+}
+
 /// Values in `c_descs` (`QUILT_CONST_DESCS`).
 pub(crate) const CONST_DESCS: usize = 768;
 
 /// Words of the per-chunk results block: floor counters (2) and the first
 /// bad cell of each error slot (6).
 pub(crate) const RESULT_WORDS: usize = 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value of `#define name <int>` in the embedded `common.cuh`.
+    fn define(name: &str) -> usize {
+        let line = crate::source::COMMON_CUH
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("#define ")?
+                    .strip_prefix(name)?
+                    .strip_prefix(' ')
+            })
+            .unwrap_or_else(|| panic!("common.cuh defines no {name}"));
+        line.trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{name} = {line:?}: {e}"))
+    }
+
+    #[test]
+    fn host_twins_match_the_kernel_defines() {
+        assert_eq!(define("QUILT_MAX_PASSES"), MAX_PASSES);
+        assert_eq!(define("QUILT_CONST_DESCS"), CONST_DESCS);
+        assert_eq!(define("QUILT_RING_CELLS"), RING_CELLS);
+        assert_eq!(define("QUILT_MARCH_BLOCK"), crate::solver::BLOCK as usize);
+        assert_eq!(define("QUILT_MAX_EDGE"), crate::plan::MAX_EDGE as usize);
+    }
+}

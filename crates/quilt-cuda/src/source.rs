@@ -161,6 +161,9 @@ pub struct CompileOptions {
     /// Contract multiply-adds into FMAs (`--fmad`). Off reproduces the CPU
     /// reference bit for bit; on is the fast path.
     pub fma: bool,
+    /// Approximate f32 division and square root (`-DQUILT_FAST_F32`, see
+    /// [`CudaConfig::fast_f32`](crate::CudaConfig::fast_f32)).
+    pub fast_f32: bool,
     /// Extra `-D` definitions, `(name, value)`.
     pub defines: Vec<(String, String)>,
 }
@@ -171,6 +174,7 @@ impl CompileOptions {
         Self {
             arch: arch.into(),
             fma,
+            fast_f32: false,
             defines: Vec::new(),
         }
     }
@@ -189,6 +193,9 @@ impl CompileOptions {
         if self.arch.starts_with("sm_") {
             // Register and spill report in the program log.
             args.push("--ptxas-options=--verbose".to_string());
+        }
+        if self.fast_f32 {
+            args.push("-DQUILT_FAST_F32=1".to_string());
         }
         for (k, v) in &self.defines {
             args.push(format!("-D{k}={v}"));

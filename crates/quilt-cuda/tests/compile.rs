@@ -32,17 +32,19 @@ fn every_kernel_compiles_to_ptx_in_both_precisions() {
         return;
     }
     eprintln!("NVRTC {:?}", nvrtc_version().expect("version"));
-    let jobs: Vec<(KernelFile, bool)> = KernelFile::ALL.iter().map(|&f| (f, false)).collect();
+    // The bitwise build and the fast one (FMA and approximate f32 division).
+    let jobs: Vec<(KernelFile, bool)> = KernelFile::ALL
+        .iter()
+        .flat_map(|&f| [(f, false), (f, true)])
+        .collect();
     let results: Vec<_> = std::thread::scope(|s| {
         let hs: Vec<_> = jobs
             .iter()
-            .map(|&(file, fma)| {
+            .map(|&(file, fast)| {
                 s.spawn(move || {
-                    (
-                        file,
-                        fma,
-                        compile(file, &CompileOptions::new("compute_90", fma)),
-                    )
+                    let mut opts = CompileOptions::new("compute_90", fast);
+                    opts.fast_f32 = fast;
+                    (file, fast, compile(file, &opts))
                 })
             })
             .collect();
@@ -50,8 +52,8 @@ fn every_kernel_compiles_to_ptx_in_both_precisions() {
             .map(|h| h.join().expect("compile thread"))
             .collect()
     });
-    for (file, fma, out) in results {
-        let out = out.unwrap_or_else(|e| panic!("{} (fma {fma}): {e}", file.path()));
+    for (file, fast, out) in results {
+        let out = out.unwrap_or_else(|e| panic!("{} (fast {fast}): {e}", file.path()));
         assert!(
             out.cubin.is_none(),
             "a virtual architecture yields PTX only"
@@ -59,18 +61,31 @@ fn every_kernel_compiles_to_ptx_in_both_precisions() {
         for name in file.entry_points() {
             assert!(
                 out.ptx.contains(&format!(".entry {name}(")),
-                "{} (fma {fma}) lacks the entry point {name}",
+                "{} (fast {fast}) lacks the entry point {name}",
                 file.path()
             );
         }
         // With contraction off the PTX holds no fma: division and square
-        // root stay div.rn / sqrt.rn and ptxas expands them.
-        assert!(
-            !out.ptx.contains("fma.rn"),
-            "{} contracted a multiply-add with --fmad=false",
+        // root stay div.rn / sqrt.rn and ptxas expands them. The fast build
+        // divides in f32 with div.full.
+        if !fast {
+            assert!(
+                !out.ptx.contains("fma.rn"),
+                "{} contracted a multiply-add with --fmad=false",
+                file.path()
+            );
+        }
+        assert_eq!(
+            out.ptx.contains("div.full.f32"),
+            fast,
+            "{}: approximate f32 division in the fast build only",
             file.path()
         );
-        eprintln!("{}: {} bytes of PTX", file.path(), out.ptx.len());
+        eprintln!(
+            "{} (fast {fast}): {} bytes of PTX",
+            file.path(),
+            out.ptx.len()
+        );
     }
 }
 
@@ -96,9 +111,10 @@ fn every_kernel_assembles_for_sm_90() {
         return;
     }
     for file in KernelFile::ALL {
-        for fma in [false, true] {
-            let out =
-                compile(file, &CompileOptions::new("sm_90", fma)).unwrap_or_else(|e| panic!("{e}"));
+        for (fma, fast) in [(false, false), (true, false), (true, true)] {
+            let mut opts = CompileOptions::new("sm_90", fma);
+            opts.fast_f32 = fast;
+            let out = compile(file, &opts).unwrap_or_else(|e| panic!("{e}"));
             let cubin = out.cubin.expect("a real architecture yields a cubin");
             assert!(cubin.starts_with(b"\x7fELF"), "cubin is an ELF image");
             // ptxas' report: "Compiling entry function 'X'" ... "N bytes spill stores".
@@ -112,7 +128,7 @@ fn every_kernel_assembles_for_sm_90() {
                     assert_eq!(bytes, 0, "{entry} (fma {fma}) spills: {line}");
                 }
             }
-            eprintln!("{} fma {fma}:\n{}", file.path(), out.log);
+            eprintln!("{} fma {fma} fast {fast}:\n{}", file.path(), out.log);
         }
     }
 }

@@ -7,7 +7,7 @@ use cudarc::driver::{CudaFunction, CudaModule};
 
 use crate::device::function;
 use crate::error::{CudaError, DriverContext};
-use crate::params::slot_words;
+use crate::params::{fused_words, slot_words};
 use crate::probe::DeviceInfo;
 use crate::real::GpuReal;
 use crate::source::{KernelFile, KernelShape, kernel_name};
@@ -105,15 +105,15 @@ impl Kernels {
         let sms = dev.multiprocessors;
         let size = std::mem::size_of::<T>() as u32;
         let slot = slot_words(file) as u32 * size;
-        let k = |shape, slots: u32| {
-            Kernel::load(module, kernel_name(file, shape, T::NAME), slots * slot, sms)
-        };
+        let k =
+            |shape, bytes: u32| Kernel::load(module, kernel_name(file, shape, T::NAME), bytes, sms);
         Ok(Self {
-            default: k(KernelShape::Default, 2)?,
-            packed: k(KernelShape::Packed, 2)?,
-            rows: k(KernelShape::Rows, 4)?,
+            default: k(KernelShape::Default, 2 * slot)?,
+            packed: k(KernelShape::Packed, 2 * slot)?,
+            rows: k(KernelShape::Rows, 4 * slot)?,
+            // The march's rings are static shared memory.
             march: k(KernelShape::March, 0)?,
-            fused: k(KernelShape::Fused, 4)?,
+            fused: k(KernelShape::Fused, fused_words(file) as u32 * size)?,
             scan: function(module, &format!("scan_{}", T::NAME))?,
         })
     }

@@ -30,6 +30,7 @@ use crate::probe::DeviceInfo;
 use crate::real::GpuReal;
 use crate::source::KernelFile;
 
+pub(crate) use kernels::BLOCK;
 pub use kernels::KernelInfo;
 
 use kernels::Kernels;
@@ -119,6 +120,13 @@ pub struct CudaConfig {
     /// Let NVRTC contract multiply-adds into FMAs. Off (the default)
     /// reproduces the CPU reference bit for bit.
     pub fma: bool,
+    /// f32 only: divide and take square roots with the hardware
+    /// approximations (at most 2 ulp per division) instead of the IEEE
+    /// operations, whose branches to a slow path split every limiter and
+    /// state update. Off (the default) reproduces the CPU bit for bit; on,
+    /// results stay within the f32 tolerance of the CPU (GPU tests).
+    /// No effect in f64.
+    pub fast_f32: bool,
     /// Device ordinal.
     pub device: usize,
     /// Resident blocks of 128 threads per multiprocessor asked of ptxas for
@@ -137,6 +145,7 @@ impl Default for CudaConfig {
             n_fixed: None,
             chunks: 4,
             fma: false,
+            fast_f32: false,
             device: 0,
             march_blocks: None,
         }
@@ -246,7 +255,12 @@ impl<T: GpuReal> CudaSolver<T> {
             Scheme::Tvd { .. } => KernelFile::Tvd,
             Scheme::Waf { .. } => KernelFile::Waf,
         };
-        let module = device::module(&dev, file, config.fma, config.march_blocks)?;
+        let build = device::Build {
+            fma: config.fma,
+            fast_f32: config.fast_f32,
+            march_blocks: config.march_blocks,
+        };
+        let module = device::module(&dev, file, build)?;
         let kernels = Kernels::load::<T>(&module, file, &dev.info)?;
         let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
         let copies = rayon::ThreadPoolBuilder::new()

@@ -60,10 +60,15 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
     fn device(&self) -> String {
         let c = self.solver.config();
         format!(
-            "{}, {} kernels{} in {}, {} streams",
+            "{}, {} kernels{}{} in {}, {} streams",
             self.solver.device(),
             c.variant.name(),
             if c.fma { " with FMA" } else { "" },
+            if c.fast_f32 && T::NAME == "f32" {
+                " and approximate division"
+            } else {
+                ""
+            },
             T::NAME,
             c.streams
         )
