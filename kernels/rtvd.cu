@@ -26,7 +26,7 @@ template <class T> __device__ __forceinline__ T rtvd_limit(int lim, T a, T b) {
     if (q_fast<T>()) {
         // No branch: lanes whose slopes differ in sign would otherwise
         // split the warp at each of the ten limiters of a cell.
-        T q = lim == 0 ? q_div(T(2) * ab, a + b) : (q_abs(a) < q_abs(b) ? a : b);
+        T q = lim == 0 ? (T(2) * ab) * q_rcp(a + b) : (q_abs(a) < q_abs(b) ? a : b);
         return ab <= T(0) ? T(0) : q;
     }
     if (ab <= T(0)) return T(0);
@@ -53,7 +53,7 @@ __device__ __forceinline__ void split_flux_known(const GasK<T>& k, const T u[5],
 }
 
 template <class T> __device__ __forceinline__ void split_flux(const GasK<T>& k, const T u[5], T fr[5], T fl[5]) {
-    T inv = q_div(T(1), u[0]);
+    T inv = q_rcp(u[0]);
     T ke = kinetic_energy(u, inv);
     split_flux_known(k, u, inv, ke, fr, fl);
 }
@@ -178,19 +178,24 @@ struct Rtvd {
     // Rows kernel. In f32 the cells of a pair group exchange neighbours
     // through warp shuffles instead of shared memory (measured faster); in
     // f64 the shuffled values would need more registers than par's shared
-    // arrays, and par measured faster.
+    // arrays, and par measured faster. The limiter is a constant of the
+    // shuffled version, as of the march.
     template <class T>
     static __device__ __forceinline__ void rows(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int lane, int off,
                                                 T* sm, Floors& fc) {
-        if (sizeof(T) == 4)
-            rows_shfl(A, ps, c, lane, off, fc);
+        if (sizeof(T) == 4) {
+            if (A.opt0 == 0)
+                rows_shfl<T, 0>(A, ps, c, lane, off, fc);
+            else
+                rows_shfl<T, 1>(A, ps, c, lane, off, fc);
+        }
         else
             par<T, 2, true>(A, ps, c, PairCells{lane, off}, sm, fc);
     }
 
     // A pair group (PairCells: lane l owns cells 2l - off and 2l + 1 - off
     // of its row) with par's operations, neighbours through shuffles.
-    template <class T>
+    template <class T, int LIM>
     static __device__ __forceinline__ void rows_shfl(const StepArgs<T>& A, const PassInfo& ps, const Col& c, int lane,
                                                      int off, Floors& fc) {
         const int axis = ps.axis;
@@ -247,8 +252,8 @@ struct Rtvd {
             shfl_down5(l[1], l_pp);
 #pragma unroll
             for (int v = 0; v < 5; ++v) {
-                fx[0][v] = rtvd_face(A.opt0, r_m[v], r[0][v], r[1][v], l[0][v], l[1][v], l_p[v]);
-                fx[1][v] = rtvd_face(A.opt0, r[0][v], r[1][v], r_p[v], l[1][v], l_p[v], l_pp[v]);
+                fx[0][v] = rtvd_face(LIM, r_m[v], r[0][v], r[1][v], l[0][v], l[1][v], l_p[v]);
+                fx[1][v] = rtvd_face(LIM, r[0][v], r[1][v], r_p[v], l[1][v], l_p[v], l_pp[v]);
             }
         }
         T fxm[5];
@@ -279,12 +284,22 @@ struct Rtvd {
     // half step are formed one step early, off the dependency chain of the
     // step. The states themselves (U_{j+1}, U_{j-1}, U_{j-3}) are read from
     // the ring when used.
+    // The limiter as a constant, so that the branch-free fast limiter does
+    // not compute both and select (2 % of the fast step).
     template <class T>
     static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc,
                                                  const Ring<T>& ring) {
+        if (A.opt0 == 0)
+            march_lim<T, 0>(A, ps, c, fc, ring);
+        else
+            march_lim<T, 1>(A, ps, c, fc, ring);
+    }
+    template <class T, int LIM>
+    static __device__ __forceinline__ void march_lim(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc,
+                                                     const Ring<T>& ring) {
         const int axis = ps.axis;
         const GasK<T> k = A.k;
-        const int lim = A.opt0;
+        const int lim = LIM;
         T* data = (T*)A.data;
         const PatchStep<T>& st = step_of(A, c.patch);
         const T dtdx = st.dtdx[axis], wf = st.wflux;

@@ -19,7 +19,7 @@
 #include "common.cuh"
 
 template <class T> __device__ __forceinline__ void primitive(const GasK<T>& k, const T u[5], T w[5]) {
-    T inv = q_div(T(1), u[0]);
+    T inv = q_rcp(u[0]);
     T ke = kinetic_energy(u, inv);
     T p = q_max(k.gm1 * (u[4] - ke), k.p_floor);
     w[0] = u[0];
@@ -67,7 +67,7 @@ __device__ __forceinline__ void tvd_face_flux(const GasK<T>& k, int kind, const 
 #pragma unroll
             for (int v = 0; v < 5; ++v) f[v] = fr[v];
         } else {
-            T inv = q_div(T(1), sr - sl);
+            T inv = q_rcp(sr - sl);
 #pragma unroll
             for (int v = 0; v < 5; ++v) f[v] = (sr * fl[v] - sl * fr[v] + sl * sr * (ur[v] - ul[v])) * inv;
         }

@@ -20,7 +20,7 @@
 
 template <class T>
 __device__ __forceinline__ void star_state(const T u[5], T vn, T p, T q, T s, T s_star, T out[5]) {
-    T inv = q_div(T(1), u[0]);
+    T inv = q_rcp(u[0]);
     T rho_star = q_div(q, s - s_star);
     out[0] = rho_star;
     out[1] = rho_star * s_star;
