@@ -688,7 +688,9 @@ template <class T> __device__ __forceinline__ void shfl_down5(const T x[5], T y[
 //                                       warp barriers
 //   S::rows<T>(..., lane, off, ...)     a rows-kernel pair group (PairCells
 //                                       lane, off); PairRows<S> gives par's
-//   S::march<T>(...)                    one column marched by one thread
+//   S::march<T>(..., ring)              one column marched by one thread,
+//                                       states from global memory or
+//                                       through the thread's Ring<T>
 
 // The rows kernel's pair group as par with PairCells, for a scheme S with
 // no version of its own (struct S : PairRows<S>).
