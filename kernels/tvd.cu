@@ -204,10 +204,11 @@ struct Tvd : PairRows<Tvd> {
     }
 
     // One thread, one column: at step j the window holds W_{j-2..j} and
-    // dW_{j-2..j-1}; face j-2 and cell j-2 are finished.
+    // dW_{j-2..j-1}; face j-2 and cell j-2 are finished. U_j comes through
+    // the ring.
     template <class T>
     static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc,
-                                                 const Ring<T>&) {
+                                                 const Ring<T>& ring) {
         const int axis = ps.axis;
         const GasK<T> k = A.k;
         const T* src = (const T*)(ps.stage == 0 ? A.data : A.stage);
@@ -215,17 +216,21 @@ struct Tvd : PairRows<Tvd> {
         const T dtdx = st.dtdx[axis], wf = st.wflux;
         const bool add = ps.stage == 1;
         const int len = c.len;
-        T w0[5], w1[5], w2[5], dw0[5], dw1[5], fxp[5], nx[5];
+        const int P = QUILT_RING_AHEAD;
+#pragma unroll
+        for (int i = 0; i < P; ++i) ring.fetch(src, c, axis, i);
+        T w0[5], w1[5], w2[5], dw0[5], dw1[5], fxp[5];
 #pragma unroll
         for (int v = 0; v < 5; ++v) w0[v] = w1[v] = w2[v] = dw0[v] = dw1[v] = fxp[v] = T(0);
-        load_cell(src, c, axis, 0, nx);
 #pragma unroll 1
         for (int j = 0; j < len; ++j) {
             COPY5(w0, w1);
             COPY5(w1, w2);
+            // P + j + 1 groups committed; cells 0 .. j must have landed.
+            ring.fetch(src, c, axis, j + P);
+            Ring<T>::template wait<P>();
             T u[5];
-            COPY5(u, nx);
-            if (j + 1 < len) load_cell(src, c, axis, j + 1, nx);
+            ring.load(j, u);
             primitive(k, u, w2);
             if (j >= 2) {
                 COPY5(dw0, dw1);
@@ -252,6 +257,7 @@ struct Tvd : PairRows<Tvd> {
                 COPY5(fxp, fx);
             }
         }
+        Ring<T>::drain();
     }
 };
 

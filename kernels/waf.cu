@@ -221,17 +221,20 @@ struct Waf : PairRows<Waf> {
 
     // One thread, one column: at step j (cell j read) the faces j-2 and j-1
     // are known, with the density jumps of face j-3; face j-2 and cell j-2
-    // are finished.
+    // are finished. States come through the ring.
     template <class T>
     static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc,
-                                                 const Ring<T>&) {
+                                                 const Ring<T>& ring) {
         const int axis = ps.axis;
         const GasK<T> k = A.k;
         T* data = (T*)A.data;
         const PatchStep<T>& st = step_of(A, c.patch);
         const T dtdx = st.dtdx[axis], wf = st.wflux;
         const int len = c.len;
-        T ul[5], ur[5], nx[5];
+        const int P = QUILT_RING_AHEAD;
+#pragma unroll
+        for (int i = 0; i < P; ++i) ring.fetch(data, c, axis, i);
+        T ul[5], ur[5];
         T vl = T(0), pl = T(0), cl = T(0);
         Face<T> Fm, Fn;  // faces j-2, j-1
         T dr3[3];        // density jumps of face j-3
@@ -242,12 +245,13 @@ struct Waf : PairRows<Waf> {
         for (int w = 0; w < 3; ++w) dr3[w] = T(0);
         zero_face(Fm);
         zero_face(Fn);
-        load_cell(data, c, axis, 0, nx);
 #pragma unroll 1
         for (int j = 0; j < len; ++j) {
+            // P + j + 1 groups committed; cells 0 .. j must have landed.
+            ring.fetch(data, c, axis, j + P);
+            Ring<T>::template wait<P>();
             COPY5(ul, ur);
-            COPY5(ur, nx);
-            if (j + 1 < len) load_cell(data, c, axis, j + 1, nx);
+            ring.load(j, ur);
             T vr, pr, cr;
             signal_speed(k, ur, vr, pr, cr);
             if (j >= 1) {
@@ -265,7 +269,7 @@ struct Waf : PairRows<Waf> {
                     if (g == c.face_hi) record_face((T*)A.flux, c, axis, 1, fx, wf, false);
                     if (g >= 2) {
                         T w[5];
-                        load_cell(data, c, axis, g, w);
+                        ring.load(g, w);
 #pragma unroll
                         for (int v = 0; v < 5; ++v) w[v] = w[v] - dtdx * (fx[v] - fxp[v]);
                         apply_floors(k, w, fc);
@@ -279,6 +283,7 @@ struct Waf : PairRows<Waf> {
             pl = pr;
             cl = cr;
         }
+        Ring<T>::drain();
     }
 };
 

@@ -108,20 +108,13 @@ pub(crate) fn slot_words(file: crate::source::KernelFile) -> usize {
 pub(crate) const RING_CELLS: usize = 8;
 
 /// Shared-memory values of a block's march rings (`Ring<T>`: five values
-/// per cell and thread) where the scheme's march reads through one; zero
-/// where it reads global memory directly.
-pub(crate) fn ring_words(file: crate::source::KernelFile) -> usize {
-    use crate::source::KernelFile::*;
-    match file {
-        Rtvd => RING_CELLS * 5 * crate::solver::BLOCK as usize,
-        Tvd | Waf => 0,
-    }
-}
+/// per cell and thread).
+pub(crate) const RING_WORDS: usize = RING_CELLS * 5 * crate::solver::BLOCK as usize;
 
 /// Shared-memory values of a fused block: four rows-kernel slots, or the
 /// march rings, which use the same memory in other passes.
 pub(crate) fn fused_words(file: crate::source::KernelFile) -> usize {
-    (4 * slot_words(file)).max(ring_words(file))
+    (4 * slot_words(file)).max(RING_WORDS)
 }
 
 /// Values in `c_descs` (`QUILT_CONST_DESCS`).
