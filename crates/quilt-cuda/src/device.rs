@@ -24,8 +24,9 @@ pub(crate) struct Device {
     pub ctx: Arc<CudaContext>,
 }
 
-/// How a kernel file is compiled: FMA contraction, approximate f32 division
-/// and square root, blocks per SM asked of the marching kernels.
+/// How a kernel file is compiled: FMA contraction, approximate f32
+/// reciprocals, divisions and square roots, blocks per SM asked of the
+/// marching kernels.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Build {
     pub fma: bool,

@@ -161,7 +161,8 @@ pub struct CompileOptions {
     /// Contract multiply-adds into FMAs (`--fmad`). Off reproduces the CPU
     /// reference bit for bit; on is the fast path.
     pub fma: bool,
-    /// Approximate f32 division and square root (`-DQUILT_FAST_F32`, see
+    /// Approximate f32 reciprocals, divisions and square roots
+    /// (`-DQUILT_FAST_F32`, see
     /// [`CudaConfig::fast_f32`](crate::CudaConfig::fast_f32)).
     pub fast_f32: bool,
     /// Extra `-D` definitions, `(name, value)`.

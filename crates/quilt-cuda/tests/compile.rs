@@ -32,7 +32,7 @@ fn every_kernel_compiles_to_ptx_in_both_precisions() {
         return;
     }
     eprintln!("NVRTC {:?}", nvrtc_version().expect("version"));
-    // The bitwise build and the fast one (FMA and approximate f32 division).
+    // The bitwise build and the fast one (FMA and approximate f32 arithmetic).
     let jobs: Vec<(KernelFile, bool)> = KernelFile::ALL
         .iter()
         .flat_map(|&f| [(f, false), (f, true)])
@@ -125,7 +125,7 @@ fn every_kernel_assembles_for_sm_90() {
                 }
                 if line.contains("spill stores") && NO_SPILL.iter().any(|p| entry.contains(p)) {
                     let bytes = spill_bytes(line).unwrap_or_else(|| panic!("unread: {line}"));
-                    assert_eq!(bytes, 0, "{entry} (fma {fma}) spills: {line}");
+                    assert_eq!(bytes, 0, "{entry} (fma {fma}, fast {fast}) spills: {line}");
                 }
             }
             eprintln!("{} fma {fma} fast {fast}:\n{}", file.path(), out.log);

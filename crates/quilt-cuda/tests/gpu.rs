@@ -481,9 +481,9 @@ fn fma_fast_path_stays_within_tolerance() {
                 ..CudaConfig::default()
             };
             let (rel, frel) = if prec == "f64" {
-                fma_diff::<f64>(scheme, gas, fill(layout.clone(), &gas, 2, false), cfg)
+                one_step_diff::<f64>(scheme, gas, fill(layout.clone(), &gas, 2, false), cfg)
             } else {
-                fma_diff::<f32>(scheme, gas, fill(layout.clone(), &gas, 2, false), cfg)
+                one_step_diff::<f32>(scheme, gas, fill(layout.clone(), &gas, 2, false), cfg)
             };
             let t = if prec == "f64" { 1e-12 } else { 1e-5 };
             eprintln!(
@@ -520,7 +520,7 @@ fn fast_f32_path_stays_within_tolerance() {
         // One step of a synthetic batch: the f32 tolerance.
         let g = scheme.ghost_width();
         let layout = packed(&shapes(12, g, 2 * g + 4, 44, 31));
-        let (rel, frel) = fma_diff::<f32>(scheme, gas, fill(layout, &gas, 2, false), cfg);
+        let (rel, frel) = one_step_diff::<f32>(scheme, gas, fill(layout, &gas, 2, false), cfg);
         eprintln!(
             "fast f32, {}: max relative difference state {rel:.2e}, flux {frel:.2e}",
             scheme.name()
@@ -560,7 +560,14 @@ fn fast_f32_path_stays_within_tolerance() {
     }
 }
 
-fn fma_diff<T: GpuReal>(scheme: Scheme, gas: Gas, batch: Batch<T>, cfg: CudaConfig) -> (f64, f64) {
+/// Largest relative differences (state, boundary fluxes) between one GPU step
+/// with `cfg` and the CPU reference.
+fn one_step_diff<T: GpuReal>(
+    scheme: Scheme,
+    gas: Gas,
+    batch: Batch<T>,
+    cfg: CudaConfig,
+) -> (f64, f64) {
     let cpu = quilt_sweep::Solver::new(scheme, gas).unwrap();
     let dt = cpu.max_dt(&batch, 0.8 * cpu.cfl_limit()).unwrap();
     let (want, _) = cpu_step(scheme, gas, &batch, dt, SweepOrder::Xyz);
