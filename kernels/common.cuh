@@ -336,16 +336,19 @@ __device__ __forceinline__ void check_finite(const Col& c, int axis, int i, cons
 
 // ------------------------------------------------------------- columns ----
 
+// Data index of value v (column order) of column cell i.
+__device__ __forceinline__ i64 value_index(const Col& c, int axis, int i, int v) {
+    return c.base + (i64)i * c.stride + comp_of(axis, v) * c.cstride;
+}
+
 template <class T> __device__ __forceinline__ void load_cell(const T* src, const Col& c, int axis, int i, T u[5]) {
-    i64 at = c.base + (i64)i * c.stride;
 #pragma unroll
-    for (int v = 0; v < 5; ++v) u[v] = src[at + comp_of(axis, v) * c.cstride];
+    for (int v = 0; v < 5; ++v) u[v] = src[value_index(c, axis, i, v)];
 }
 
 template <class T> __device__ __forceinline__ void store_cell(T* dst, const Col& c, int axis, int i, const T u[5]) {
-    i64 at = c.base + (i64)i * c.stride;
 #pragma unroll
-    for (int v = 0; v < 5; ++v) dst[at + comp_of(axis, v) * c.cstride] = u[v];
+    for (int v = 0; v < 5; ++v) dst[value_index(c, axis, i, v)] = u[v];
 }
 
 // Cells of a marched column on their way in. Each thread copies the cell
@@ -377,12 +380,11 @@ template <class T> struct Ring {
     // group count and the cell index stay in step.
     __device__ __forceinline__ void fetch(const T* src, const Col& c, int axis, int i) const {
         if (i < c.len) {
-            const i64 at = c.base + (i64)i * c.stride;
             T* dst = slots + (i & (CELLS - 1)) * 5 * QUILT_MARCH_BLOCK;
 #pragma unroll
             for (int v = 0; v < 5; ++v)
                 asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(smem_addr(dst + v * QUILT_MARCH_BLOCK)),
-                             "l"(src + at + comp_of(axis, v) * c.cstride), "n"(sizeof(T)));
+                             "l"(src + value_index(c, axis, i, v)), "n"(sizeof(T)));
         }
         asm volatile("cp.async.commit_group;" ::: "memory");
     }

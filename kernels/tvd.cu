@@ -84,14 +84,12 @@ __device__ __forceinline__ void tvd_combine(const StepArgs<T>& A, const PassInfo
                                             Floors& fc) {
     const int axis = ps.axis;
     T* acc = (T*)A.acc;
-    const i64 at = c.base + (i64)i * c.stride;
     if (ps.sub == 0) {
-#pragma unroll
-        for (int v = 0; v < 5; ++v) acc[at + comp_of(axis, v) * c.cstride] = du[v];
+        store_cell(acc, c, axis, i, du);
     } else if (ps.sub == 1) {
 #pragma unroll
         for (int v = 0; v < 5; ++v) {
-            const i64 idx = at + comp_of(axis, v) * c.cstride;
+            const i64 idx = value_index(c, axis, i, v);
             acc[idx] = acc[idx] + du[v];
         }
     } else {

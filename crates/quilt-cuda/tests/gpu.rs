@@ -196,6 +196,22 @@ fn tube<T: GpuReal>(
     (profile, grid)
 }
 
+/// L1 error of the density of a tube profile (cells over [0, 1], the
+/// discontinuity at 0.5) against the exact Riemann solution at `t_end`.
+fn l1_density_error<T: Real>(profile: &[[T; 5]], l: State1d, r: State1d, t_end: f64) -> f64 {
+    let exact = ExactRiemann::new(l, r, 1.4).unwrap();
+    let h = 1.0 / profile.len() as f64;
+    profile
+        .iter()
+        .enumerate()
+        .map(|(i, u)| {
+            let x = (i as f64 + 0.5) * h;
+            let s = exact.cell_average(x - 0.5 * h, x + 0.5 * h, 0.5, t_end, 16);
+            (u[0].as_f64() - s.rho).abs() * h
+        })
+        .sum()
+}
+
 /// Toro's tests 1-3 (Riemann Solvers, 3rd ed., table 4.1) and Sod.
 fn riemann_problems() -> Vec<(&'static str, State1d, State1d, f64)> {
     vec![
@@ -267,17 +283,7 @@ fn riemann_problems_match_the_cpu_along_every_axis() {
                 }
             }
             if name == "sod" {
-                let exact = ExactRiemann::new(l, r, 1.4).unwrap();
-                let h = 1.0 / want.len() as f64;
-                let l1: f64 = per_axis[0]
-                    .iter()
-                    .enumerate()
-                    .map(|(i, u)| {
-                        let x = (i as f64 + 0.5) * h;
-                        let s = exact.cell_average(x - 0.5 * h, x + 0.5 * h, 0.5, t_end, 16);
-                        (u[0] - s.rho).abs() * h
-                    })
-                    .sum();
+                let l1 = l1_density_error(&per_axis[0], l, r, t_end);
                 eprintln!("{} Sod on the GPU: L1 density error {l1:.5}", scheme.name());
                 assert!(l1 < 0.012, "{} Sod L1 density error {l1}", scheme.name());
             }
@@ -538,15 +544,12 @@ fn fast_f32_path_stays_within_tolerance() {
         let (name, l, r, t_end) = riemann_problems()[0];
         let (want, _) = tube::<f32>(scheme, None, 0, l, r, t_end, true);
         let (got, _) = tube::<f32>(scheme, Some(cfg), 0, l, r, t_end, true);
-        let exact = ExactRiemann::new(l, r, 1.4).unwrap();
-        let h = 1.0 / want.len() as f64;
-        let (mut l1, mut d) = (0.0, 0.0f64);
-        for (i, (u, w)) in got.iter().zip(&want).enumerate() {
-            let x = (i as f64 + 0.5) * h;
-            let s = exact.cell_average(x - 0.5 * h, x + 0.5 * h, 0.5, t_end, 16);
-            l1 += (f64::from(u[0]) - s.rho).abs() * h;
-            d = d.max((f64::from(u[0]) - f64::from(w[0])).abs());
-        }
+        let l1 = l1_density_error(&got, l, r, t_end);
+        let d = got
+            .iter()
+            .zip(&want)
+            .map(|(u, w)| (f64::from(u[0]) - f64::from(w[0])).abs())
+            .fold(0.0, f64::max);
         eprintln!(
             "fast f32, {} {name}: L1 density error {l1:.5}, max density difference to the CPU {d:.2e}",
             scheme.name()
