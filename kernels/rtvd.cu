@@ -284,8 +284,102 @@ struct Rtvd {
     // half step are formed one step early, off the dependency chain of the
     // step. The states themselves (U_{j+1}, U_{j-1}, U_{j-3}) are read from
     // the ring when used.
-    // The limiter as a constant, so that the branch-free fast limiter does
-    // not compute both and select (2 % of the fast step).
+    template <class T> struct Win {
+        T frc[5];          // F_R,j
+        T fs1[5], dfs[5];  // F*_{j-1}, F*_{j-1} - F*_{j-2}
+        T hrp[5], drp[5];  // HR_{j-2}, HR_{j-2} - HR_{j-3}
+        T hlp[5], dlp[5];  // HL_{j-2}, HL_{j-2} - HL_{j-3}
+        T rgt[5];          // right half of face j-3
+        T fxp[5];          // face flux j-4
+    };
+
+    // Step j from window a into window b. GEN keeps every condition of the
+    // column's ends; the steady steps (6 <= j <= len - 3, where every
+    // condition holds and every fetch lies inside the column) drop them,
+    // and alternate the two windows so that no value is copied from one
+    // step's registers to the next's: a steady step is 23 % fewer
+    // instructions, and the bitwise step 5 % faster (H100, RTVD f32, 420
+    // patches; the fast path, bound by the latency of its loads, is
+    // unchanged).
+    template <class T, int LIM, bool GEN>
+    static __device__ __forceinline__ void march_step(const StepArgs<T>& A, const PassInfo& ps, const Col& c,
+                                                      Floors& fc, const Ring<T>& ring, T dtdx, T hdtdx, T wf, int j,
+                                                      const Win<T>& a, Win<T>& b) {
+        const int axis = ps.axis;
+        const GasK<T> k = A.k;
+        T* data = (T*)A.data;
+        const int len = c.len;
+        const int P = QUILT_RING_AHEAD;
+        const int f = j - 3;
+        // P + j + 1 groups committed; cells 0 .. j + 1 must have landed.
+        ring.template fetch<GEN>(data, c, axis, j + P);
+        Ring<T>::template wait<P - 1>();
+        // Off the chain: split fluxes of U_{j+1} and F*_j.
+        if (!GEN || j + 1 < len) {
+            T nx[5], fln[5];
+            ring.load(j + 1, nx);
+            split_flux(k, nx, b.frc, fln);
+#pragma unroll
+            for (int v = 0; v < 5; ++v) {
+                T fsn = a.frc[v] - fln[v];
+                b.dfs[v] = fsn - a.fs1[v];
+                b.fs1[v] = fsn;
+            }
+        } else {
+            COPY5(b.frc, a.frc);
+            COPY5(b.dfs, a.dfs);
+            COPY5(b.fs1, a.fs1);
+        }
+        if (!GEN || j >= 2) {
+            T u2[5], uh[5];
+            ring.load(j - 1, u2);
+#pragma unroll
+            for (int v = 0; v < 5; ++v) uh[v] = u2[v] - hdtdx * a.dfs[v];
+            T hinv, hke;
+            apply_floors_keep(k, uh, fc, hinv, hke);
+            T hr[5];  // HR_{j-1}; HL_{j-1} goes to b.hlp
+            split_flux_known(k, uh, hinv, hke, hr, b.hlp);
+#pragma unroll
+            for (int v = 0; v < 5; ++v) b.dlp[v] = b.hlp[v] - a.hlp[v];
+            if (!GEN || (f >= 2 && f <= len - 4)) {
+                // rtvd_face's operations, with l0..l2 = HL_{j-3..j-1}.
+                T fx[5];
+#pragma unroll
+                for (int v = 0; v < 5; ++v) fx[v] = a.rgt[v] - (a.hlp[v] - T(0.5) * rtvd_limit(LIM, a.dlp[v], b.dlp[v]));
+                if (f == c.face_lo) record_face((T*)A.flux, c, axis, 0, fx, wf, false);
+                if (f == c.face_hi) record_face((T*)A.flux, c, axis, 1, fx, wf, false);
+                if (!GEN || f >= 3) {
+                    T un[5], w[5];
+                    ring.load(f, un);
+#pragma unroll
+                    for (int v = 0; v < 5; ++v) w[v] = un[v] - dtdx * (fx[v] - a.fxp[v]);
+                    apply_floors(k, w, fc);
+                    check_finite(c, axis, f, w, A.errors, ps.slot);
+                    store_cell(data, c, axis, f, w);
+                }
+                COPY5(b.fxp, fx);
+            } else {
+                COPY5(b.fxp, a.fxp);
+            }
+            // Right half of face j-2 (rm, r0, rp = HR_{j-3..j-1}).
+            const bool next_face = !GEN || (j >= 4 && j <= len - 2);
+#pragma unroll
+            for (int v = 0; v < 5; ++v) {
+                T dr = hr[v] - a.hrp[v];
+                b.rgt[v] = next_face ? a.hrp[v] + T(0.5) * rtvd_limit(LIM, a.drp[v], dr) : a.rgt[v];
+                b.drp[v] = dr;
+                b.hrp[v] = hr[v];
+            }
+        } else {
+            COPY5(b.hrp, a.hrp);
+            COPY5(b.drp, a.drp);
+            COPY5(b.hlp, a.hlp);
+            COPY5(b.dlp, a.dlp);
+            COPY5(b.rgt, a.rgt);
+            COPY5(b.fxp, a.fxp);
+        }
+    }
+
     template <class T>
     static __device__ __forceinline__ void march(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc,
                                                  const Ring<T>& ring) {
@@ -294,12 +388,13 @@ struct Rtvd {
         else
             march_lim<T, 1>(A, ps, c, fc, ring);
     }
+    // The limiter as a constant, so that the branch-free fast limiter does
+    // not compute both and select (2 % of the fast step).
     template <class T, int LIM>
     static __device__ __forceinline__ void march_lim(const StepArgs<T>& A, const PassInfo& ps, const Col& c, Floors& fc,
                                                      const Ring<T>& ring) {
         const int axis = ps.axis;
         const GasK<T> k = A.k;
-        const int lim = LIM;
         T* data = (T*)A.data;
         const PatchStep<T>& st = step_of(A, c.patch);
         const T dtdx = st.dtdx[axis], wf = st.wflux;
@@ -308,84 +403,35 @@ struct Rtvd {
         const int P = QUILT_RING_AHEAD;
 #pragma unroll
         for (int i = 0; i < P; ++i) ring.fetch(data, c, axis, i);
-        T frc[5];         // F_R,j
-        T fs1[5], fs2[5]; // F*_{j-1}, F*_{j-2}
-        T hrp[5], drp[5]; // HR_{j-2}, HR_{j-2} - HR_{j-3}
-        T hlp[5], dlp[5]; // HL_{j-2}, HL_{j-2} - HL_{j-3}
-        T rgt[5];         // right half of face j-3
-        T fxp[5];         // face flux j-4
+        Win<T> w0, w1;
 #pragma unroll
         for (int v = 0; v < 5; ++v) {
-            fs1[v] = fs2[v] = fxp[v] = T(0);
-            hrp[v] = drp[v] = hlp[v] = dlp[v] = rgt[v] = T(0);
+            w0.fs1[v] = w0.dfs[v] = w0.fxp[v] = T(0);
+            w0.hrp[v] = w0.drp[v] = w0.hlp[v] = w0.dlp[v] = w0.rgt[v] = T(0);
         }
         Ring<T>::template wait<P - 1>();  // cell 0
         {
             T u0[5], fl[5];
             ring.load(0, u0);
-            split_flux(k, u0, frc, fl);
+            split_flux(k, u0, w0.frc, fl);
+        }
+        int j = 0;
+#pragma unroll 1
+        for (; j < 6 && j < len; ++j) {
+            march_step<T, LIM, true>(A, ps, c, fc, ring, dtdx, hdtdx, wf, j, w0, w1);
+            w0 = w1;
+        }
+        // Steady steps end where a fetch would pass the column's end.
+        const int last = len - 1 - (P > 2 ? P : 2);
+#pragma unroll 1
+        for (; j + 1 <= last; j += 2) {
+            march_step<T, LIM, false>(A, ps, c, fc, ring, dtdx, hdtdx, wf, j, w0, w1);
+            march_step<T, LIM, false>(A, ps, c, fc, ring, dtdx, hdtdx, wf, j + 1, w1, w0);
         }
 #pragma unroll 1
-        for (int j = 0; j < len; ++j) {
-            const int f = j - 3;
-            const bool face = f >= 2 && f <= len - 4;
-            // P + j + 1 groups committed; cells 0 .. j + 1 must have landed.
-            ring.fetch(data, c, axis, j + P);
-            Ring<T>::template wait<P - 1>();
-            // Off the chain: split fluxes of U_{j+1} and F*_j.
-            T fsn[5], frn[5];
-            if (j + 1 < len) {
-                T nx[5], fln[5];
-                ring.load(j + 1, nx);
-                split_flux(k, nx, frn, fln);
-#pragma unroll
-                for (int v = 0; v < 5; ++v) fsn[v] = frc[v] - fln[v];
-            }
-            if (j >= 2) {
-                T u2[5], uh[5];
-                ring.load(j - 1, u2);
-#pragma unroll
-                for (int v = 0; v < 5; ++v) uh[v] = u2[v] - hdtdx * (fs1[v] - fs2[v]);
-                T hinv, hke;
-                apply_floors_keep(k, uh, fc, hinv, hke);
-                T hr[5], hl[5];  // HR_{j-1}, HL_{j-1}
-                split_flux_known(k, uh, hinv, hke, hr, hl);
-                T dl[5];
-#pragma unroll
-                for (int v = 0; v < 5; ++v) dl[v] = hl[v] - hlp[v];
-                if (face) {
-                    // rtvd_face's operations, with l0..l2 = HL_{j-3..j-1}.
-                    T fx[5];
-#pragma unroll
-                    for (int v = 0; v < 5; ++v) fx[v] = rgt[v] - (hlp[v] - T(0.5) * rtvd_limit(lim, dlp[v], dl[v]));
-                    if (f == c.face_lo) record_face((T*)A.flux, c, axis, 0, fx, wf, false);
-                    if (f == c.face_hi) record_face((T*)A.flux, c, axis, 1, fx, wf, false);
-                    if (f >= 3) {
-                        T un[5], w[5];
-                        ring.load(f, un);
-#pragma unroll
-                        for (int v = 0; v < 5; ++v) w[v] = un[v] - dtdx * (fx[v] - fxp[v]);
-                        apply_floors(k, w, fc);
-                        check_finite(c, axis, f, w, A.errors, ps.slot);
-                        store_cell(data, c, axis, f, w);
-                    }
-                    COPY5(fxp, fx);
-                }
-                // Right half of face j-2 (rm, r0, rp = HR_{j-3..j-1}).
-                const bool next_face = j >= 4 && j <= len - 2;
-#pragma unroll
-                for (int v = 0; v < 5; ++v) {
-                    T dr = hr[v] - hrp[v];
-                    if (next_face) rgt[v] = hrp[v] + T(0.5) * rtvd_limit(lim, drp[v], dr);
-                    drp[v] = dr;
-                    hrp[v] = hr[v];
-                    dlp[v] = dl[v];
-                    hlp[v] = hl[v];
-                }
-            }
-            COPY5(fs2, fs1);
-            COPY5(fs1, fsn);
-            COPY5(frc, frn);
+        for (; j < len; ++j) {
+            march_step<T, LIM, true>(A, ps, c, fc, ring, dtdx, hdtdx, wf, j, w0, w1);
+            w0 = w1;
         }
         Ring<T>::drain();
     }

@@ -126,8 +126,9 @@ pub struct CudaConfig {
     /// operations, whose branches to a slow path split every limiter and
     /// state update. Off (the default) reproduces the CPU bit for bit; on,
     /// results stay within the f32 tolerance of the CPU for RTVD and TVD
-    /// (GPU tests; WAF measured slightly above it). Use with
-    /// [`fma`](Self::fma). No effect in f64.
+    /// (GPU tests; WAF measured slightly above it). The input scan then
+    /// computes its rates in f32 too, and the Courant check allows 1e-5
+    /// for their rounding. Use with [`fma`](Self::fma). No effect in f64.
     pub fast_f32: bool,
     /// Device ordinal.
     pub device: usize,

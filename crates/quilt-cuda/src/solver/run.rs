@@ -374,8 +374,17 @@ impl<T: GpuReal> CudaSolver<T> {
         (bad, courant)
     }
 
+    /// Whether the scan's Courant number passes the CPU solver's limit. The
+    /// fast f32 scan computes rates in f32 with approximate reciprocals and
+    /// square roots (a few ulp), so a step the CPU accepts at the limit
+    /// must not fail on the GPU's rounding.
     fn cfl_exceeded(&self, courant: f64) -> bool {
-        courant > self.cpu.cfl_limit() * (1.0 + 1e-12)
+        let slack = if self.config.fast_f32 && T::NAME == "f32" {
+            1e-5
+        } else {
+            1e-12
+        };
+        courant > self.cpu.cfl_limit() * (1.0 + slack)
     }
 
     /// The first sweep error over all chunks, decoded.
