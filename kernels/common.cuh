@@ -377,9 +377,10 @@ template <class T> struct Ring {
 
     static __device__ __forceinline__ u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 
-    // Starts copying cell i of column c (nothing past its end) as one
-    // commit group: every call commits exactly one group, so that the
-    // group count and the cell index stay in step.
+    // Starts copying cell i of column c (nothing past its end; CHECK =
+    // false when the caller knows i is inside) as one commit group: every
+    // call commits exactly one group, so that the group count and the cell
+    // index stay in step.
     template <bool CHECK = true>
     __device__ __forceinline__ void fetch(const T* src, const Col& c, int axis, int i) const {
         if (!CHECK || i < c.len) {
