@@ -52,6 +52,17 @@ fn ms(a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent) -> Result<f6
     Ok(f64::from(a.elapsed_ms(b).call("cuEventElapsedTime")?))
 }
 
+/// Whether the scan's Courant number `courant` passes `limit`, the CPU
+/// solver's. The bitwise scan reproduces the CPU's rates, so only the
+/// rounding of the final product is allowed for; the fast f32 scan
+/// (`f32_scan`) computes rates in f32 with approximate reciprocals and
+/// square roots (a few ulp), and a step the CPU accepts at the limit must
+/// not fail on that rounding.
+fn courant_exceeds(courant: f64, limit: f64, f32_scan: bool) -> bool {
+    let slack = if f32_scan { 1e-5 } else { 1e-12 };
+    courant > limit * (1.0 + slack)
+}
+
 /// Data-array range of a chunk's bins.
 fn data_range(c: &Chunk, bin_edge: u32) -> std::ops::Range<usize> {
     let per_bin = 5 * (bin_edge as usize).pow(3);
@@ -374,17 +385,12 @@ impl<T: GpuReal> CudaSolver<T> {
         (bad, courant)
     }
 
-    /// Whether the scan's Courant number passes the CPU solver's limit. The
-    /// fast f32 scan computes rates in f32 with approximate reciprocals and
-    /// square roots (a few ulp), so a step the CPU accepts at the limit
-    /// must not fail on the GPU's rounding.
     fn cfl_exceeded(&self, courant: f64) -> bool {
-        let slack = if self.config.fast_f32 && T::NAME == "f32" {
-            1e-5
-        } else {
-            1e-12
-        };
-        courant > self.cpu.cfl_limit() * (1.0 + slack)
+        courant_exceeds(
+            courant,
+            self.cpu.cfl_limit(),
+            self.config.fast_f32 && T::NAME == "f32",
+        )
     }
 
     /// The first sweep error over all chunks, decoded.
@@ -666,5 +672,26 @@ fn scheme_options(s: &Scheme) -> (i32, i32) {
             },
             0,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::courant_exceeds;
+
+    #[test]
+    fn the_fast_scan_may_round_past_the_limit_and_no_further() {
+        let limit = 0.8;
+        // The limit itself and the rounding of a bitwise product pass.
+        assert!(!courant_exceeds(limit, limit, false));
+        assert!(!courant_exceeds(limit * (1.0 + 1e-13), limit, false));
+        assert!(courant_exceeds(limit * (1.0 + 1e-9), limit, false));
+        // An f32 rate a few ulp above the CPU's passes on the fast path only.
+        let f32_rounded = limit * (1.0 + 4.0 * f64::from(f32::EPSILON));
+        assert!(courant_exceeds(f32_rounded, limit, false));
+        assert!(!courant_exceeds(f32_rounded, limit, true));
+        // A real excess fails on both.
+        assert!(courant_exceeds(limit * 1.001, limit, true));
+        assert!(courant_exceeds(limit * 1.001, limit, false));
     }
 }
