@@ -287,6 +287,17 @@ struct Row {
     fast_diff: f64,
 }
 
+impl Row {
+    /// The fastest bitwise packed configuration's time per step (ms).
+    fn best_ms(&self) -> f64 {
+        self.ms[PACKED]
+            .iter()
+            .copied()
+            .filter(|m| m.is_finite())
+            .fold(f64::INFINITY, f64::min)
+    }
+}
+
 fn bench<T: GpuReal>(
     args: &Args,
     scheme: Scheme,
@@ -358,11 +369,7 @@ fn bench<T: GpuReal>(
                 }
             }
         }
-        let best = row.ms[PACKED]
-            .iter()
-            .copied()
-            .filter(|m| m.is_finite())
-            .fold(f64::INFINITY, f64::min);
+        let best = row.best_ms();
         eprintln!(
             "{} {} {n} patches: default {:.3} ms, packed {:.3}, best {:.3} ms; {:.2e} cells/s; {:.0} GB/s ({:.0}% of copy)",
             scheme.name(),
@@ -433,11 +440,7 @@ fn print_table(scheme: Scheme, prec: &str, rows: &[Row], copy_gbs: f64) {
         names.join("")
     );
     for r in rows {
-        let best = r.ms[PACKED]
-            .iter()
-            .copied()
-            .filter(|m| m.is_finite())
-            .fold(f64::INFINITY, f64::min);
+        let best = r.best_ms();
         let gbs = r.traffic / (best * 1e-3) / 1e9;
         let fast = r.ms[FAST];
         let fast_gbs = r.traffic / (fast * 1e-3) / 1e9;
@@ -471,18 +474,8 @@ fn print_table(scheme: Scheme, prec: &str, rows: &[Row], copy_gbs: f64) {
         );
     }
     let lb: f64 = rows.iter().map(|r| r.ms[0] / r.ms[1]).sum::<f64>() / rows.len().max(1) as f64;
-    let all: f64 = rows
-        .iter()
-        .map(|r| {
-            r.ms[0]
-                / r.ms[PACKED]
-                    .iter()
-                    .copied()
-                    .filter(|m| m.is_finite())
-                    .fold(f64::INFINITY, f64::min)
-        })
-        .sum::<f64>()
-        / rows.len().max(1) as f64;
+    let all: f64 =
+        rows.iter().map(|r| r.ms[0] / r.best_ms()).sum::<f64>() / rows.len().max(1) as f64;
     println!(
         "mean speedup over the default scheme: packed {lb:.2}x, packed + kernel optimisations {all:.2}x"
     );
@@ -554,11 +547,7 @@ fn main() -> anyhow::Result<()> {
             && p == "f32"
             && let Some(r) = rows.iter().find(|r| r.patches == 420)
         {
-            let best = r.ms[PACKED]
-                .iter()
-                .copied()
-                .filter(|m| m.is_finite())
-                .fold(f64::INFINITY, f64::min);
+            let best = r.best_ms();
             for (what, ms) in [("bitwise", best), ("fast", r.ms[FAST])] {
                 let cps = r.cells * 1e6 / (ms * 1e-3);
                 let frac = r.traffic / (ms * 1e-3) / 1e9 / bw.device_copy;

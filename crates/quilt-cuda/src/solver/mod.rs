@@ -164,6 +164,12 @@ impl CudaConfig {
         }
     }
 
+    /// Whether [`fast_f32`](Self::fast_f32) changes the kernels of a
+    /// solver in precision `T` (it has no effect in f64).
+    pub fn fast_f32_applies<T: GpuReal>(&self) -> bool {
+        self.fast_f32 && T::NAME == "f32"
+    }
+
     fn validate(&self) -> Result<(), CudaError> {
         if self.streams == 0 || self.streams > 64 {
             return Err(CudaError::Config(format!(
@@ -258,7 +264,7 @@ impl<T: GpuReal> CudaSolver<T> {
             Scheme::Tvd { .. } => KernelFile::Tvd,
             Scheme::Waf { .. } => KernelFile::Waf,
         };
-        if config.fast_f32 && file == KernelFile::Waf && T::NAME == "f32" {
+        if config.fast_f32_applies::<T>() && file == KernelFile::Waf {
             log::warn!(
                 "fast_f32 with WAF: differences to the CPU measured up to 1.3e-5, above the f32 tolerance of 1e-5"
             );

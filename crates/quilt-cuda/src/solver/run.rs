@@ -389,7 +389,7 @@ impl<T: GpuReal> CudaSolver<T> {
         courant_exceeds(
             courant,
             self.cpu.cfl_limit(),
-            self.config.fast_f32 && T::NAME == "f32",
+            self.config.fast_f32_applies::<T>(),
         )
     }
 

@@ -64,7 +64,7 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
             self.solver.device(),
             c.variant.name(),
             if c.fma { " with FMA" } else { "" },
-            if c.fast_f32 && T::NAME == "f32" {
+            if c.fast_f32_applies::<T>() {
                 " and approximate division"
             } else {
                 ""
