@@ -74,11 +74,11 @@ struct Cli {
 /// Set by the Ctrl-C handler; the step loop checkpoints and stops.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// Batch buffers (tens of MB) are allocated and freed for every batch.
+/// Patch states (megabytes each) are allocated and freed at every regrid.
 /// After the first such free, glibc raises its mmap threshold and serves
-/// them from the heap: every page zero-filled, freed pages kept. A fixed
-/// threshold keeps them in fresh mappings, whose untouched pages (bin space
-/// no patch uses) cost no memory and which return to the system when freed.
+/// them from the heap, where freed pages stay with the process. A fixed
+/// threshold keeps large buffers in their own mappings, which return to the
+/// system when freed and keep the peak of a regrid down.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn fix_mmap_threshold() {
     unsafe extern "C" {

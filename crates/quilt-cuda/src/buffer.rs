@@ -76,6 +76,52 @@ impl<T: Copy> DeviceBuffer<T> {
             .call("cuMemcpyDtoHAsync")
     }
 
+    /// Copies the runs `(start, len)` of `src` to the same places on the
+    /// device, on `stream`, in one batched call (`cuMemcpyBatchAsync`);
+    /// same rules as [`DeviceBuffer::upload`].
+    pub fn upload_runs(
+        &self,
+        runs: &[(usize, usize)],
+        src: &[T],
+        stream: &CudaStream,
+    ) -> Result<(), CudaError> {
+        let size = std::mem::size_of::<T>();
+        let mut copies = RunCopies::default();
+        for &(s, n) in runs {
+            assert!(
+                s + n <= self.len && s + n <= src.len(),
+                "upload run out of range"
+            );
+            if n > 0 {
+                copies.push(self.at(s), src[s..].as_ptr() as u64, n * size);
+            }
+        }
+        copies.run(stream, true, self.ctx.ordinal())
+    }
+
+    /// Copies the runs `(start, len)` of the device buffer into the same
+    /// places of `dst`, on `stream`, in one batched call; same rules as
+    /// [`DeviceBuffer::download`].
+    pub fn download_runs(
+        &self,
+        runs: &[(usize, usize)],
+        dst: &mut [T],
+        stream: &CudaStream,
+    ) -> Result<(), CudaError> {
+        let size = std::mem::size_of::<T>();
+        let mut copies = RunCopies::default();
+        for &(s, n) in runs {
+            assert!(
+                s + n <= self.len && s + n <= dst.len(),
+                "download run out of range"
+            );
+            if n > 0 {
+                copies.push(dst[s..].as_mut_ptr() as u64, self.at(s), n * size);
+            }
+        }
+        copies.run(stream, false, self.ctx.ordinal())
+    }
+
     /// Sets the bytes of values `at .. at + n` to `byte` on `stream`.
     pub fn fill_bytes(
         &self,
@@ -98,6 +144,90 @@ impl<T: Copy> DeviceBuffer<T> {
             )
         }
         .call("cuMemsetD8Async")
+    }
+}
+
+/// Many host–device copies issued as one batched call.
+#[derive(Default)]
+struct RunCopies {
+    dsts: Vec<sys::CUdeviceptr>,
+    srcs: Vec<sys::CUdeviceptr>,
+    sizes: Vec<usize>,
+}
+
+impl RunCopies {
+    fn push(&mut self, dst: u64, src: u64, bytes: usize) {
+        self.dsts.push(dst);
+        self.srcs.push(src);
+        self.sizes.push(bytes);
+    }
+
+    /// Issues the copies on `stream` (host to device if `up`). A single
+    /// copy goes through the plain call, which every driver has.
+    fn run(mut self, stream: &CudaStream, up: bool, device: usize) -> Result<(), CudaError> {
+        match self.sizes.len() {
+            0 => Ok(()),
+            1 => {
+                let (d, s, n) = (self.dsts[0], self.srcs[0], self.sizes[0]);
+                // SAFETY: the caller checked both ranges and keeps the host
+                // memory alive until the stream passes this point.
+                unsafe {
+                    if up {
+                        sys::cuMemcpyHtoDAsync_v2(
+                            d,
+                            s as *const std::ffi::c_void,
+                            n,
+                            stream.cu_stream(),
+                        )
+                        .result()
+                        .call("cuMemcpyHtoDAsync")
+                    } else {
+                        sys::cuMemcpyDtoHAsync_v2(
+                            d as *mut std::ffi::c_void,
+                            s,
+                            n,
+                            stream.cu_stream(),
+                        )
+                        .result()
+                        .call("cuMemcpyDtoHAsync")
+                    }
+                }
+            }
+            count => {
+                let host = sys::CUmemLocation {
+                    type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST,
+                    id: 0,
+                };
+                let device = sys::CUmemLocation {
+                    type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                    id: device as i32,
+                };
+                let mut attrs = [sys::CUmemcpyAttributes {
+                    srcAccessOrder: sys::CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+                    srcLocHint: if up { host } else { device },
+                    dstLocHint: if up { device } else { host },
+                    flags: 0,
+                }];
+                let mut idx = [0usize];
+                // SAFETY: `count` entries in each array; the caller checked
+                // every range and keeps the host memory alive until the
+                // stream passes this point.
+                unsafe {
+                    sys::cuMemcpyBatchAsync_v2(
+                        self.dsts.as_mut_ptr(),
+                        self.srcs.as_mut_ptr(),
+                        self.sizes.as_mut_ptr(),
+                        count,
+                        attrs.as_mut_ptr(),
+                        idx.as_mut_ptr(),
+                        1,
+                        stream.cu_stream(),
+                    )
+                    .result()
+                    .call("cuMemcpyBatchAsync")
+                }
+            }
+        }
     }
 }
 
@@ -176,5 +306,52 @@ impl<T> Drop for PinnedBuffer<T> {
                 log::warn!("cuMemFreeHost: {e}");
             }
         }
+    }
+}
+
+impl<T: bytemuck::Pod + Send + Sync> quilt_sweep::HostMemory<T> for PinnedBuffer<T> {
+    fn as_slice(&self) -> &[T] {
+        PinnedBuffer::as_slice(self)
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        PinnedBuffer::as_mut_slice(self)
+    }
+
+    fn page_locked(&self) -> bool {
+        true
+    }
+}
+
+/// Page-locked host memory in a device's context: batches prepared in it
+/// travel to the device and back with no staging copy on the host
+/// ([`quilt_sweep::HostAlloc`] for the integrator's batch ring).
+#[derive(Clone)]
+pub struct PinnedAlloc {
+    ctx: Arc<CudaContext>,
+}
+
+impl PinnedAlloc {
+    pub(crate) fn new(ctx: Arc<CudaContext>) -> Self {
+        Self { ctx }
+    }
+}
+
+impl<T: crate::GpuReal> quilt_sweep::HostAlloc<T> for PinnedAlloc {
+    fn alloc(
+        &self,
+        len: usize,
+    ) -> Result<Box<dyn quilt_sweep::HostMemory<T>>, quilt_sweep::AllocError> {
+        PinnedBuffer::<T>::new(&self.ctx, len)
+            .map(|b| Box::new(b) as Box<dyn quilt_sweep::HostMemory<T>>)
+            .map_err(|e| quilt_sweep::AllocError {
+                bytes: len.saturating_mul(std::mem::size_of::<T>()),
+                kind: "page-locked",
+                why: e.to_string(),
+            })
+    }
+
+    fn kind(&self) -> &'static str {
+        "page-locked (CUDA)"
     }
 }

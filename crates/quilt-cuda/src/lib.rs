@@ -57,6 +57,7 @@ mod solver;
 pub mod source;
 
 pub use bandwidth::{Bandwidth, measure_bandwidth};
+pub use buffer::PinnedAlloc;
 pub use error::CudaError;
 pub use plan::{MAX_EDGE, step_traffic};
 pub use probe::{Backend, DeviceInfo, Selected, probe, probe_device, select_backend};

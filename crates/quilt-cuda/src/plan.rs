@@ -132,6 +132,16 @@ pub(crate) struct Chunk {
     pub bin1: u32,
     /// Contiguous runs `(start, len)` of the flux buffer owned by the chunk's patches.
     pub flux_runs: Vec<(usize, usize)>,
+    /// Runs `(start, len)` of the data array holding the chunk's patches
+    /// ([`BatchLayout::occupied_runs`]): what crosses the bus.
+    pub data_runs: Vec<(usize, usize)>,
+}
+
+/// Empty values between two occupied runs of the data array below which
+/// they are copied as one: a copy of a few kilobytes costs more in its
+/// set-up than in its bytes.
+pub(crate) fn run_gap(bin_edge: u32) -> usize {
+    (bin_edge as usize).pow(2) / 4
 }
 
 /// A work table on the host (a pass's columns, or the input scan's cell
@@ -249,6 +259,7 @@ impl HostPlan {
                 bin0,
                 bin1,
                 flux_runs,
+                data_runs: layout.occupied_runs(bin0..bin1, run_gap(layout.bin_edge())),
             });
         }
         // The kernels hand out work in position order; with the largest
@@ -268,6 +279,7 @@ impl HostPlan {
                 bin0: 0,
                 bin1: nbins,
                 flux_runs: Vec::new(),
+                data_runs: Vec::new(),
             });
         }
         Ok(Self {

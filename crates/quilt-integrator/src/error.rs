@@ -89,6 +89,9 @@ pub enum IntegratorError {
     /// A checkpoint could not be written or read.
     #[error(transparent)]
     Io(#[from] quilt_io::IoError),
+    /// Host memory for a batch could not be had.
+    #[error("batch memory: {0}")]
+    HostMemory(#[from] quilt_sweep::AllocError),
     /// A configuration the integrator cannot run.
     #[error("{0}")]
     Config(String),

@@ -39,6 +39,7 @@ use crate::error::IntegratorError;
 use crate::init::InitialCondition;
 use crate::pipeline::{LoopInputs, run_batches};
 use crate::plan::{Probe, StepPlan};
+use crate::ring::BatchRing;
 use crate::schedule::Scheduler;
 use crate::tagging::{Criterion, criteria, tag_patches};
 use crate::timing::PhaseTimes;
@@ -105,6 +106,7 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     data: Option<HierarchyData<T>>,
     plan: StepPlan<T>,
     backend: B,
+    ring: BatchRing<T>,
     model: OnlineModel,
     scheduler: Scheduler,
     time: f64,
@@ -233,6 +235,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             h: hierarchy,
             data: Some(data),
             plan,
+            ring: BatchRing::new(backend.host_alloc(), deck.batching.max_bins),
             backend,
             model: OnlineModel::new(CostModel::default(), RefineOptions::default())?,
             scheduler: Scheduler::new(
@@ -302,6 +305,19 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// The backend, mutably.
     pub fn backend_mut(&mut self) -> &mut B {
         &mut self.backend
+    }
+
+    /// Batch buffers the step loop has allocated so far. The loop reuses
+    /// its batches across batches and steps, so after the first step this
+    /// grows only when a batch larger than any before comes.
+    pub fn batch_allocations(&self) -> u64 {
+        self.ring.allocations()
+    }
+
+    /// Bytes of batch memory held, and what kind of memory it is
+    /// (`"pageable"`, `"page-locked (CUDA)"`).
+    pub fn batch_memory(&self) -> (usize, &'static str) {
+        (self.ring.bytes(), self.ring.kind())
     }
 
     /// The cost model as refined so far.
@@ -424,6 +440,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             fluxes: &mut self.plan.fluxes,
             data: &mut data,
             backend: &mut self.backend,
+            ring: &mut self.ring,
             model: &mut self.model,
             scheduler: &mut self.scheduler,
             time: self.time,

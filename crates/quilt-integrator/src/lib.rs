@@ -28,6 +28,7 @@ pub mod init;
 mod integrator;
 mod pipeline;
 mod plan;
+mod ring;
 mod schedule;
 mod stages;
 mod tagging;

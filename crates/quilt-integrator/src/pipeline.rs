@@ -13,12 +13,13 @@ use std::time::Instant;
 use quilt_batch::{CloseSample, OnlineModel, PatchWork, PrepareSample, SolveSample};
 use quilt_mesh::fill::OldData;
 use quilt_mesh::{Hierarchy, HierarchyData, PatchData, PatchId};
-use quilt_sweep::{Batch, StepReport, SweepError, SweepOrder};
+use quilt_sweep::{StepReport, SweepError, SweepOrder};
 
 use crate::Real;
 use crate::backend::{SolveBackend, SolveError};
 use crate::error::IntegratorError;
 use crate::plan::{FluxStore, PlanLayout};
+use crate::ring::BatchRing;
 use crate::schedule::{Pick, Scheduler};
 use crate::stages::{self, Job, PROBE_ID_BASE, StagedBatch};
 
@@ -41,6 +42,7 @@ pub(crate) struct LoopInputs<'a, T, B: ?Sized> {
     pub fluxes: &'a mut FluxStore<T>,
     pub data: &'a mut HierarchyData<T>,
     pub backend: &'a mut B,
+    pub ring: &'a mut BatchRing<T>,
     pub model: &'a mut OnlineModel,
     pub scheduler: &'a mut Scheduler,
     pub time: f64,
@@ -56,10 +58,17 @@ fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
     old: &D,
     time: f64,
     pick: &Pick,
+    ring: &mut BatchRing<T>,
 ) -> Result<StagedBatch<T>, IntegratorError> {
     let (bl, queues) = stages::assemble(layout, h, &pick.bins, &pick.queues)?;
-    let mut batch = Batch::new(bl);
-    let prepare_secs = stages::prepare(layout, h, old, time, &mut batch, &queues)?;
+    let mut batch = ring.take(bl)?;
+    let prepare_secs = match stages::prepare(layout, h, old, time, &mut batch, &queues) {
+        Ok(s) => s,
+        Err(e) => {
+            ring.give(batch);
+            return Err(e);
+        }
+    };
     Ok(StagedBatch {
         batch,
         bins: pick.bins.clone(),
@@ -197,6 +206,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
         fluxes,
         data,
         backend,
+        ring,
         model,
         scheduler,
         time,
@@ -219,21 +229,30 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
         while let Some(pick) = scheduler.next(model.model(), in_flight)? {
             in_flight = Some(pick.solve_estimate - pick.close_estimate);
             let t = Instant::now();
-            let mut staged = stage(layout, h, &olds, time, &pick)?;
+            let mut staged = stage(layout, h, &olds, time, &pick, ring)?;
             stats.prepare += t.elapsed().as_secs_f64();
             let t = Instant::now();
-            let r = backend.solve(&mut staged.batch, dt, order).map_err(fail)?;
+            let r = backend.solve(&mut staged.batch, dt, order);
             let solve_secs = t.elapsed().as_secs_f64();
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    ring.give(staged.batch);
+                    return Err(fail(e));
+                }
+            };
             stats.solve += solve_secs;
             merge(&mut stats.report, &r);
             let t = Instant::now();
-            let close_secs = stages::close(&staged, &mut news, fluxes)?;
+            let close_secs = stages::close(&staged, &mut news, fluxes);
             stats.close += t.elapsed().as_secs_f64();
+            let close_secs = close_secs?;
             observe_prepare(model, layout, &staged);
             observe_solve(model, layout, &staged.bins, solve_secs, transfers);
             observe_close(model, layout, &staged, &close_secs);
             stats.batches += 1;
             stats.bins += staged.bins.len();
+            ring.give(staged.batch);
         }
     } else {
         let Some(first) = scheduler.next(model.model(), None)? else {
@@ -241,7 +260,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             return Ok(stats);
         };
         let t = Instant::now();
-        let mut cur = stage(layout, h, &olds, time, &first)?;
+        let mut cur = stage(layout, h, &olds, time, &first, ring)?;
         stats.prepare += t.elapsed().as_secs_f64();
         let mut cur_pick = first;
         let mut prev: Option<(StagedBatch<T>, f64)> = None;
@@ -254,6 +273,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             let news_ref = &mut news;
             let fluxes_ref = &mut *fluxes;
             let olds_ref = &olds;
+            let ring_ref = &mut *ring;
             let (solved, (closed, staged)) = rayon::join(
                 move || {
                     let t = Instant::now();
@@ -272,7 +292,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
                         || {
                             next_pick.as_ref().map(|p| {
                                 let t = Instant::now();
-                                let r = stage(layout, h, olds_ref, time, p);
+                                let r = stage(layout, h, olds_ref, time, p, ring_ref);
                                 (r, t.elapsed().as_secs_f64())
                             })
                         },
@@ -280,15 +300,32 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
                 },
             );
             let (r, solve_secs) = solved;
-            let r = r.map_err(fail)?;
+            // Batches of a failed step go back to the ring (the step is
+            // repeated or the run ends; either way nothing leaks).
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    ring.give(cur.batch);
+                    if let Some((p, _)) = prev.take() {
+                        ring.give(p.batch);
+                    }
+                    if let Some((Ok(s), _)) = staged {
+                        ring.give(s.batch);
+                    }
+                    return Err(fail(e));
+                }
+            };
             stats.solve += solve_secs;
             merge(&mut stats.report, &r);
             observe_solve(model, layout, &cur.bins, solve_secs, transfers);
             observe_prepare(model, layout, &cur);
             if let (Some((p, _)), Some((c, secs))) = (prev.take(), closed) {
-                let close_secs = c?;
-                stats.close += secs;
-                observe_close(model, layout, &p, &close_secs);
+                let closed = c.map(|close_secs| {
+                    stats.close += secs;
+                    observe_close(model, layout, &p, &close_secs);
+                });
+                ring.give(p.batch);
+                closed?;
             }
             stats.batches += 1;
             stats.bins += cur.bins.len();
@@ -301,9 +338,11 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
                 }
                 _ => {
                     let t = Instant::now();
-                    let close_secs = stages::close(&cur, &mut news, fluxes)?;
+                    let close_secs = stages::close(&cur, &mut news, fluxes);
                     stats.close += t.elapsed().as_secs_f64();
-                    observe_close(model, layout, &cur, &close_secs);
+                    let closed = close_secs.map(|c| observe_close(model, layout, &cur, &c));
+                    ring.give(cur.batch);
+                    closed?;
                     break;
                 }
             }

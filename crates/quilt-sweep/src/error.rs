@@ -129,6 +129,16 @@ pub enum LayoutError {
         /// Offset stored in the descriptor.
         found: u64,
     },
+    /// The batch's memory is too small for a layout.
+    #[error("the batch holds {have} {what} values, the layout needs {need}")]
+    Capacity {
+        /// `"data"` or `"flux"`.
+        what: &'static str,
+        /// Values the memory holds.
+        have: usize,
+        /// Values the layout needs.
+        need: usize,
+    },
     /// The batch would not be addressable.
     #[error("batch of {nbins} bins x {ncomp} components x {bin_edge}^3 cells is too large")]
     TooLarge {

@@ -47,6 +47,7 @@ pub mod layout;
 pub mod physics;
 mod real;
 pub mod scheme;
+pub mod storage;
 pub mod uniform;
 
 pub use batch::Batch;
@@ -55,3 +56,4 @@ pub use error::{ConfigError, LayoutError, SweepError};
 pub use layout::{BatchLayout, PatchDesc, PatchShape};
 pub use real::Real;
 pub use scheme::Scheme;
+pub use storage::{AllocError, HostAlloc, HostMemory, VecAlloc};

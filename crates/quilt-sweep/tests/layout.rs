@@ -208,3 +208,85 @@ proptest! {
         prop_assert!(seen.iter().all(|&s| s));
     }
 }
+
+/// Every cell of every patch lies in exactly one occupied run; without a
+/// merge gap no run holds a row that no patch touches.
+#[test]
+fn occupied_runs_cover_every_patch_cell_and_only_touched_rows() {
+    let shapes: Vec<PatchShape> = (0..24)
+        .map(|i| {
+            let i = i as u32;
+            shape(
+                u64::from(i),
+                [4 + (i * 7) % 20, 4 + (i * 13) % 20, 4 + (i * 5) % 20],
+                2,
+            )
+        })
+        .collect();
+    let items: Vec<[u32; 3]> = shapes.iter().map(|s| s.extent).collect();
+    let packing = quilt_pack::pack(&items, [32; 3], &quilt_pack::PackOptions::default()).unwrap();
+    let places: Vec<(u32, [u32; 3])> = packing
+        .placements
+        .iter()
+        .map(|p| (p.bin as u32, p.offset))
+        .collect();
+    let shapes: Vec<PatchShape> = shapes
+        .iter()
+        .zip(&packing.placements)
+        .map(|(s, p)| PatchShape {
+            extent: p.extent,
+            ..*s
+        })
+        .collect();
+    let layout = BatchLayout::packed(32, 5, &shapes, &places).unwrap();
+    let nb = layout.nbins();
+    assert!(nb >= 3, "{nb} bins");
+    let mut covered = vec![0u8; layout.data_len()];
+    let mut touched = vec![false; layout.data_len()];
+    for p in 0..layout.patches().len() {
+        let e = layout.patches()[p].extent;
+        for c in 0..5 {
+            for k in 0..e[2] {
+                for j in 0..e[1] {
+                    let row = layout.cell_index(p, c, [0, j, k]).unwrap();
+                    let x0 = layout.patches()[p].offset[0] as usize;
+                    for v in &mut touched[row - x0..row - x0 + 32] {
+                        *v = true;
+                    }
+                }
+            }
+        }
+    }
+    // Runs of two chunks of bins, as a device copies them.
+    let runs: Vec<(usize, usize)> = [0..1, 1..nb]
+        .into_iter()
+        .flat_map(|r| layout.occupied_runs(r, 0))
+        .collect();
+    for w in runs.windows(2) {
+        assert!(
+            w[0].0 + w[0].1 < w[1].0,
+            "runs ascend and are merged: {w:?}"
+        );
+    }
+    for &(s, n) in &runs {
+        for i in s..s + n {
+            covered[i] += 1;
+            assert!(touched[i], "value {i} is in a run but in no touched row");
+        }
+    }
+    for (i, &t) in touched.iter().enumerate() {
+        assert_eq!(u8::from(t), covered[i], "value {i}");
+    }
+    let moved: usize = runs.iter().map(|r| r.1).sum();
+    assert!(
+        moved < layout.data_len(),
+        "{moved} of {}",
+        layout.data_len()
+    );
+    // A gap merges runs without losing any.
+    let merged = layout.occupied_runs(0..nb, 32 * 32);
+    assert!(merged.len() <= runs.len());
+    for &(s, n) in &runs {
+        assert!(merged.iter().any(|&(ms, mn)| ms <= s && s + n <= ms + mn));
+    }
+}

@@ -305,6 +305,13 @@ impl<T: GpuReal> CudaSolver<T> {
         &self.cpu
     }
 
+    /// An allocator of page-locked host memory in this solver's context:
+    /// a batch prepared in it is copied to the device and back directly,
+    /// with no staging copy on the host.
+    pub fn host_alloc(&self) -> crate::PinnedAlloc {
+        crate::PinnedAlloc::new(self.dev.ctx.clone())
+    }
+
     /// The configuration.
     pub fn config(&self) -> &CudaConfig {
         &self.config

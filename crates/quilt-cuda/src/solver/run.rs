@@ -12,7 +12,7 @@ use super::state::{ERROR_SLOTS, LayoutState};
 use super::{CudaSolver, Variant};
 use crate::error::{CudaError, DriverContext};
 use crate::params::{GasK, MAX_PASSES, STEP_WORDS, StepArgs};
-use crate::plan::{Chunk, Chunking, TableKind};
+use crate::plan::{Chunking, TableKind};
 use crate::real::GpuReal;
 use crate::solver::kernels::{BLOCK, SCAN_BLOCK};
 
@@ -48,6 +48,22 @@ fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
+/// [`par_copy`] of the runs `(start, len)` (ascending, disjoint) of `src`
+/// into the same places of `dst`.
+fn par_copy_runs<T: Copy + Send + Sync>(dst: &mut [T], src: &[T], runs: &[(usize, usize)]) {
+    let mut rest = dst;
+    let mut at = 0;
+    let mut pieces = Vec::with_capacity(runs.len());
+    for &(s, n) in runs {
+        let (_, tail) = rest.split_at_mut(s - at);
+        let (piece, tail) = tail.split_at_mut(n);
+        pieces.push((piece, &src[s..s + n]));
+        rest = tail;
+        at = s + n;
+    }
+    pieces.into_par_iter().for_each(|(d, s)| par_copy(d, s));
+}
+
 fn ms(a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent) -> Result<f64, CudaError> {
     Ok(f64::from(a.elapsed_ms(b).call("cuEventElapsedTime")?))
 }
@@ -61,12 +77,6 @@ fn ms(a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent) -> Result<f6
 fn courant_exceeds(courant: f64, limit: f64, f32_scan: bool) -> bool {
     let slack = if f32_scan { 1e-5 } else { 1e-12 };
     courant > limit * (1.0 + slack)
-}
-
-/// Data-array range of a chunk's bins.
-fn data_range(c: &Chunk, bin_edge: u32) -> std::ops::Range<usize> {
-    let per_bin = 5 * (bin_edge as usize).pow(3);
-    c.bin0 as usize * per_bin..c.bin1 as usize * per_bin
 }
 
 impl<T: GpuReal> CudaSolver<T> {
@@ -437,7 +447,12 @@ impl<T: GpuReal> CudaSolver<T> {
         }
     }
 
-    /// One step with transfers (see [`CudaSolver::advance`]).
+    /// One step with transfers (see [`CudaSolver::advance`]). Only the
+    /// occupied runs of each chunk's bins cross the bus. A batch in
+    /// page-locked memory is copied straight from and into; any other goes
+    /// through the solver's pinned staging. Results come back only once the
+    /// scan and the sweeps passed their checks, so a failed step leaves the
+    /// batch untouched for the CPU to reproduce the error on.
     pub(super) fn run_io(
         &mut self,
         batch: &mut Batch<T>,
@@ -457,11 +472,14 @@ impl<T: GpuReal> CudaSolver<T> {
                 e => e,
             });
         }
-        let ctx = self.dev.ctx.clone();
-        self.state
-            .as_mut()
-            .expect("state built")
-            .ensure_staging(&ctx)?;
+        let direct = batch.page_locked();
+        if !direct {
+            let ctx = self.dev.ctx.clone();
+            self.state
+                .as_mut()
+                .expect("state built")
+                .ensure_staging(&ctx)?;
+        }
         self.begin_step()?;
         let mut host_ms = 0.0;
         let nchunks = self.state.as_ref().expect("state built").plan.chunks.len();
@@ -469,15 +487,19 @@ impl<T: GpuReal> CudaSolver<T> {
             let stream = self.stream_of(c).clone();
             {
                 let st = self.state.as_mut().expect("state built");
-                let chunk = st.plan.chunks[c].clone();
-                let range = data_range(&chunk, st.plan.bin_edge);
-                let t = Instant::now();
-                let h = st.h_data.as_mut().expect("staging").as_mut_slice();
-                let src = &batch.data()[range.clone()];
-                self.copies.install(|| par_copy(&mut h[range.clone()], src));
-                host_ms += t.elapsed().as_secs_f64() * 1e3;
+                let runs = &st.plan.chunks[c].data_runs;
+                let src: &[T] = if direct {
+                    batch.data()
+                } else {
+                    let t = Instant::now();
+                    let h = st.h_data.as_mut().expect("staging").as_mut_slice();
+                    let src = batch.data();
+                    self.copies.install(|| par_copy_runs(h, src, runs));
+                    host_ms += t.elapsed().as_secs_f64() * 1e3;
+                    st.h_data.as_ref().expect("staging").as_slice()
+                };
                 st.events[c].up0.record(&stream).call("cuEventRecord")?;
-                st.d_data.upload(range.start, &h[range], &stream)?;
+                st.d_data.upload_runs(runs, src, &stream)?;
                 st.events[c].k0.record(&stream).call("cuEventRecord")?;
             }
             self.launch_scan(c, &stream)?;
@@ -486,13 +508,12 @@ impl<T: GpuReal> CudaSolver<T> {
             self.launch_sweeps(c, order, &stream)?;
             let st = self.state.as_mut().expect("state built");
             st.events[c].k1.record(&stream).call("cuEventRecord")?;
-            let chunk = st.plan.chunks[c].clone();
-            let range = data_range(&chunk, st.plan.bin_edge);
-            let h = st.h_data.as_mut().expect("staging").as_mut_slice();
-            st.d_data.download(range.start, &mut h[range], &stream)?;
-            let hf = st.h_flux.as_mut().expect("staging").as_mut_slice();
-            for &(s, l) in &chunk.flux_runs {
-                st.d_flux.download(s, &mut hf[s..s + l], &stream)?;
+            if !direct {
+                let chunk = &st.plan.chunks[c];
+                let h = st.h_data.as_mut().expect("staging").as_mut_slice();
+                st.d_data.download_runs(&chunk.data_runs, h, &stream)?;
+                let hf = st.h_flux.as_mut().expect("staging").as_mut_slice();
+                st.d_flux.download_runs(&chunk.flux_runs, hf, &stream)?;
             }
             self.download_results(c, true, true)?;
             let st = self.state.as_ref().expect("state built");
@@ -510,16 +531,36 @@ impl<T: GpuReal> CudaSolver<T> {
             ));
         }
         let t = Instant::now();
+        let mut download_ms = 0.0;
         {
             let st = self.state.as_ref().expect("state built");
             let (_, data, flux) = batch.buffers_mut();
-            self.copies.install(|| {
-                par_copy(data, st.h_data.as_ref().expect("staging").as_slice());
-                par_copy(flux, st.h_flux.as_ref().expect("staging").as_slice());
-            });
+            if direct {
+                for (c, chunk) in st.plan.chunks.iter().enumerate() {
+                    let stream = self.stream_of(c);
+                    st.d_data.download_runs(&chunk.data_runs, data, stream)?;
+                    st.d_flux.download_runs(&chunk.flux_runs, flux, stream)?;
+                }
+                for s in &self.streams {
+                    s.synchronize().call("cuStreamSynchronize")?;
+                }
+                download_ms = t.elapsed().as_secs_f64() * 1e3;
+            } else {
+                let h = st.h_data.as_ref().expect("staging").as_slice();
+                let hf = st.h_flux.as_ref().expect("staging").as_slice();
+                self.copies.install(|| {
+                    for chunk in &st.plan.chunks {
+                        par_copy_runs(data, h, &chunk.data_runs);
+                        par_copy_runs(flux, hf, &chunk.flux_runs);
+                    }
+                });
+                host_ms += t.elapsed().as_secs_f64() * 1e3;
+            }
         }
-        host_ms += t.elapsed().as_secs_f64() * 1e3;
-        self.timing = self.collect_timing(true, host_ms)?;
+        let mut timing = self.collect_timing(true, host_ms)?;
+        timing.download_ms += download_ms;
+        timing.total_ms += download_ms;
+        self.timing = timing;
         Ok(self.report(courant))
     }
 

@@ -78,6 +78,10 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
         true
     }
 
+    fn host_alloc(&self) -> std::sync::Arc<dyn quilt_sweep::HostAlloc<T>> {
+        std::sync::Arc::new(self.solver.host_alloc())
+    }
+
     fn solve(
         &mut self,
         batch: &mut Batch<T>,

@@ -21,7 +21,9 @@ pub use select::backend_for;
 use std::error::Error as StdError;
 use std::fmt;
 
-use quilt_sweep::{Batch, Real, StepReport, SweepError, SweepOrder};
+use std::sync::Arc;
+
+use quilt_sweep::{Batch, HostAlloc, Real, StepReport, SweepError, SweepOrder, VecAlloc};
 
 /// Why a backend could not advance a batch.
 #[derive(Debug)]
@@ -90,6 +92,13 @@ pub trait SolveBackend<T: Real>: Send {
         false
     }
 
+    /// The memory batches are prepared in: what the backend reads fastest
+    /// (a GPU backend hands out page-locked memory it copies from directly).
+    /// The default is plain vectors.
+    fn host_alloc(&self) -> Arc<dyn HostAlloc<T>> {
+        Arc::new(VecAlloc)
+    }
+
     /// Advances one batch (see the trait docs).
     fn solve(
         &mut self,
@@ -110,6 +119,10 @@ impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
 
     fn transfers(&self) -> bool {
         (**self).transfers()
+    }
+
+    fn host_alloc(&self) -> Arc<dyn HostAlloc<T>> {
+        (**self).host_alloc()
     }
 
     fn solve(

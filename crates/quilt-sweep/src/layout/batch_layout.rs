@@ -204,6 +204,66 @@ impl BatchLayout {
         used as f64 / (f64::from(self.nbins) * f64::from(self.bin_edge).powi(3))
     }
 
+    /// The ranges of the data array that bins `bins` hold patch cells in,
+    /// ascending: whole x rows of every `(bin, component, z)` plane that a
+    /// patch touches, merged where they meet or where fewer than `max_gap`
+    /// values lie between them. What a device copies instead of whole bins:
+    /// the rest of a bin is never read or written by a sweep.
+    pub fn occupied_runs(&self, bins: std::ops::Range<u32>, max_gap: usize) -> Vec<(usize, usize)> {
+        let b = self.bin_edge as usize;
+        let nc = self.ncomp as usize;
+        let bins = bins.start..bins.end.min(self.nbins);
+        let mut in_bin: Vec<Vec<&PatchDesc>> = vec![Vec::new(); bins.len()];
+        for d in &self.patches {
+            if bins.contains(&d.bin) {
+                in_bin[(d.bin - bins.start) as usize].push(d);
+            }
+        }
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        let mut push = |start: usize, len: usize| match runs.last_mut() {
+            Some(last) if start <= last.0 + last.1 + max_gap => {
+                last.1 = (start + len).max(last.0 + last.1) - last.0;
+            }
+            _ => runs.push((start, len)),
+        };
+        // Row intervals [y0, y1) of one z plane, merged.
+        let mut rows: Vec<(usize, usize)> = Vec::new();
+        let mut planes: Vec<Vec<(usize, usize)>> = vec![Vec::new(); b];
+        for (k, patches) in in_bin.iter().enumerate() {
+            if patches.is_empty() {
+                continue;
+            }
+            let bin = bins.start as usize + k;
+            for (z, plane) in planes.iter_mut().enumerate() {
+                rows.clear();
+                for d in patches {
+                    let (z0, z1) = (d.offset[2] as usize, (d.offset[2] + d.extent[2]) as usize);
+                    if (z0..z1).contains(&z) {
+                        let y0 = d.offset[1] as usize;
+                        rows.push((y0, y0 + d.extent[1] as usize));
+                    }
+                }
+                rows.sort_unstable();
+                plane.clear();
+                for &(y0, y1) in &rows {
+                    match plane.last_mut() {
+                        Some(last) if y0 <= last.1 => last.1 = last.1.max(y1),
+                        _ => plane.push((y0, y1)),
+                    }
+                }
+            }
+            for c in 0..nc {
+                for (z, plane) in planes.iter().enumerate() {
+                    let base = data_index(b, nc, bin, c, [0, 0, z]);
+                    for &(y0, y1) in plane {
+                        push(base + y0 * b, (y1 - y0) * b);
+                    }
+                }
+            }
+        }
+        runs
+    }
+
     /// Data index of component `comp` of patch-local cell `cell` (ghosts
     /// included, `0 .. extent`), or `None` if out of range.
     pub fn cell_index(&self, patch: usize, comp: u32, cell: [u32; 3]) -> Option<usize> {
