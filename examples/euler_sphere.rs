@@ -66,9 +66,13 @@ struct Cli {
     /// Continues the run stored in this checkpoint.
     #[arg(long, value_name = "FILE")]
     restart: Option<PathBuf>,
-    /// Writes no files at all.
+    /// Writes no files at all (but `--summary-json`).
     #[arg(long)]
     no_output: bool,
+    /// Also writes the summary (phases, rates, memory) as JSON to this file,
+    /// for the benchmark harness (`scripts/sphere-bench.sh`).
+    #[arg(long, value_name = "FILE")]
+    summary_json: Option<PathBuf>,
 }
 
 /// Set by the Ctrl-C handler; the step loop checkpoints and stops.
@@ -126,13 +130,19 @@ fn main() -> Result<()> {
         .num_threads(deck.run.threads)
         .build()
         .context("building the thread pool")?;
+    let json = cli.summary_json.as_deref();
     pool.install(|| match deck.run.precision {
-        Precision::F64 => run::<f64>(&deck, !cli.no_output, cli.restart.as_deref()),
-        Precision::F32 => run::<f32>(&deck, !cli.no_output, cli.restart.as_deref()),
+        Precision::F64 => run::<f64>(&deck, !cli.no_output, cli.restart.as_deref(), json),
+        Precision::F32 => run::<f32>(&deck, !cli.no_output, cli.restart.as_deref(), json),
     })
 }
 
-fn run<T: Real + CheckpointReal>(deck: &Deck, write: bool, restart: Option<&Path>) -> Result<()> {
+fn run<T: Real + CheckpointReal>(
+    deck: &Deck,
+    write: bool,
+    restart: Option<&Path>,
+    json: Option<&Path>,
+) -> Result<()> {
     let backend: Box<dyn SolveBackend<T>> = backend_for(deck)?;
     log::info!("solve backend: {}", backend.device());
     let t0 = Instant::now();
@@ -261,13 +271,72 @@ fn run<T: Real + CheckpointReal>(deck: &Deck, write: bool, restart: Option<&Path
     }
     output(&mut it, &mut series)?;
     bar.finish();
-    summary(
-        &it,
-        setup,
-        shock_radius(&it, deck),
-        write.then_some(dir.as_path()),
-    );
+    let radius = shock_radius(&it, deck);
+    summary(&it, setup, radius, write.then_some(dir.as_path()));
+    if let Some(path) = json {
+        write_summary_json(&it, setup, radius, path)?;
+    }
     Ok(())
+}
+
+/// The summary as JSON: what `scripts/sphere-bench.sh` tabulates.
+fn write_summary_json<T: Real, B: SolveBackend<T>>(
+    it: &Integrator<T, B>,
+    setup: f64,
+    radius: f64,
+    path: &Path,
+) -> Result<()> {
+    let t = it.totals();
+    let p = &t.phases;
+    let h = it.hierarchy();
+    let d = &it.deck().batching;
+    let (batch_bytes, batch_memory) = it.batch_memory();
+    let with_ghosts: i64 = h.patches().iter().map(|p| p.ghost_box().num_cells()).sum();
+    let state_bytes = with_ghosts as f64 * 5.0 * std::mem::size_of::<T>() as f64;
+    let v = serde_json::json!({
+        "backend": it.backend().name(),
+        "device": it.backend().device(),
+        "precision": <T as quilt::mesh::Real>::NAME,
+        "scheme": it.deck().hydro.scheme.to_string(),
+        "mode": format!("{:?}", d.mode).to_lowercase(),
+        "layout": format!("{:?}", d.layout),
+        "pipelined": d.pipelined,
+        "threads": rayon::current_num_threads(),
+        "steps": t.steps,
+        "time": it.time(),
+        "shock_radius": radius,
+        "cells": t.cells,
+        "solved_cells": t.solved_cells,
+        "batches": t.batches,
+        "regrids": t.regrids,
+        "patches": h.num_patches(),
+        "final_cells": h.total_cells(),
+        "levels": h.num_levels(),
+        "bins": it.num_bins(),
+        "fill": it.fill_ratio(),
+        "setup": setup,
+        "prepare": p.prepare,
+        "solve": p.solve,
+        "close": p.close,
+        "reflux_restrict": p.reflux_restrict,
+        "regrid": p.regrid,
+        "output": p.output,
+        "idle": p.idle,
+        "hidden": p.hidden(),
+        "other": p.other,
+        "batch_loop": p.batch_loop,
+        "steps_wall": p.wall,
+        "cell_updates_per_s": t.cells as f64 / p.wall.max(1e-12),
+        "peak_mb": peak_memory(),
+        "state_mb_per_level": state_bytes / 1e6,
+        "batch_allocations": it.batch_allocations(),
+        "solve_estimate_error": t.estimates.solve_mean(),
+        "prepare_estimate_error": t.estimates.prepare_mean(),
+        "batch_memory_mb": batch_bytes as f64 / 1e6,
+        "batch_memory": batch_memory,
+    });
+    let text = serde_json::to_string_pretty(&v)?;
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Distance from the sphere's centre of the farthest cell whose pressure
@@ -380,9 +449,11 @@ fn summary<T: Real, B: SolveBackend<T>>(
     row("CFL scan and other", p.other);
     row("wall", wall);
     println!(
-        "batches {}, {:.1} per step",
+        "batches {}, {:.1} per step; cost model error per batch: solve {:.1} %, prepare {:.1} %",
         t.batches,
-        t.batches as f64 / t.steps.max(1) as f64
+        t.batches as f64 / t.steps.max(1) as f64,
+        100.0 * t.estimates.solve_mean(),
+        100.0 * t.estimates.prepare_mean()
     );
     if t.floors.total() > 0 {
         println!("floors applied {} times", t.floors.total());

@@ -16,6 +16,7 @@ use crate::error::{CudaError, DriverContext};
 pub(crate) struct DeviceBuffer<T> {
     ptr: sys::CUdeviceptr,
     len: usize,
+    cap: usize,
     ctx: Arc<CudaContext>,
     _t: PhantomData<T>,
 }
@@ -36,9 +37,35 @@ impl<T: Copy> DeviceBuffer<T> {
         Ok(Self {
             ptr,
             len,
+            cap: len,
             ctx: ctx.clone(),
             _t: PhantomData,
         })
+    }
+
+    /// Device memory for `len` values with room for `cap` (at least `len`),
+    /// so that it can serve larger layouts later.
+    pub fn with_room(ctx: &Arc<CudaContext>, len: usize, cap: usize) -> Result<Self, CudaError> {
+        let mut b = Self::new(ctx, cap.max(len))?;
+        b.len = len;
+        Ok(b)
+    }
+
+    /// The same allocation holding `len` values, if it is large enough
+    /// (allocating and freeing device memory synchronises the device:
+    /// buffers are recycled across layouts).
+    pub fn reuse(mut self, len: usize) -> Result<Self, Self> {
+        if len <= self.cap {
+            self.len = len;
+            Ok(self)
+        } else {
+            Err(self)
+        }
+    }
+
+    /// Values the allocation can hold.
+    pub fn capacity(&self) -> usize {
+        self.cap
     }
 
     /// Values held.

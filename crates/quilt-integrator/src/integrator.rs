@@ -34,7 +34,7 @@ use rayon::prelude::*;
 use crate::Real;
 use crate::backend::SolveBackend;
 use crate::cfl;
-use crate::deck::{BatchMode, Boundary, Deck, Interpolation};
+use crate::deck::{BatchLayoutKind, BatchMode, Boundary, Deck, Interpolation};
 use crate::error::IntegratorError;
 use crate::init::InitialCondition;
 use crate::pipeline::{LoopInputs, run_batches};
@@ -42,7 +42,7 @@ use crate::plan::{Probe, StepPlan};
 use crate::ring::BatchRing;
 use crate::schedule::Scheduler;
 use crate::tagging::{Criterion, criteria, tag_patches};
-use crate::timing::PhaseTimes;
+use crate::timing::{EstimateErrors, PhaseTimes};
 
 /// What one coarse step did.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -73,6 +73,8 @@ pub struct StepInfo {
     pub regridded: bool,
     /// Time per phase.
     pub phases: PhaseTimes,
+    /// The cost model's estimate errors.
+    pub estimates: EstimateErrors,
 }
 
 /// Totals over all steps so far.
@@ -92,6 +94,8 @@ pub struct RunTotals {
     pub floors: FloorCounts,
     /// Time per phase.
     pub phases: PhaseTimes,
+    /// The cost model's estimate errors.
+    pub estimates: EstimateErrors,
 }
 
 /// The AMR hydro integrator (see the module docs).
@@ -223,7 +227,13 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         }
         let bc = boundary_conditions::<T>(deck)?;
         let limiter = limiter_of(deck.amr.interpolation);
-        let plan = StepPlan::new(&hierarchy, bc.clone(), limiter, deck.batching.bin_edge)?;
+        let plan = StepPlan::new(
+            &hierarchy,
+            bc.clone(),
+            limiter,
+            deck.batching.bin_edge,
+            deck.batching.layout == BatchLayoutKind::PerPatch,
+        )?;
         let queues = rayon::current_num_threads();
         Ok(Self {
             deck: deck.clone(),
@@ -504,6 +514,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             floors: stats.report.floors,
             regridded,
             phases,
+            estimates: stats.estimates,
         };
         let t = &mut self.totals;
         t.steps += 1;
@@ -513,6 +524,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         t.regrids += u64::from(regridded);
         t.floors += stats.report.floors;
         t.phases += phases;
+        t.estimates += stats.estimates;
         log::debug!(
             "step {step}: t = {:.6e}, dt = {dt:.3e}, {} batches, {:.3} s",
             self.time,
@@ -578,6 +590,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             self.bc.clone(),
             self.limiter,
             self.deck.batching.bin_edge,
+            self.deck.batching.layout == BatchLayoutKind::PerPatch,
         )?;
         log::info!(
             "regrid after step {step}: {} levels, {} patches, {} cells",

@@ -37,7 +37,7 @@ pub mod timing;
 pub use backend::{CpuBackend, CudaBackend, SolveBackend, SolveError, backend_for};
 pub use error::IntegratorError;
 pub use integrator::{Integrator, RunTotals, StepInfo};
-pub use timing::PhaseTimes;
+pub use timing::{EstimateErrors, PhaseTimes};
 
 /// The floating-point types the integrator runs in: those the mesh, the
 /// CPU sweeps and the CUDA kernels all support (`f32`, `f64`).

@@ -22,6 +22,7 @@ use crate::plan::{FluxStore, PlanLayout};
 use crate::ring::BatchRing;
 use crate::schedule::{Pick, Scheduler};
 use crate::stages::{self, Job, PROBE_ID_BASE, StagedBatch};
+use crate::timing::EstimateErrors;
 
 /// What the batch loop of one step did.
 #[derive(Clone, Copy, Debug, Default)]
@@ -33,6 +34,7 @@ pub(crate) struct LoopStats {
     pub close: f64,
     pub wall: f64,
     pub report: StepReport,
+    pub estimates: EstimateErrors,
 }
 
 /// The borrowed pieces of an integrator the loop works on.
@@ -61,7 +63,7 @@ fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
     ring: &mut BatchRing<T>,
 ) -> Result<StagedBatch<T>, IntegratorError> {
     let (bl, queues) = stages::assemble(layout, h, &pick.bins, &pick.queues)?;
-    let mut batch = ring.take(bl)?;
+    let mut batch = ring.take(bl, layout.bins.len())?;
     let prepare_secs = match stages::prepare(layout, h, old, time, &mut batch, &queues) {
         Ok(s) => s,
         Err(e) => {
@@ -88,7 +90,24 @@ fn queue_work<'a, T>(
     })
 }
 
-fn observe_prepare<T>(model: &mut OnlineModel, layout: &PlanLayout<T>, s: &StagedBatch<T>) {
+fn observe_prepare<T>(
+    model: &mut OnlineModel,
+    layout: &PlanLayout<T>,
+    s: &StagedBatch<T>,
+    errors: &mut EstimateErrors,
+) {
+    // The batch's prepare is its slowest queue's, as the selection sees it.
+    let estimate = s
+        .queues
+        .iter()
+        .map(|jobs| {
+            queue_work(layout, jobs)
+                .map(|w| model.model().patch_prepare(w))
+                .sum::<f64>()
+        })
+        .fold(0.0, f64::max);
+    let measured = s.prepare_secs.iter().copied().fold(0.0, f64::max);
+    errors.add_prepare(estimate, measured);
     for (jobs, &secs) in s.queues.iter().zip(&s.prepare_secs) {
         if !jobs.is_empty() && secs > 0.0 {
             let sample = PrepareSample::patches(queue_work(layout, jobs), secs);
@@ -247,7 +266,8 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             let close_secs = stages::close(&staged, &mut news, fluxes);
             stats.close += t.elapsed().as_secs_f64();
             let close_secs = close_secs?;
-            observe_prepare(model, layout, &staged);
+            observe_prepare(model, layout, &staged, &mut stats.estimates);
+            stats.estimates.add_solve(pick.solve_estimate, solve_secs);
             observe_solve(model, layout, &staged.bins, solve_secs, transfers);
             observe_close(model, layout, &staged, &close_secs);
             stats.batches += 1;
@@ -317,8 +337,11 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             };
             stats.solve += solve_secs;
             merge(&mut stats.report, &r);
+            stats
+                .estimates
+                .add_solve(cur_pick.solve_estimate, solve_secs);
             observe_solve(model, layout, &cur.bins, solve_secs, transfers);
-            observe_prepare(model, layout, &cur);
+            observe_prepare(model, layout, &cur, &mut stats.estimates);
             if let (Some((p, _)), Some((c, secs))) = (prev.take(), closed) {
                 let closed = c.map(|close_secs| {
                     stats.close += secs;

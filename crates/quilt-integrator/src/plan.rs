@@ -125,24 +125,41 @@ fn side_u32(v: i32) -> u32 {
 }
 
 impl<T: Real> StepPlan<T> {
-    /// Builds the plan of `h`.
+    /// Builds the plan of `h`: patches packed into bins of edge
+    /// `bin_edge`, or each alone in its own bin (`per_patch`).
     pub fn new(
         h: &Hierarchy,
         bc: BoundaryConditions<T>,
         limiter: Limiter,
         bin_edge: u32,
+        per_patch: bool,
     ) -> Result<Self, IntegratorError> {
         let fill =
             GhostFill::new(h, bc, limiter).map_err(IntegratorError::mesh("ghost-fill plans"))?;
-        let packing: HierarchyPacking = pack_hierarchy(h, [bin_edge; 3], &PackOptions::default())?;
-        let mut bins: Vec<BinPlan> = (0..packing.packing.bins_used)
-            .map(|_| BinPlan {
-                patches: Vec::new(),
-            })
-            .collect();
-        for (patch, place) in packing.patches.iter().zip(&packing.packing.placements) {
-            bins[place.bin].patches.push((patch.index, place.offset));
-        }
+        let (bins, fill_ratio) = if per_patch {
+            // The paper's default scheme: every patch alone at the origin
+            // of its own bin.
+            let bins: Vec<BinPlan> = (0..h.num_patches())
+                .map(|i| BinPlan {
+                    patches: vec![(i, [0; 3])],
+                })
+                .collect();
+            let used: i64 = h.patches().iter().map(|p| p.ghost_box().num_cells()).sum();
+            let fill = used as f64 / (bins.len().max(1) as f64 * f64::from(bin_edge).powi(3));
+            (bins, fill)
+        } else {
+            let packing: HierarchyPacking =
+                pack_hierarchy(h, [bin_edge; 3], &PackOptions::default())?;
+            let mut bins: Vec<BinPlan> = (0..packing.packing.bins_used)
+                .map(|_| BinPlan {
+                    patches: Vec::new(),
+                })
+                .collect();
+            for (patch, place) in packing.patches.iter().zip(&packing.packing.placements) {
+                bins[place.bin].patches.push((patch.index, place.offset));
+            }
+            (bins, packing.packing.efficiency())
+        };
         let probes = find_probes(h);
         let mut probes_of = vec![Vec::new(); h.num_patches()];
         for (n, p) in probes.iter().enumerate() {
@@ -208,7 +225,6 @@ impl<T: Real> StepPlan<T> {
             .iter()
             .map(|q| vec![T::zero(); flux_block_len(&q.interior)])
             .collect();
-        let fill_ratio = packing.packing.efficiency();
         log::debug!(
             "step plan: {} patches in {} bins (fill {:.3}), {} flux probes, {} registers",
             h.num_patches(),
@@ -288,6 +304,7 @@ mod tests {
             BoundaryConditions::outflow().with_vector([1, 2, 3]),
             Limiter::default(),
             64,
+            false,
         )
         .unwrap();
         assert!(full.fluxes.fine[0].is_empty());
@@ -299,5 +316,20 @@ mod tests {
         assert_eq!(listed, 3 + 2);
         assert_eq!(registers.len(), 1);
         assert_eq!(plan.probes_of[0], vec![0]);
+        // The paper's default scheme: one patch per bin, at its origin.
+        let per_patch = StepPlan::<f64>::new(
+            &h,
+            BoundaryConditions::outflow().with_vector([1, 2, 3]),
+            Limiter::default(),
+            64,
+            true,
+        )
+        .unwrap();
+        let bins = &per_patch.layout.bins;
+        assert_eq!(bins.len(), 3);
+        for (i, b) in bins.iter().enumerate() {
+            assert_eq!(b.patches, vec![(i, [0; 3])]);
+        }
+        assert!(per_patch.layout.fill_ratio < full.layout.fill_ratio);
     }
 }

@@ -58,7 +58,14 @@ impl<T: Real> BatchRing<T> {
     /// new memory with room above the largest batch so far (the smallest
     /// free batch is then dropped, so that the ring never holds more
     /// batches than the loop keeps alive).
-    pub fn take(&mut self, layout: BatchLayout) -> Result<Batch<T>, IntegratorError> {
+    ///
+    /// `plan_bins` is the number of bins of the step plan: no batch needs
+    /// more than those and their probes.
+    pub fn take(
+        &mut self,
+        layout: BatchLayout,
+        plan_bins: usize,
+    ) -> Result<Batch<T>, IntegratorError> {
         let (dn, fnn) = (layout.data_len(), layout.flux_len());
         self.high_water.0 = self.high_water.0.max(layout.nbins() as usize);
         self.high_water.1 = self.high_water.1.max(fnn);
@@ -80,7 +87,10 @@ impl<T: Real> BatchRing<T> {
         }
         // Room in whole bins above the largest batch so far.
         let per_bin = layout.ncomp() as usize * (layout.bin_edge() as usize).pow(3);
-        let bins = self.high_water.0.max(self.min_bins);
+        let bins = self
+            .high_water
+            .0
+            .max(self.min_bins.min(plan_bins + plan_bins.div_ceil(2)));
         let bins = (bins * ROOM_QUARTERS).div_ceil(4).max(1);
         let data_cap = (bins * per_bin).max(dn);
         // A batch's fluxes vary more than its bins (many small patches have

@@ -76,3 +76,54 @@ mod tests {
         assert_eq!(q.hidden(), 4.0);
     }
 }
+
+/// Relative errors of the cost model's estimates against what was measured,
+/// summed over batches: the solve estimate of each batch (made when it was
+/// chosen), and the prepare estimate of its most loaded CPU queue (made
+/// before the batch's own timings refine the model).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EstimateErrors {
+    /// Sum over batches of `|estimate − measured| / measured` of the solve.
+    pub solve_sum: f64,
+    /// Batches in `solve_sum`.
+    pub solve_batches: u64,
+    /// The same for the prepare of the slowest queue.
+    pub prepare_sum: f64,
+    /// Batches in `prepare_sum`.
+    pub prepare_batches: u64,
+}
+
+impl EstimateErrors {
+    /// Mean relative error of the solve estimates (0 without batches).
+    pub fn solve_mean(&self) -> f64 {
+        self.solve_sum / (self.solve_batches.max(1) as f64)
+    }
+
+    /// Mean relative error of the prepare estimates (0 without batches).
+    pub fn prepare_mean(&self) -> f64 {
+        self.prepare_sum / (self.prepare_batches.max(1) as f64)
+    }
+
+    pub(crate) fn add_solve(&mut self, estimate: f64, measured: f64) {
+        if measured > 0.0 && estimate.is_finite() {
+            self.solve_sum += (estimate - measured).abs() / measured;
+            self.solve_batches += 1;
+        }
+    }
+
+    pub(crate) fn add_prepare(&mut self, estimate: f64, measured: f64) {
+        if measured > 0.0 && estimate.is_finite() {
+            self.prepare_sum += (estimate - measured).abs() / measured;
+            self.prepare_batches += 1;
+        }
+    }
+}
+
+impl AddAssign for EstimateErrors {
+    fn add_assign(&mut self, o: Self) {
+        self.solve_sum += o.solve_sum;
+        self.solve_batches += o.solve_batches;
+        self.prepare_sum += o.prepare_sum;
+        self.prepare_batches += o.prepare_batches;
+    }
+}

@@ -58,3 +58,30 @@ fn batching_and_pipelining_do_not_change_a_bit() {
         "one batch per step with n_fixed above the patch count"
     );
 }
+
+/// The paper's default scheme (every patch alone in its own bin) gives the
+/// packed run's state bit for bit.
+#[test]
+fn one_patch_per_bin_changes_no_bit() {
+    let (reference, boxes, _) = run(true, BatchMode::Adaptive, 1);
+    let mut deck = common::closed_box();
+    deck.batching.layout = quilt_integrator::deck::BatchLayoutKind::PerPatch;
+    deck.batching.max_bins = 0;
+    deck.batching.mode = BatchMode::Static;
+    deck.batching.n_fixed = 5;
+    let mut it = common::cpu(&deck);
+    for _ in 0..12 {
+        it.step().unwrap();
+    }
+    assert_eq!(it.num_bins(), it.hierarchy().num_patches());
+    let b: Vec<(usize, String)> = it
+        .hierarchy()
+        .patches()
+        .iter()
+        .map(|p| (p.level(), p.interior().to_string()))
+        .collect();
+    assert_eq!(b, boxes);
+    let bits = common::state_bits(&it);
+    let diff = bits.iter().zip(&reference).filter(|(a, b)| a != b).count();
+    assert_eq!(diff, 0, "{diff} values differ");
+}

@@ -67,13 +67,26 @@ pub struct VecAlloc;
 
 impl<T: crate::Real> HostAlloc<T> for VecAlloc {
     fn alloc(&self, len: usize) -> Result<Box<dyn HostMemory<T>>, AllocError> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(len).map_err(|e| AllocError {
+        let fail = |why: String| AllocError {
             bytes: len.saturating_mul(std::mem::size_of::<T>()),
             kind: "pageable",
-            why: e.to_string(),
-        })?;
-        v.resize(len, T::zero());
+            why,
+        };
+        if len == 0 || std::mem::size_of::<T>() == 0 {
+            return Ok(Box::new(Vec::<T>::new()));
+        }
+        let layout = std::alloc::Layout::array::<T>(len).map_err(|e| fail(e.to_string()))?;
+        // Zeroed pages from the system: bin space no patch uses is never
+        // touched and costs no memory, and a failed allocation is an error
+        // instead of an abort.
+        // SAFETY: `layout` has non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+        if ptr.is_null() {
+            return Err(fail("the system has no memory for it".into()));
+        }
+        // SAFETY: allocated by the global allocator with the layout of
+        // `len` values of `T`; all-zero bits are a valid `T` (`Pod`).
+        let v = unsafe { Vec::from_raw_parts(ptr, len, len) };
         Ok(Box::new(v))
     }
 

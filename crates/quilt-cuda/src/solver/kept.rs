@@ -51,16 +51,19 @@ impl<T: GpuReal> KeptStates<T> {
         Some(st)
     }
 
-    /// Keeps `st`, then drops the least recently used states while more
+    /// Keeps `st`, then gives up the least recently used states while more
     /// than `max` are kept or the process keeps more than `budget` bytes on
-    /// this device.
-    pub fn keep(&mut self, st: LayoutState<T>, max: usize, budget: usize) {
+    /// this device; returns them.
+    pub fn keep(&mut self, st: LayoutState<T>, max: usize, budget: usize) -> Vec<LayoutState<T>> {
         let mut total = adjust(self.ordinal, st.device_bytes(), 0);
         self.states.push(st);
+        let mut out = Vec::new();
         while !self.states.is_empty() && (self.states.len() > max || total > budget) {
             let old = self.states.remove(0);
             total = adjust(self.ordinal, 0, old.device_bytes());
+            out.push(old);
         }
+        out
     }
 
     pub fn clear(&mut self) {

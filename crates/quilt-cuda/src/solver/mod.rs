@@ -15,6 +15,7 @@ mod kept;
 mod kernels;
 mod report;
 mod run;
+mod spare;
 mod state;
 
 use std::sync::Arc;
@@ -241,6 +242,8 @@ pub struct CudaSolver<T: GpuReal> {
     /// rebuilding a layout's tables and buffers costs far more than its
     /// kernels.
     recent: kept::KeptStates<T>,
+    /// Large device arrays of dropped layout states, for the next ones.
+    spare: spare::SpareBuffers<T>,
     /// Threads of the host copies between a batch and pinned memory: their
     /// own pool, so that a caller preparing the next batch on its rayon
     /// pool (the integrator's pipeline) does not delay the copies.
@@ -294,6 +297,7 @@ impl<T: GpuReal> CudaSolver<T> {
             streams,
             state: None,
             recent: kept::KeptStates::new(config.device),
+            spare: spare::SpareBuffers::new(),
             copies,
             resident: false,
             timing: StepTiming::default(),
@@ -303,6 +307,12 @@ impl<T: GpuReal> CudaSolver<T> {
     /// The CPU solver with the same scheme and gas (the reference).
     pub fn cpu(&self) -> &Solver {
         &self.cpu
+    }
+
+    /// Large device arrays allocated so far (the rest were recycled from
+    /// layouts seen before).
+    pub fn device_allocations(&self) -> u64 {
+        self.spare.allocations()
     }
 
     /// An allocator of page-locked host memory in this solver's context:

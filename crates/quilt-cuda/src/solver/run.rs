@@ -103,12 +103,16 @@ impl<T: GpuReal> CudaSolver<T> {
             None => match self.new_state(layout) {
                 // Kept layouts are a cache: give their memory back before
                 // failing for want of it.
-                Err(e) if e.is_out_of_memory() && !self.recent.is_empty() => {
+                Err(e)
+                    if e.is_out_of_memory()
+                        && !(self.recent.is_empty() && self.spare.is_empty()) =>
+                {
                     log::info!(
                         "device memory exhausted: dropping {} kept layout states",
                         self.recent.len()
                     );
                     self.recent.clear();
+                    self.spare.clear();
                     self.new_state(layout)?
                 }
                 r => r?,
@@ -122,7 +126,7 @@ impl<T: GpuReal> CudaSolver<T> {
     }
 
     /// The device state of a layout not seen recently.
-    fn new_state(&self, layout: &BatchLayout) -> Result<LayoutState<T>, CudaError> {
+    fn new_state(&mut self, layout: &BatchLayout) -> Result<LayoutState<T>, CudaError> {
         let t0 = Instant::now();
         let chunking = match self.config.variant {
             Variant::Default => Chunking::Patches(
@@ -143,6 +147,7 @@ impl<T: GpuReal> CudaSolver<T> {
             chunking,
             variant.table_kinds(),
             variant.uses_constant_descriptors(),
+            &mut self.spare,
         )?;
         log::debug!(
             "device state for a new layout ({} bins) built in {:.3} ms",
@@ -156,7 +161,9 @@ impl<T: GpuReal> CudaSolver<T> {
     /// [`super::RECENT_LAYOUTS`] for the bounds).
     fn keep_recent(&mut self, st: LayoutState<T>) {
         let budget = self.dev.info.total_memory / 4;
-        self.recent.keep(st, super::RECENT_LAYOUTS, budget);
+        for old in self.recent.keep(st, super::RECENT_LAYOUTS, budget) {
+            old.recycle(&mut self.spare);
+        }
     }
 
     /// Validates the time steps and fills the per-patch step constants

@@ -14,6 +14,7 @@ use crate::params::{
 };
 use crate::plan::{Chunking, HostPlan, PassSpec, TableKind, TablePtrs, pass_infos, step_passes};
 use crate::real::GpuReal;
+use crate::solver::spare::SpareBuffers;
 
 /// Error slots per chunk in the results (the rest of [`RESULT_WORDS`] are
 /// the two floor counters).
@@ -113,6 +114,7 @@ impl<T: GpuReal> LayoutState<T> {
         chunking: Chunking,
         kinds: [TableKind; 3],
         const_descs: bool,
+        spare: &mut SpareBuffers<T>,
     ) -> Result<Self, CudaError> {
         let plan = HostPlan::new(layout, chunking)?;
         let n = plan.descs.len();
@@ -168,15 +170,15 @@ impl<T: GpuReal> LayoutState<T> {
             _tables: tables,
             pstart,
             steps,
-            d_data: DeviceBuffer::new(ctx, data_len)?,
-            d_flux: DeviceBuffer::new(ctx, layout.flux_len())?,
+            d_data: spare.take(ctx, data_len)?,
+            d_flux: spare.take(ctx, layout.flux_len())?,
             d_stage: if tvd {
-                Some(DeviceBuffer::new(ctx, data_len)?)
+                Some(spare.take(ctx, data_len)?)
             } else {
                 None
             },
             d_acc: if tvd {
-                Some(DeviceBuffer::new(ctx, data_len)?)
+                Some(spare.take(ctx, data_len)?)
             } else {
                 None
             },
@@ -221,6 +223,19 @@ impl<T: GpuReal> LayoutState<T> {
             if use_const { "constant" } else { "global" }
         );
         Ok(state)
+    }
+
+    /// Gives the large device arrays to `spare` for later layouts (the
+    /// rest is freed).
+    pub fn recycle(self, spare: &mut SpareBuffers<T>) {
+        spare.give(self.d_data);
+        spare.give(self.d_flux);
+        if let Some(b) = self.d_stage {
+            spare.give(b);
+        }
+        if let Some(b) = self.d_acc {
+            spare.give(b);
+        }
     }
 
     /// Hands over the pinned staging buffers (to the state of the next

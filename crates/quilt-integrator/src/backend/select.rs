@@ -1,10 +1,10 @@
 //! The deck's `run.backend` choice: `cpu`, `cuda`, or `auto` (CUDA when a
 //! usable device and NVRTC exist, else the CPU with one log line).
 
-use quilt_cuda::{Backend, CudaConfig, Selected, select_backend};
+use quilt_cuda::{Backend, CudaConfig, Selected, Variant, select_backend};
 
 use super::{CpuBackend, CudaBackend, SolveBackend};
-use crate::deck::{BackendChoice, Deck};
+use crate::deck::{BackendChoice, BatchLayoutKind, Deck};
 use crate::{IntegratorError, Real};
 
 /// The backend `deck.run.backend` asks for, boxed so a program can choose
@@ -23,8 +23,11 @@ pub fn backend_for<T: Real>(deck: &Deck) -> Result<Box<dyn SolveBackend<T>>, Int
     };
     // The default kernels (packed bins, warp-per-column x sweeps, marched
     // y and z sweeps), FMA off so results equal the CPU's bit for bit,
-    // device 0.
-    let config = CudaConfig::default();
+    // device 0; per-patch kernels for the paper's default scheme.
+    let config = match deck.batching.layout {
+        BatchLayoutKind::Packed => CudaConfig::default(),
+        BatchLayoutKind::PerPatch => CudaConfig::variant(Variant::Default),
+    };
     let made = select_backend(requested, config.device).and_then(|sel| match sel {
         Selected::Cpu => Ok(None),
         Selected::Cuda(_) => CudaBackend::<T>::new(solver.scheme(), solver.gas(), config).map(Some),

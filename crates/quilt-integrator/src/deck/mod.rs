@@ -29,10 +29,10 @@ pub use error::DeckError;
 pub use locate::Location;
 pub use resolve::base_patches;
 pub use sections::{
-    AmrSection, Axis, BackendChoice, BatchMode, BatchingSection, Boundary, BoundarySection,
-    Detector, DomainSection, HydroSection, InitialKind, InitialSection, Interpolation,
-    OutputSection, Precision, RiemannIc, RunSection, SedovIc, SphereIc, TagField, TagSection,
-    UniformIc, default_tagging,
+    AmrSection, Axis, BackendChoice, BatchLayoutKind, BatchMode, BatchingSection, Boundary,
+    BoundarySection, Detector, DomainSection, HydroSection, InitialKind, InitialSection,
+    Interpolation, OutputSection, Precision, RiemannIc, RunSection, SedovIc, SphereIc, TagField,
+    TagSection, UniformIc, default_tagging,
 };
 
 use locate::Locator;

@@ -50,6 +50,20 @@ pub enum BatchMode {
     Static,
 }
 
+/// How patches are laid out in a batch's bins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchLayoutKind {
+    /// Patches packed into cubic bins by extreme-point bin packing, solved
+    /// by the packed kernels (quilt's scheme).
+    Packed,
+    /// The paper's default scheme: every patch alone in its own bin, solved
+    /// by per-patch kernels (one thread block per patch on a GPU). For
+    /// comparison; it needs `max_bins` of at least `n_fixed` (or 0) to
+    /// batch as the paper does.
+    PerPatch,
+}
+
 /// Field a refinement criterion looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -542,6 +556,9 @@ pub struct BatchingSection {
     /// Most bins in one batch (bounds the two batch buffers); 0 for no
     /// limit. Default 8.
     pub max_bins: usize,
+    /// `packed` (bin packing, packed kernels) or `per_patch` (the paper's
+    /// default scheme). Default `packed`.
+    pub layout: BatchLayoutKind,
 }
 
 impl Default for BatchingSection {
@@ -552,6 +569,7 @@ impl Default for BatchingSection {
             pipelined: true,
             bin_edge: 64,
             max_bins: 8,
+            layout: BatchLayoutKind::Packed,
         }
     }
 }
