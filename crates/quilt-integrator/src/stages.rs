@@ -238,66 +238,96 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
             })
             .collect::<Result<Vec<f64>, IntegratorError>>()?
     };
-    for (q, jobs) in queues.iter().enumerate() {
-        let t0 = Instant::now();
-        for job in jobs {
-            for &(_, pd) in &job.probes {
-                copy_probe(
-                    batch,
-                    &descs[job.desc],
-                    &boxes[job.desc],
-                    &descs[pd],
-                    &boxes[pd],
-                );
+    // Probe copies, one rayon task per queue as the fills: each probe's
+    // box is its own part of the batch, and it reads only its coarse
+    // patch's part, filled above.
+    let (layout, data, _) = batch.buffers_mut();
+    let shared = SharedRows::new(data);
+    let (b, nc) = (layout.bin_edge() as usize, layout.ncomp() as usize);
+    let probe_secs: Vec<f64> = queues
+        .par_iter()
+        .map(|jobs| {
+            let t0 = Instant::now();
+            for job in jobs {
+                for &(_, pd) in &job.probes {
+                    let (src, dst) = (&descs[job.desc], &descs[pd]);
+                    let rel = [0, 1, 2].map(|a| (boxes[pd].lo[a] - boxes[job.desc].lo[a]) as usize);
+                    let n = dst.extent.map(|v| v as usize);
+                    for c in 0..nc {
+                        for k in 0..n[2] {
+                            for j in 0..n[1] {
+                                let from = data_index(
+                                    b,
+                                    nc,
+                                    src.bin as usize,
+                                    c,
+                                    [
+                                        src.offset[0] as usize + rel[0],
+                                        src.offset[1] as usize + rel[1] + j,
+                                        src.offset[2] as usize + rel[2] + k,
+                                    ],
+                                );
+                                let to = data_index(
+                                    b,
+                                    nc,
+                                    dst.bin as usize,
+                                    c,
+                                    [
+                                        dst.offset[0] as usize,
+                                        dst.offset[1] as usize + j,
+                                        dst.offset[2] as usize + k,
+                                    ],
+                                );
+                                // SAFETY: the layout validated that patch
+                                // boxes do not overlap, so a probe's rows
+                                // are written by its own job alone, and its
+                                // coarse patch's rows are not written here.
+                                unsafe { shared.copy_row(from, to, n[0]) };
+                            }
+                        }
+                    }
+                }
             }
-        }
-        secs[q] += t0.elapsed().as_secs_f64();
+            t0.elapsed().as_secs_f64()
+        })
+        .collect();
+    for (s, p) in secs.iter_mut().zip(probe_secs) {
+        *s += p;
     }
     Ok(secs)
 }
 
-/// Copies the probe's box (`qb`, placed by `qd`) from its coarse patch's
-/// filled box (`pb`, placed by `pd`) in the same batch buffer, row by row.
-fn copy_probe<T: Real>(
-    batch: &mut Batch<T>,
-    pd: &PatchDesc,
-    pb: &IndexBox,
-    qd: &PatchDesc,
-    qb: &IndexBox,
-) {
-    let b = batch.layout().bin_edge() as usize;
-    let nc = batch.layout().ncomp() as usize;
-    let rel = [0, 1, 2].map(|a| (qb.lo[a] - pb.lo[a]) as usize);
-    let n = qd.extent.map(|v| v as usize);
-    let data = batch.data_mut();
-    for c in 0..nc {
-        for k in 0..n[2] {
-            for j in 0..n[1] {
-                let src = data_index(
-                    b,
-                    nc,
-                    pd.bin as usize,
-                    c,
-                    [
-                        pd.offset[0] as usize + rel[0],
-                        pd.offset[1] as usize + rel[1] + j,
-                        pd.offset[2] as usize + rel[2] + k,
-                    ],
-                );
-                let dst = data_index(
-                    b,
-                    nc,
-                    qd.bin as usize,
-                    c,
-                    [
-                        qd.offset[0] as usize,
-                        qd.offset[1] as usize + j,
-                        qd.offset[2] as usize + k,
-                    ],
-                );
-                data.copy_within(src..src + n[0], dst);
-            }
+/// A batch's data array shared by tasks that copy disjoint rows.
+struct SharedRows<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+// SAFETY: the tasks sharing it touch disjoint ranges (see `copy_row`).
+unsafe impl<T: Send> Send for SharedRows<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for SharedRows<T> {}
+
+impl<T: Copy> SharedRows<T> {
+    fn new(data: &mut [T]) -> Self {
+        Self {
+            ptr: data.as_mut_ptr(),
+            len: data.len(),
         }
+    }
+
+    /// Copies `n` values from `from` to `to`.
+    ///
+    /// # Safety
+    /// No other task writes `from .. from + n` or touches `to .. to + n`
+    /// meanwhile, and the two ranges do not overlap.
+    unsafe fn copy_row(&self, from: usize, to: usize, n: usize) {
+        assert!(
+            from + n <= self.len && to + n <= self.len,
+            "row out of range"
+        );
+        // SAFETY: in range (checked); disjoint and unshared by the contract.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(from), self.ptr.add(to), n) };
     }
 }
 

@@ -490,10 +490,13 @@ pub struct PatchState<T> {
 impl<T: Real> PatchState<T> {
     /// Two zero-filled time levels.
     pub fn new(interior: IndexBox, ghost: i32, ncomp: usize) -> Result<Self, MeshError> {
-        let old = PatchData::new(interior, ghost, ncomp)?;
+        // Two allocations rather than a clone: a clone reads the fresh
+        // zeroed pages of `old`, which maps them to the shared zero page,
+        // and the first write then costs a copy-on-write fault and a TLB
+        // flush on every core per page.
         Ok(Self {
-            new: old.clone(),
-            old,
+            old: PatchData::new(interior, ghost, ncomp)?,
+            new: PatchData::new(interior, ghost, ncomp)?,
         })
     }
 
