@@ -331,6 +331,7 @@ fn write_summary_json<T: Real, B: SolveBackend<T>>(
         "state_mb_per_level": state_bytes / 1e6,
         "batch_allocations": it.batch_allocations(),
         "solve_estimate_error": t.estimates.solve_mean(),
+        "calibration_holdout_error": it.calibration().map(|c| c.holdout),
         "prepare_estimate_error": t.estimates.prepare_mean(),
         "batch_memory_mb": batch_bytes as f64 / 1e6,
         "batch_memory": batch_memory,

@@ -51,7 +51,9 @@ pub use calibrate::{
     Calibration, CalibrationPlan, CloseSample, ErrorStats, FitOptions, FitReport, FnTimer,
     PrepareSample, SolveSample, SyntheticPlan, Timer, calibrate, fit_close, fit_prepare, fit_solve,
 };
-pub use coeffs::{CloseCoeffs, Coefficients, PrepareCoeffs, SolveCoeffs};
+pub use coeffs::{
+    CLOSE_NAMES, CloseCoeffs, Coefficients, PREPARE_NAMES, PrepareCoeffs, SOLVE_NAMES, SolveCoeffs,
+};
 pub use error::{BatchError, CallbackError, Result};
 pub use model::CostModel;
 pub use refine::{OnlineModel, RefineOptions, Refinement};

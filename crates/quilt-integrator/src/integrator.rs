@@ -15,10 +15,10 @@
 //! 5. every `regrid_interval` steps the hierarchy is rebuilt: ghost fill,
 //!    tagging, Berger–Rigoutsos clustering, regrid, re-packing.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use quilt_batch::{CostModel, OnlineModel, RefineOptions};
+use quilt_batch::{Coefficients, CostModel, OnlineModel, RefineOptions};
 use quilt_io::{CheckpointReal, RunState, read_checkpoint, write_checkpoint};
 use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill, PhysicalBc};
 use quilt_mesh::flux_register::FaceFluxes;
@@ -33,6 +33,9 @@ use rayon::prelude::*;
 
 use crate::Real;
 use crate::backend::SolveBackend;
+use crate::calibration::{
+    CalibrationReport, Calibrator, coefficient_path, load_coefficients, save_coefficients,
+};
 use crate::cfl;
 use crate::deck::{BatchLayoutKind, BatchMode, Boundary, Deck, Interpolation};
 use crate::error::IntegratorError;
@@ -73,7 +76,7 @@ pub struct StepInfo {
     pub regridded: bool,
     /// Time per phase.
     pub phases: PhaseTimes,
-    /// The cost model's estimate errors.
+    /// The cost model's estimate errors in this step.
     pub estimates: EstimateErrors,
 }
 
@@ -94,7 +97,8 @@ pub struct RunTotals {
     pub floors: FloorCounts,
     /// Time per phase.
     pub phases: PhaseTimes,
-    /// The cost model's estimate errors.
+    /// The cost model's estimate errors over the steps after its
+    /// calibration.
     pub estimates: EstimateErrors,
 }
 
@@ -112,6 +116,13 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     backend: B,
     ring: BatchRing<T>,
     model: OnlineModel,
+    /// Samples of the calibration steps (`None` once calibrated or when
+    /// the coefficients came from a file).
+    calibrator: Option<Calibrator>,
+    /// Coefficients the calibration starts from and keeps where it has no
+    /// samples.
+    base: Coefficients,
+    calibration: Option<CalibrationReport>,
     scheduler: Scheduler,
     time: f64,
     step: u64,
@@ -235,6 +246,25 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             deck.batching.layout == BatchLayoutKind::PerPatch,
         )?;
         let queues = rayon::current_num_threads();
+        let base = if backend.transfers() {
+            Coefficients::gpu_default()
+        } else {
+            Coefficients::cpu_default()
+        };
+        let (coefficients, calibrator) = match coefficient_file(deck, &backend) {
+            Some(path) => match load_coefficients(&path, backend.name(), &backend.device()) {
+                Ok(Some(c)) => {
+                    log::info!("cost model: coefficients from {}", path.display());
+                    (c, None)
+                }
+                Ok(None) => (base, Some(Calibrator::new())),
+                Err(why) => {
+                    log::warn!("{why}; calibrating afresh");
+                    (base, Some(Calibrator::new()))
+                }
+            },
+            None => (base, Some(Calibrator::new())),
+        };
         Ok(Self {
             deck: deck.clone(),
             gas: deck.gas(),
@@ -247,7 +277,10 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             plan,
             ring: BatchRing::new(backend.host_alloc(), deck.batching.max_bins),
             backend,
-            model: OnlineModel::new(CostModel::default(), RefineOptions::default())?,
+            model: OnlineModel::new(CostModel::new(coefficients)?, RefineOptions::default())?,
+            calibrator,
+            base,
+            calibration: None,
             scheduler: Scheduler::new(
                 deck.batching.mode,
                 deck.batching.n_fixed,
@@ -315,6 +348,56 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// The backend, mutably.
     pub fn backend_mut(&mut self) -> &mut B {
         &mut self.backend
+    }
+
+    /// The calibration of the cost model, once done in this run (`None`
+    /// while it runs, or when the coefficients came from a file).
+    pub fn calibration(&self) -> Option<&CalibrationReport> {
+        self.calibration.as_ref()
+    }
+
+    /// Ends a calibration step: the warm-up step's samples are dropped,
+    /// the last one's fitted (see [`crate::calibration`]).
+    fn calibrate_after_step(&mut self) -> Result<(), IntegratorError> {
+        let Some(cal) = self.calibrator.as_mut() else {
+            return Ok(());
+        };
+        if !cal.end_step() {
+            return Ok(());
+        }
+        let report = cal.fit(self.base);
+        self.calibrator = None;
+        self.model = OnlineModel::new(
+            CostModel::new(report.coefficients)?,
+            RefineOptions::default(),
+        )?;
+        let pct =
+            |h: Option<f64>| h.map_or("not fitted".to_string(), |v| format!("{:.1} %", 100.0 * v));
+        log::info!(
+            "cost model calibrated on {} ({} solve, {} prepare, {} close samples): held-out error solve {}, prepare {}, close {}",
+            self.backend.name(),
+            report.samples[0],
+            report.samples[1],
+            report.samples[2],
+            pct(report.holdout[0]),
+            pct(report.holdout[1]),
+            pct(report.holdout[2])
+        );
+        if let Some(path) = coefficient_file(&self.deck, &self.backend) {
+            let n = report.samples.iter().sum::<usize>() as u64;
+            match save_coefficients(
+                &path,
+                self.backend.name(),
+                &self.backend.device(),
+                n,
+                report.coefficients,
+            ) {
+                Ok(()) => log::info!("cost model: coefficients written to {}", path.display()),
+                Err(e) => log::warn!("cost model: coefficients not stored: {e}"),
+            }
+        }
+        self.calibration = Some(report);
+        Ok(())
     }
 
     /// Batch buffers the step loop has allocated so far. The loop reuses
@@ -444,6 +527,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let step = self.step + 1;
         let order = SweepOrder::for_step(self.step);
         let mut data = self.data.take().ok_or_else(poisoned)?;
+        // Estimate errors count once the model is calibrated.
+        let calibrated = self.calibrator.is_none();
         let res = run_batches(LoopInputs {
             h: &self.h,
             layout: &self.plan.layout,
@@ -452,6 +537,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             backend: &mut self.backend,
             ring: &mut self.ring,
             model: &mut self.model,
+            calibrator: self.calibrator.as_mut(),
             scheduler: &mut self.scheduler,
             time: self.time,
             dt,
@@ -474,6 +560,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let reflux_restrict = t.elapsed().as_secs_f64();
         self.time += dt;
         self.step = step;
+        self.calibrate_after_step()?;
         let (cells, patches, levels) = (
             self.h.total_cells() as u64,
             self.h.num_patches(),
@@ -524,7 +611,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         t.regrids += u64::from(regridded);
         t.floors += stats.report.floors;
         t.phases += phases;
-        t.estimates += stats.estimates;
+        if calibrated {
+            t.estimates += stats.estimates;
+        }
         log::debug!(
             "step {step}: t = {:.6e}, dt = {dt:.3e}, {} batches, {:.3} s",
             self.time,
@@ -704,6 +793,13 @@ fn fill_old_ghosts<T: Real>(
     }
     data.swap_all();
     Ok(())
+}
+
+/// The coefficient file of the deck's directory for this backend, if the
+/// deck names a directory.
+fn coefficient_file<T: Real, B: SolveBackend<T>>(deck: &Deck, backend: &B) -> Option<PathBuf> {
+    let dir = &deck.batching.coefficients_dir;
+    (!dir.is_empty()).then(|| coefficient_path(Path::new(dir), backend.name(), &backend.device()))
 }
 
 fn poisoned() -> IntegratorError {

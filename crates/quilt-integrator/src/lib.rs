@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod calibration;
 mod cfl;
 pub mod cli;
 pub mod deck;

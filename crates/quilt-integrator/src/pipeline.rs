@@ -17,6 +17,7 @@ use quilt_sweep::{StepReport, SweepError, SweepOrder};
 
 use crate::Real;
 use crate::backend::{SolveBackend, SolveError};
+use crate::calibration::Calibrator;
 use crate::error::IntegratorError;
 use crate::plan::{FluxStore, PlanLayout};
 use crate::ring::BatchRing;
@@ -46,6 +47,7 @@ pub(crate) struct LoopInputs<'a, T, B: ?Sized> {
     pub backend: &'a mut B,
     pub ring: &'a mut BatchRing<T>,
     pub model: &'a mut OnlineModel,
+    pub calibrator: Option<&'a mut Calibrator>,
     pub scheduler: &'a mut Scheduler,
     pub time: f64,
     pub dt: f64,
@@ -95,6 +97,7 @@ fn observe_prepare<T>(
     layout: &PlanLayout<T>,
     s: &StagedBatch<T>,
     errors: &mut EstimateErrors,
+    mut calibrator: Option<&mut Calibrator>,
 ) {
     // The batch's prepare is its slowest queue's, as the selection sees it.
     let estimate = s
@@ -111,6 +114,9 @@ fn observe_prepare<T>(
     for (jobs, &secs) in s.queues.iter().zip(&s.prepare_secs) {
         if !jobs.is_empty() && secs > 0.0 {
             let sample = PrepareSample::patches(queue_work(layout, jobs), secs);
+            if let Some(c) = calibrator.as_deref_mut() {
+                c.prepare(sample);
+            }
             if let Err(e) = model.observe_prepare(&sample) {
                 log::debug!("prepare observation skipped: {e}");
             }
@@ -123,10 +129,14 @@ fn observe_close<T>(
     layout: &PlanLayout<T>,
     s: &StagedBatch<T>,
     secs: &[f64],
+    mut calibrator: Option<&mut Calibrator>,
 ) {
     for (jobs, &t) in s.queues.iter().zip(secs) {
         if !jobs.is_empty() && t > 0.0 {
             let sample = CloseSample::patches(queue_work(layout, jobs), t);
+            if let Some(c) = calibrator.as_deref_mut() {
+                c.close(sample);
+            }
             if let Err(e) = model.observe_close(&sample) {
                 log::debug!("close observation skipped: {e}");
             }
@@ -140,6 +150,7 @@ fn observe_solve<T>(
     bins: &[usize],
     secs: f64,
     transfers: bool,
+    calibrator: Option<&mut Calibrator>,
 ) {
     if secs <= 0.0 {
         return;
@@ -150,6 +161,9 @@ fn observe_solve<T>(
     } else {
         SolveSample::batch_without_transfer(work, secs)
     };
+    if let Some(c) = calibrator {
+        c.solve(sample);
+    }
     if let Err(e) = model.observe_solve(&sample) {
         log::debug!("solve observation skipped: {e}");
     }
@@ -227,6 +241,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
         backend,
         ring,
         model,
+        mut calibrator,
         scheduler,
         time,
         dt,
@@ -266,10 +281,29 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             let close_secs = stages::close(&staged, &mut news, fluxes);
             stats.close += t.elapsed().as_secs_f64();
             let close_secs = close_secs?;
-            observe_prepare(model, layout, &staged, &mut stats.estimates);
+            observe_prepare(
+                model,
+                layout,
+                &staged,
+                &mut stats.estimates,
+                calibrator.as_deref_mut(),
+            );
             stats.estimates.add_solve(pick.solve_estimate, solve_secs);
-            observe_solve(model, layout, &staged.bins, solve_secs, transfers);
-            observe_close(model, layout, &staged, &close_secs);
+            observe_solve(
+                model,
+                layout,
+                &staged.bins,
+                solve_secs,
+                transfers,
+                calibrator.as_deref_mut(),
+            );
+            observe_close(
+                model,
+                layout,
+                &staged,
+                &close_secs,
+                calibrator.as_deref_mut(),
+            );
             stats.batches += 1;
             stats.bins += staged.bins.len();
             ring.give(staged.batch);
@@ -340,12 +374,25 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             stats
                 .estimates
                 .add_solve(cur_pick.solve_estimate, solve_secs);
-            observe_solve(model, layout, &cur.bins, solve_secs, transfers);
-            observe_prepare(model, layout, &cur, &mut stats.estimates);
+            observe_solve(
+                model,
+                layout,
+                &cur.bins,
+                solve_secs,
+                transfers,
+                calibrator.as_deref_mut(),
+            );
+            observe_prepare(
+                model,
+                layout,
+                &cur,
+                &mut stats.estimates,
+                calibrator.as_deref_mut(),
+            );
             if let (Some((p, _)), Some((c, secs))) = (prev.take(), closed) {
                 let closed = c.map(|close_secs| {
                     stats.close += secs;
-                    observe_close(model, layout, &p, &close_secs);
+                    observe_close(model, layout, &p, &close_secs, calibrator.as_deref_mut());
                 });
                 ring.give(p.batch);
                 closed?;
@@ -363,7 +410,8 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
                     let t = Instant::now();
                     let close_secs = stages::close(&cur, &mut news, fluxes);
                     stats.close += t.elapsed().as_secs_f64();
-                    let closed = close_secs.map(|c| observe_close(model, layout, &cur, &c));
+                    let closed = close_secs
+                        .map(|c| observe_close(model, layout, &cur, &c, calibrator.as_deref_mut()));
                     ring.give(cur.batch);
                     closed?;
                     break;

@@ -559,6 +559,11 @@ pub struct BatchingSection {
     /// `packed` (bin packing, packed kernels) or `per_patch` (the paper's
     /// default scheme). Default `packed`.
     pub layout: BatchLayoutKind,
+    /// Directory of the cost model's coefficient files, one per backend and
+    /// device: read at start (no calibration when this device's file is
+    /// there) and written after a calibration. Empty (the default): every
+    /// run calibrates and nothing is stored.
+    pub coefficients_dir: String,
 }
 
 impl Default for BatchingSection {
@@ -570,6 +575,7 @@ impl Default for BatchingSection {
             bin_edge: 64,
             max_bins: 8,
             layout: BatchLayoutKind::Packed,
+            coefficients_dir: String::new(),
         }
     }
 }
