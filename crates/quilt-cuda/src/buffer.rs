@@ -174,7 +174,10 @@ impl<T: Copy> DeviceBuffer<T> {
     }
 }
 
-/// Many host–device copies issued as one batched call.
+/// Most copies handed to one `cuMemcpyBatchAsync` call.
+const MAX_BATCHED_COPIES: usize = 512;
+
+/// Many host–device copies issued as batched calls.
 #[derive(Default)]
 struct RunCopies {
     dsts: Vec<sys::CUdeviceptr>,
@@ -220,7 +223,7 @@ impl RunCopies {
                     }
                 }
             }
-            count => {
+            total => {
                 let host = sys::CUmemLocation {
                     type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST,
                     id: 0,
@@ -236,23 +239,31 @@ impl RunCopies {
                     flags: 0,
                 }];
                 let mut idx = [0usize];
-                // SAFETY: `count` entries in each array; the caller checked
-                // every range and keeps the host memory alive until the
-                // stream passes this point.
-                unsafe {
-                    sys::cuMemcpyBatchAsync_v2(
-                        self.dsts.as_mut_ptr(),
-                        self.srcs.as_mut_ptr(),
-                        self.sizes.as_mut_ptr(),
-                        count,
-                        attrs.as_mut_ptr(),
-                        idx.as_mut_ptr(),
-                        1,
-                        stream.cu_stream(),
-                    )
-                    .result()
-                    .call("cuMemcpyBatchAsync")
+                // A bounded number of copies per call: the driver's batch
+                // is not meant for tens of thousands at once.
+                let mut at = 0;
+                while at < total {
+                    let count = (total - at).min(MAX_BATCHED_COPIES);
+                    // SAFETY: `count` entries from `at` in each array; the
+                    // caller checked every range and keeps the host memory
+                    // alive until the stream passes this point.
+                    unsafe {
+                        sys::cuMemcpyBatchAsync_v2(
+                            self.dsts[at..].as_mut_ptr(),
+                            self.srcs[at..].as_mut_ptr(),
+                            self.sizes[at..].as_mut_ptr(),
+                            count,
+                            attrs.as_mut_ptr(),
+                            idx.as_mut_ptr(),
+                            1,
+                            stream.cu_stream(),
+                        )
+                        .result()
+                        .call("cuMemcpyBatchAsync")?;
+                    }
+                    at += count;
                 }
+                Ok(())
             }
         }
     }

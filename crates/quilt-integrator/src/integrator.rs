@@ -628,10 +628,12 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     pub fn regrid_now(&mut self) -> Result<(), IntegratorError> {
         let step = self.step;
         let mut data = self.data.take().ok_or_else(poisoned)?;
+        let t0 = Instant::now();
         if let Err(e) = fill_old_ghosts(&self.plan.layout.fill, &mut data, self.time) {
             self.data = Some(data);
             return Err(e);
         }
+        let t_fill = t0.elapsed().as_secs_f64();
         let tags = match tag_patches(
             &self.h,
             &data,
@@ -663,9 +665,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             s.new = PatchData::new(tiny, 0, NCOMP)
                 .map_err(IntegratorError::mesh("releasing new states"))?;
         }
+        let t_tag = t0.elapsed().as_secs_f64() - t_fill;
         // The data is consumed: unchanged patches move into the new layout.
         let mut r = regrid(&self.h, data, &tags, &opts)
             .map_err(|source| IntegratorError::Regrid { step, source })?;
+        let t_regrid = t0.elapsed().as_secs_f64() - t_fill - t_tag;
         let ghost = r.hierarchy.ghost();
         for s in r.data.states_mut() {
             let interior = s.old.interior();
@@ -681,8 +685,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             self.deck.batching.bin_edge,
             self.deck.batching.layout == BatchLayoutKind::PerPatch,
         )?;
+        let t_plan = t0.elapsed().as_secs_f64() - t_fill - t_tag - t_regrid;
         log::info!(
-            "regrid after step {step}: {} levels, {} patches, {} cells",
+            "regrid after step {step}: {} levels, {} patches, {} cells; ghost fill {t_fill:.3} s, tagging {t_tag:.3} s, clustering and transfer {t_regrid:.3} s, step plan {t_plan:.3} s",
             r.hierarchy.num_levels(),
             r.hierarchy.num_patches(),
             r.hierarchy.total_cells()
@@ -838,24 +843,36 @@ fn reflux_and_restrict<T: Real>(
     plan: &mut StepPlan<T>,
     data: &mut HierarchyData<T>,
 ) -> Result<(), IntegratorError> {
+    // Probes by their fine patch, in probe order.
+    let mut probes_of_fine: Vec<Vec<usize>> = vec![Vec::new(); h.num_patches()];
+    for (n, q) in plan.layout.probes.iter().enumerate() {
+        probes_of_fine[q.fine].push(n);
+    }
     for l in (1..h.num_levels()).rev() {
         let reg = &mut plan.registers[l - 1];
         reg.reset();
-        let mut count = 0usize;
-        for (n, q) in plan.layout.probes.iter().enumerate() {
-            if h.patches()[q.fine].level() == l {
-                count += add_probe(reg, h, q, &plan.fluxes.probes[n])?;
+        let (probes, fluxes) = (&plan.layout.probes, &plan.fluxes);
+        // Fine patch by fine patch, in parallel: a probe's faces are faces
+        // of its own fine patch's blocks, so each block gets its coarse
+        // fluxes (probe order) and then its fine ones, as in a serial loop.
+        let coarse_count = std::sync::atomic::AtomicUsize::new(0);
+        reg.accumulate_par(|share| {
+            let f = share.fine_patch();
+            let mut count = 0;
+            for &n in &probes_of_fine[f] {
+                count += add_probe(share, h, &probes[n], &fluxes.probes[n])
+                    .map_err(|e| quilt_mesh::MeshError::invalid("probe fluxes", e.to_string()))?;
             }
-        }
+            coarse_count.fetch_add(count, std::sync::atomic::Ordering::Relaxed);
+            share.add_fine_patch_block(&fluxes.fine[f], 1.0)
+        })
+        .map_err(IntegratorError::mesh(format!("fluxes of level {l}")))?;
+        let count = coarse_count.into_inner();
         if count != reg.num_faces() {
             return Err(IntegratorError::Internal(format!(
                 "level {l}: coarse fluxes reached {count} of the register's {} faces",
                 reg.num_faces()
             )));
-        }
-        for f in h.level_range(l) {
-            reg.add_fine_patch_block(f, &plan.fluxes.fine[f], 1.0)
-                .map_err(IntegratorError::mesh(format!("fine fluxes of level {l}")))?;
         }
         reg.reflux(h, data, TimeLevel::New)
             .map_err(IntegratorError::mesh(format!("refluxing level {}", l - 1)))?;
@@ -869,7 +886,7 @@ fn reflux_and_restrict<T: Real>(
 /// coarse patches across each face (periodic images included). Returns the
 /// register faces accumulated.
 fn add_probe<T: Real>(
-    reg: &mut quilt_mesh::flux_register::FluxRegister,
+    reg: &mut quilt_mesh::flux_register::FineShare<'_>,
     h: &Hierarchy,
     q: &Probe,
     block: &[T],

@@ -28,6 +28,7 @@ use quilt_mesh::interp::Limiter;
 use quilt_mesh::{Hierarchy, IndexBox, Side};
 use quilt_pack::{HierarchyPacking, PackOptions, pack_hierarchy};
 use quilt_sweep::physics::NCOMP;
+use rayon::prelude::*;
 
 use crate::Real;
 use crate::error::IntegratorError;
@@ -134,8 +135,10 @@ impl<T: Real> StepPlan<T> {
         bin_edge: u32,
         per_patch: bool,
     ) -> Result<Self, IntegratorError> {
+        let t0 = std::time::Instant::now();
         let fill =
             GhostFill::new(h, bc, limiter).map_err(IntegratorError::mesh("ghost-fill plans"))?;
+        let t_fill = t0.elapsed().as_secs_f64();
         let (bins, fill_ratio) = if per_patch {
             // The paper's default scheme: every patch alone at the origin
             // of its own bin.
@@ -160,15 +163,19 @@ impl<T: Real> StepPlan<T> {
             }
             (bins, packing.packing.efficiency())
         };
+        let t_pack = t0.elapsed().as_secs_f64() - t_fill;
         let probes = find_probes(h);
         let mut probes_of = vec![Vec::new(); h.num_patches()];
         for (n, p) in probes.iter().enumerate() {
             probes_of[p.coarse].push(n);
         }
+        let t_probes = t0.elapsed().as_secs_f64() - t_fill - t_pack;
         let registers = (1..h.num_levels())
+            .into_par_iter()
             .map(|l| FluxRegister::new(h, l, NCOMP))
             .collect::<Result<Vec<_>, _>>()
             .map_err(IntegratorError::mesh("flux registers"))?;
+        let t_registers = t0.elapsed().as_secs_f64() - t_fill - t_pack - t_probes;
         let ghost = h.ghost();
         let g = side_u32(ghost);
         let bytes = (NCOMP * size_of::<T>()) as u32;
@@ -232,6 +239,11 @@ impl<T: Real> StepPlan<T> {
             fill_ratio,
             probes.len(),
             registers.len()
+        );
+        log::debug!(
+            "step plan of {} patches: ghost-fill plans {t_fill:.3} s, packing {t_pack:.3} s, probes {t_probes:.3} s, registers {t_registers:.3} s, rest {:.3} s",
+            h.num_patches(),
+            t0.elapsed().as_secs_f64() - t_fill - t_pack - t_probes - t_registers
         );
         Ok(Self {
             layout: PlanLayout {

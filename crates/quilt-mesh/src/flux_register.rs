@@ -347,6 +347,27 @@ impl FluxRegister {
         fluxes: &FaceFluxes<'_, T>,
         weight: f64,
     ) -> Result<usize, MeshError> {
+        let mut acc = std::mem::take(&mut self.acc);
+        let all = Share {
+            base: 0,
+            blocks: 0..self.blocks.len(),
+        };
+        let r = self.add_coarse_into(&mut acc, &all, coarse_patch, axis, fluxes, weight);
+        self.acc = acc;
+        r
+    }
+
+    /// [`FluxRegister::add_coarse`] into the blocks of `share`, whose
+    /// values are `acc` (register offsets less `share.base`).
+    fn add_coarse_into<T: Real>(
+        &self,
+        acc: &mut [f64],
+        share: &Share,
+        coarse_patch: usize,
+        axis: usize,
+        fluxes: &FaceFluxes<'_, T>,
+        weight: f64,
+    ) -> Result<usize, MeshError> {
         self.check_ncomp("coarse", fluxes)?;
         let n = coarse_patch
             .checked_sub(self.coarse_start)
@@ -355,7 +376,7 @@ impl FluxRegister {
         let mut count = 0;
         for pc in &self.coarse_pieces[n] {
             let b = &self.blocks[pc.block];
-            if b.axis != axis {
+            if b.axis != axis || !share.blocks.contains(&pc.block) {
                 continue;
             }
             let pf = self.piece_faces(pc);
@@ -372,8 +393,8 @@ impl FluxRegister {
             let ncell = b.cells.num_cells() as usize;
             for c in 0..self.ncomp {
                 for f in region.iter() {
-                    let at = b.offset + c * ncell + b.cells.offset(&(f + to_cell));
-                    self.acc[at] += weight * fluxes.get(c, &f).as_f64();
+                    let at = b.offset - share.base + c * ncell + b.cells.offset(&(f + to_cell));
+                    acc[at] += weight * fluxes.get(c, &f).as_f64();
                 }
             }
             count += region.num_cells() as usize;
@@ -392,8 +413,29 @@ impl FluxRegister {
         fluxes: &FaceFluxes<'_, T>,
         weight: f64,
     ) -> Result<usize, MeshError> {
-        self.check_ncomp("fine", fluxes)?;
         let n = self.fine_index(fine_patch)?;
+        let mut acc = std::mem::take(&mut self.acc);
+        let all = Share {
+            base: 0,
+            blocks: 0..self.blocks.len(),
+        };
+        let r = self.add_fine_into(&mut acc, &all, n, axis, fluxes, weight);
+        self.acc = acc;
+        r
+    }
+
+    /// [`FluxRegister::add_fine`] of fine patch `n` (of the level) into
+    /// `acc`, the values of `share`, which holds that patch's blocks.
+    fn add_fine_into<T: Real>(
+        &self,
+        acc: &mut [f64],
+        share: &Share,
+        n: usize,
+        axis: usize,
+        fluxes: &FaceFluxes<'_, T>,
+        weight: f64,
+    ) -> Result<usize, MeshError> {
+        self.check_ncomp("fine", fluxes)?;
         let scale = weight / (self.ratio * self.ratio) as f64;
         let mut count = 0;
         for b in &self.blocks[self.fine_blocks[n]..self.fine_blocks[n + 1]] {
@@ -410,13 +452,62 @@ impl FluxRegister {
                 for f in region.iter() {
                     let mut q = coarsen_vect(&f, self.ratio);
                     q[axis] = layer;
-                    let at = b.offset + c * ncell + b.cells.offset(&q);
-                    self.acc[at] -= scale * fluxes.get(c, &f).as_f64();
+                    let at = b.offset - share.base + c * ncell + b.cells.offset(&q);
+                    acc[at] -= scale * fluxes.get(c, &f).as_f64();
                 }
             }
             count += region.num_cells() as usize;
         }
         Ok(count)
+    }
+
+    /// Accumulates the register fine patch by fine patch, in parallel:
+    /// `f` is called once for every fine patch of the level with a
+    /// [`FineShare`] that adds coarse and fine fluxes into that patch's
+    /// blocks only. Every register face belongs to one fine patch's blocks,
+    /// so the sums are, bit for bit, those of the same calls made one patch
+    /// after another. Returns the sum of what the calls return.
+    pub fn accumulate_par<F>(&mut self, f: F) -> Result<usize, MeshError>
+    where
+        F: Fn(&mut FineShare<'_>) -> Result<usize, MeshError> + Sync,
+    {
+        let mut acc = std::mem::take(&mut self.acc);
+        let nfine = self.fine_blocks.len() - 1;
+        // Blocks are laid out patch after patch, so each patch's values
+        // are one contiguous part of `acc`.
+        let start = |n: usize| {
+            self.blocks
+                .get(self.fine_blocks[n])
+                .map_or(acc.len(), |b| b.offset)
+        };
+        let bounds: Vec<usize> = (0..=nfine)
+            .map(|n| if n == nfine { acc.len() } else { start(n) })
+            .collect();
+        let mut parts = Vec::with_capacity(nfine);
+        let mut rest: &mut [f64] = &mut acc;
+        for n in 0..nfine {
+            let (part, tail) = rest.split_at_mut(bounds[n + 1] - bounds[n]);
+            parts.push((n, part));
+            rest = tail;
+        }
+        let this = &*self;
+        let r = parts
+            .into_par_iter()
+            .map(|(n, acc)| {
+                let mut share = FineShare {
+                    reg: this,
+                    n,
+                    acc,
+                    share: Share {
+                        base: bounds[n],
+                        blocks: this.fine_blocks[n]..this.fine_blocks[n + 1],
+                    },
+                };
+                f(&mut share)
+            })
+            .try_reduce(|| 0, |a, b| Ok(a + b));
+        self.acc = acc;
+        r
     }
 
     /// Adds one patch's block of quilt-sweep's flux buffer: the six faces
@@ -559,6 +650,57 @@ impl FluxRegister {
             .par_iter_mut()
             .enumerate()
             .try_for_each(|(n, s)| self.reflux_patch(start + n, time.of_mut(s)))
+    }
+}
+
+/// Blocks `blocks` of a register, whose values start at register offset
+/// `base` in the accumulator slice at hand.
+struct Share {
+    base: usize,
+    blocks: std::ops::Range<usize>,
+}
+
+/// One fine patch's part of a [`FluxRegister`], handed out by
+/// [`FluxRegister::accumulate_par`].
+pub struct FineShare<'a> {
+    reg: &'a FluxRegister,
+    n: usize,
+    acc: &'a mut [f64],
+    share: Share,
+}
+
+impl FineShare<'_> {
+    /// The fine patch (hierarchy index).
+    pub fn fine_patch(&self) -> usize {
+        self.reg.fine_start + self.n
+    }
+
+    /// [`FluxRegister::add_coarse`], counting only this fine patch's faces.
+    pub fn add_coarse<T: Real>(
+        &mut self,
+        coarse_patch: usize,
+        axis: usize,
+        fluxes: &FaceFluxes<'_, T>,
+        weight: f64,
+    ) -> Result<usize, MeshError> {
+        self.reg
+            .add_coarse_into(self.acc, &self.share, coarse_patch, axis, fluxes, weight)
+    }
+
+    /// [`FluxRegister::add_fine_patch_block`] of this fine patch.
+    pub fn add_fine_patch_block<T: Real>(
+        &mut self,
+        block: &[T],
+        weight: f64,
+    ) -> Result<usize, MeshError> {
+        let interior = self.reg.fine_interiors[self.n];
+        let mut count = 0;
+        for (axis, faces) in self.reg.split_block(interior, block)? {
+            count += self
+                .reg
+                .add_fine_into(self.acc, &self.share, self.n, axis, &faces, weight)?;
+        }
+        Ok(count)
     }
 }
 
