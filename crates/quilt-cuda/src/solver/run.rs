@@ -64,6 +64,48 @@ fn par_copy_runs<T: Copy + Send + Sync>(dst: &mut [T], src: &[T], runs: &[(usize
     pieces.into_par_iter().for_each(|(d, s)| par_copy(d, s));
 }
 
+/// How batches cross the bus, for measurements: `QUILT_CUDA_TRANSFER` =
+/// `staged` copies every batch through the solver's pinned staging even
+/// when it is page-locked, `whole` moves whole bins instead of their
+/// occupied runs; unset (or anything else), the default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct TransferMode {
+    staged: bool,
+    whole_bins: bool,
+}
+
+fn transfer_mode() -> TransferMode {
+    static MODE: std::sync::OnceLock<TransferMode> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| {
+        let v = std::env::var("QUILT_CUDA_TRANSFER").unwrap_or_default();
+        let mode = TransferMode {
+            staged: v == "staged",
+            whole_bins: v == "whole",
+        };
+        if mode.staged || mode.whole_bins {
+            log::warn!(
+                "QUILT_CUDA_TRANSFER={v}: batches cross the bus the slow way, for comparison"
+            );
+        }
+        mode
+    })
+}
+
+/// The ranges of a chunk that cross the bus.
+fn chunk_runs(
+    c: &crate::plan::Chunk,
+    bin_edge: u32,
+    whole: bool,
+) -> std::borrow::Cow<'_, [(usize, usize)]> {
+    if whole {
+        let per_bin = 5 * (bin_edge as usize).pow(3);
+        let (a, b) = (c.bin0 as usize * per_bin, c.bin1 as usize * per_bin);
+        std::borrow::Cow::Owned(vec![(a, b - a)])
+    } else {
+        std::borrow::Cow::Borrowed(&c.data_runs)
+    }
+}
+
 fn ms(a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent) -> Result<f64, CudaError> {
     Ok(f64::from(a.elapsed_ms(b).call("cuEventElapsedTime")?))
 }
@@ -479,7 +521,8 @@ impl<T: GpuReal> CudaSolver<T> {
                 e => e,
             });
         }
-        let direct = batch.page_locked();
+        let mode = transfer_mode();
+        let direct = batch.page_locked() && !mode.staged;
         if !direct {
             let ctx = self.dev.ctx.clone();
             self.state
@@ -494,7 +537,7 @@ impl<T: GpuReal> CudaSolver<T> {
             let stream = self.stream_of(c).clone();
             {
                 let st = self.state.as_mut().expect("state built");
-                let runs = &st.plan.chunks[c].data_runs;
+                let runs = &*chunk_runs(&st.plan.chunks[c], st.plan.bin_edge, mode.whole_bins);
                 let src: &[T] = if direct {
                     batch.data()
                 } else {
@@ -517,8 +560,9 @@ impl<T: GpuReal> CudaSolver<T> {
             st.events[c].k1.record(&stream).call("cuEventRecord")?;
             if !direct {
                 let chunk = &st.plan.chunks[c];
+                let runs = chunk_runs(chunk, st.plan.bin_edge, mode.whole_bins);
                 let h = st.h_data.as_mut().expect("staging").as_mut_slice();
-                st.d_data.download_runs(&chunk.data_runs, h, &stream)?;
+                st.d_data.download_runs(&runs, h, &stream)?;
                 let hf = st.h_flux.as_mut().expect("staging").as_mut_slice();
                 st.d_flux.download_runs(&chunk.flux_runs, hf, &stream)?;
             }
@@ -545,7 +589,8 @@ impl<T: GpuReal> CudaSolver<T> {
             if direct {
                 for (c, chunk) in st.plan.chunks.iter().enumerate() {
                     let stream = self.stream_of(c);
-                    st.d_data.download_runs(&chunk.data_runs, data, stream)?;
+                    let runs = chunk_runs(chunk, st.plan.bin_edge, mode.whole_bins);
+                    st.d_data.download_runs(&runs, data, stream)?;
                     st.d_flux.download_runs(&chunk.flux_runs, flux, stream)?;
                 }
                 for s in &self.streams {
@@ -557,7 +602,8 @@ impl<T: GpuReal> CudaSolver<T> {
                 let hf = st.h_flux.as_ref().expect("staging").as_slice();
                 self.copies.install(|| {
                     for chunk in &st.plan.chunks {
-                        par_copy_runs(data, h, &chunk.data_runs);
+                        let runs = chunk_runs(chunk, st.plan.bin_edge, mode.whole_bins);
+                        par_copy_runs(data, h, &runs);
                         par_copy_runs(flux, hf, &chunk.flux_runs);
                     }
                 });
