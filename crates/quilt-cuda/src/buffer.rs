@@ -112,18 +112,9 @@ impl<T: Copy> DeviceBuffer<T> {
         src: &[T],
         stream: &CudaStream,
     ) -> Result<(), CudaError> {
-        let size = std::mem::size_of::<T>();
-        let mut copies = RunCopies::default();
-        for &(s, n) in runs {
-            assert!(
-                s + n <= self.len && s + n <= src.len(),
-                "upload run out of range"
-            );
-            if n > 0 {
-                copies.push(self.at(s), src[s..].as_ptr() as u64, n * size);
-            }
-        }
-        copies.run(stream, true, self.ctx.ordinal())
+        let host = src.as_ptr() as u64;
+        self.run_copies(runs, src.len(), |dev, host_at| (dev, host + host_at))
+            .run(stream, true, self.ctx.ordinal())
     }
 
     /// Copies the runs `(start, len)` of the device buffer into the same
@@ -135,18 +126,30 @@ impl<T: Copy> DeviceBuffer<T> {
         dst: &mut [T],
         stream: &CudaStream,
     ) -> Result<(), CudaError> {
+        let host = dst.as_mut_ptr() as u64;
+        self.run_copies(runs, dst.len(), |dev, host_at| (host + host_at, dev))
+            .run(stream, false, self.ctx.ordinal())
+    }
+
+    /// The copies of `runs` between this buffer and host memory of
+    /// `host_len` values, as `(destination, source)` addresses given by
+    /// `ends(device address, host byte offset)`.
+    fn run_copies(
+        &self,
+        runs: &[(usize, usize)],
+        host_len: usize,
+        ends: impl Fn(u64, u64) -> (u64, u64),
+    ) -> RunCopies {
         let size = std::mem::size_of::<T>();
         let mut copies = RunCopies::default();
         for &(s, n) in runs {
-            assert!(
-                s + n <= self.len && s + n <= dst.len(),
-                "download run out of range"
-            );
+            assert!(s + n <= self.len && s + n <= host_len, "run out of range");
             if n > 0 {
-                copies.push(dst[s..].as_mut_ptr() as u64, self.at(s), n * size);
+                let (d, src) = ends(self.at(s), (s * size) as u64);
+                copies.push(d, src, n * size);
             }
         }
-        copies.run(stream, false, self.ctx.ordinal())
+        copies
     }
 
     /// Sets the bytes of values `at .. at + n` to `byte` on `stream`.

@@ -432,6 +432,66 @@ impl<T: GpuReal> CudaSolver<T> {
         Ok(())
     }
 
+    /// Where the device's input differs from the batch (the GPU and the
+    /// CPU disagree about the input only if the two copies differ): the
+    /// flagged patches, and the first ghost cell (the sweeps have replaced
+    /// the interiors) whose device value is not the batch's, with whether a
+    /// transferred run covers it.
+    fn input_mismatch(&self, batch: &Batch<T>) -> String {
+        let st = self.state.as_ref().expect("state built");
+        let flagged: Vec<u64> = st
+            .h_bad
+            .as_slice()
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b != 0)
+            .map(|(q, _)| st.plan.descs[st.plan.order[q] as usize].id)
+            .collect();
+        let mut device = vec![T::zero(); batch.data().len()];
+        let s0 = &self.streams[0];
+        if st.d_data.download(0, &mut device, s0).is_err() || s0.synchronize().is_err() {
+            return format!("flagged patches {flagged:?}; device data unreadable");
+        }
+        let l = batch.layout();
+        for (p, d) in l.patches().iter().enumerate() {
+            for c in 0..l.ncomp() {
+                for k in 0..d.extent[2] {
+                    for j in 0..d.extent[1] {
+                        for i in 0..d.extent[0] {
+                            // The sweeps have overwritten the interior; the
+                            // ghost cells are still the input.
+                            let g = d.ghost;
+                            let inner = [i, j, k]
+                                .iter()
+                                .zip(d.extent)
+                                .all(|(&x, e)| x >= g && x < e - g);
+                            if inner {
+                                continue;
+                            }
+                            let at = l.cell_index(p, c, [i, j, k]).expect("in the patch");
+                            if bytemuck::bytes_of(&device[at])
+                                != bytemuck::bytes_of(&batch.data()[at])
+                            {
+                                let covered = st.plan.chunks.iter().any(|ch| {
+                                    ch.data_runs.iter().any(|&(s, n)| (s..s + n).contains(&at))
+                                });
+                                return format!(
+                                    "flagged patches {flagged:?}; first difference: patch {} component {c} cell {:?} (bin {}, value index {at}): device {:?}, batch {:?}; in a transferred run: {covered}",
+                                    d.id,
+                                    [i, j, k],
+                                    d.bin,
+                                    device[at],
+                                    batch.data()[at]
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        format!("flagged patches {flagged:?}; the device holds the batch's ghost cells exactly")
+    }
+
     /// Whether any scanned patch is bad, and the largest Courant number.
     fn scan_verdict(&self) -> (bool, f64) {
         let st = self.state.as_ref().expect("state built");
@@ -577,9 +637,13 @@ impl<T: GpuReal> CudaSolver<T> {
         if failed {
             // The batch is untouched: the CPU reproduces its own error.
             let gpu_err = self.sweep_error(order);
-            return Err(input_error(
-                &self.cpu, batch, dt, order, bad, courant, gpu_err,
-            ));
+            let e = input_error(&self.cpu, batch, dt, order, bad, courant, gpu_err);
+            return Err(match e {
+                CudaError::Internal(why) => {
+                    CudaError::Internal(format!("{why}; {}", self.input_mismatch(batch)))
+                }
+                e => e,
+            });
         }
         let t = Instant::now();
         let mut download_ms = 0.0;
