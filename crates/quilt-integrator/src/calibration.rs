@@ -5,13 +5,14 @@
 //! order-of-magnitude defaults are tens of times off (a CPU solve against
 //! a GPU one, whole bins against occupied runs), and online refinement
 //! only follows drift within a factor of four. The integrator therefore
-//! records the timings of its first [`CALIBRATION_STEPS`] steps — every
-//! batch's solve, every CPU queue's prepare and close, each with its work
-//! features — fits the three coefficient groups by least squares
-//! (quilt-batch's [`fit_solve`], [`fit_prepare`], [`fit_close`]) and then
-//! refines the fitted model online. The first step also warms what later
-//! steps reuse (batch memory, device arrays), so only the last
-//! calibration step's samples are fitted.
+//! records the timings of its first steps — every batch's solve, every CPU
+//! queue's prepare and close, each with its work features — fits the three
+//! coefficient groups by least squares (quilt-batch's [`fit_solve`],
+//! [`fit_prepare`], [`fit_close`]) and then refines the fitted model
+//! online. The first step also warms what later steps reuse (batch memory,
+//! device arrays), so its samples are dropped; the fit comes after
+//! [`CALIBRATION_STEPS`] steps, or later on a small hierarchy, once every
+//! group has enough samples (at most [`MAX_CALIBRATION_STEPS`]).
 //!
 //! With `batching.coefficients_dir` set, the fitted coefficients are kept
 //! in a versioned JSON file per backend and device
@@ -28,8 +29,12 @@ use quilt_batch::{
     coefficient_file_name, fit_close, fit_prepare, fit_solve,
 };
 
-/// Steps whose timings calibrate the model; only the last one's are fitted.
+/// Steps whose timings calibrate the model; the first one's are dropped.
 pub const CALIBRATION_STEPS: u64 = 2;
+
+/// Most steps a calibration waits for every group to have
+/// [`MIN_SAMPLES`] samples (a small hierarchy has few batches per step).
+pub const MAX_CALIBRATION_STEPS: u64 = 10;
 
 /// Fewest samples a group is fitted from; with fewer it keeps its base.
 const MIN_SAMPLES: usize = 8;
@@ -61,15 +66,17 @@ impl Calibrator {
         Self::default()
     }
 
-    /// Ends a step: whether the calibration steps are over and the samples
-    /// are to be fitted; the warm-up steps' samples are dropped.
+    /// Ends a step: whether the samples are to be fitted now — after
+    /// [`CALIBRATION_STEPS`] steps once every group has [`MIN_SAMPLES`],
+    /// and after [`MAX_CALIBRATION_STEPS`] in any case. The warm-up step's
+    /// samples are dropped.
     pub fn end_step(&mut self) -> bool {
         self.steps += 1;
         if self.steps < CALIBRATION_STEPS {
             self.clear();
             return false;
         }
-        true
+        self.len().iter().all(|&n| n >= MIN_SAMPLES) || self.steps >= MAX_CALIBRATION_STEPS
     }
 
     /// Forgets what was recorded.
@@ -309,7 +316,11 @@ mod tests {
         cal.prepare(PrepareSample::patches(ps.iter(), 1e-3));
         assert!(!cal.end_step(), "the first step warms up");
         assert!(cal.is_empty());
-        assert!(cal.end_step());
+        assert!(!cal.end_step(), "too few samples: wait");
+        for _ in 3..MAX_CALIBRATION_STEPS {
+            assert!(!cal.end_step());
+        }
+        assert!(cal.end_step(), "fit with what there is after the last step");
     }
 
     #[test]

@@ -10,6 +10,10 @@ use quilt_integrator::{Integrator, SolveBackend};
 fn run(dir: &std::path::Path, steps: usize) -> Integrator<f64, quilt_integrator::CpuBackend<f64>> {
     let mut deck = common::closed_box();
     deck.batching.coefficients_dir = dir.display().to_string();
+    // A fixed batching: enough batches per step for a fit after two steps,
+    // whatever the timings.
+    deck.batching.mode = quilt_integrator::deck::BatchMode::Static;
+    deck.batching.n_fixed = 2;
     let mut it = common::cpu(&deck);
     for _ in 0..steps {
         it.step().unwrap();

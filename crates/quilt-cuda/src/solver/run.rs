@@ -583,6 +583,10 @@ impl<T: GpuReal> CudaSolver<T> {
         }
         let mode = transfer_mode();
         let direct = batch.page_locked() && !mode.staged;
+        // The per-patch kernels of the default scheme see bin cells outside
+        // their patch's rows (with occupied runs alone, the large sphere's
+        // second step failed; with whole bins it runs): they move whole bins.
+        let whole_bins = mode.whole_bins || self.config.variant == Variant::Default;
         if !direct {
             let ctx = self.dev.ctx.clone();
             self.state
@@ -597,7 +601,7 @@ impl<T: GpuReal> CudaSolver<T> {
             let stream = self.stream_of(c).clone();
             {
                 let st = self.state.as_mut().expect("state built");
-                let runs = &*chunk_runs(&st.plan.chunks[c], st.plan.bin_edge, mode.whole_bins);
+                let runs = &*chunk_runs(&st.plan.chunks[c], st.plan.bin_edge, whole_bins);
                 let src: &[T] = if direct {
                     batch.data()
                 } else {
@@ -620,7 +624,7 @@ impl<T: GpuReal> CudaSolver<T> {
             st.events[c].k1.record(&stream).call("cuEventRecord")?;
             if !direct {
                 let chunk = &st.plan.chunks[c];
-                let runs = chunk_runs(chunk, st.plan.bin_edge, mode.whole_bins);
+                let runs = chunk_runs(chunk, st.plan.bin_edge, whole_bins);
                 let h = st.h_data.as_mut().expect("staging").as_mut_slice();
                 st.d_data.download_runs(&runs, h, &stream)?;
                 let hf = st.h_flux.as_mut().expect("staging").as_mut_slice();
@@ -653,7 +657,7 @@ impl<T: GpuReal> CudaSolver<T> {
             if direct {
                 for (c, chunk) in st.plan.chunks.iter().enumerate() {
                     let stream = self.stream_of(c);
-                    let runs = chunk_runs(chunk, st.plan.bin_edge, mode.whole_bins);
+                    let runs = chunk_runs(chunk, st.plan.bin_edge, whole_bins);
                     st.d_data.download_runs(&runs, data, stream)?;
                     st.d_flux.download_runs(&chunk.flux_runs, flux, stream)?;
                 }
@@ -666,7 +670,7 @@ impl<T: GpuReal> CudaSolver<T> {
                 let hf = st.h_flux.as_ref().expect("staging").as_slice();
                 self.copies.install(|| {
                     for chunk in &st.plan.chunks {
-                        let runs = chunk_runs(chunk, st.plan.bin_edge, mode.whole_bins);
+                        let runs = chunk_runs(chunk, st.plan.bin_edge, whole_bins);
                         par_copy_runs(data, h, &runs);
                         par_copy_runs(flux, hf, &chunk.flux_runs);
                     }
