@@ -23,7 +23,7 @@ use quilt_io::{CheckpointReal, RunState, read_checkpoint, write_checkpoint};
 use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill, PhysicalBc};
 use quilt_mesh::flux_register::FaceFluxes;
 use quilt_mesh::interp::Limiter;
-use quilt_mesh::regrid::{RegridOptions, regrid};
+use quilt_mesh::regrid::{RegridOptions, build_hierarchy, new_level_boxes, transfer};
 use quilt_mesh::restrict::{TimeLevel, restrict_hierarchy, restrict_level};
 use quilt_mesh::{Hierarchy, HierarchyData, IndexBox, PatchData, PatchSpec, Side};
 use quilt_mesh::{PatchId, iv};
@@ -183,21 +183,43 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .map_err(IntegratorError::mesh("base level"))?;
         let data = initial_data(&h, &ic)?;
         let mut me = Self::from_state(deck, h, data, 0.0, 0, backend)?;
+        // Level by level: tag the current hierarchy, cluster, and set the
+        // initial condition on the new one. Its data comes from the
+        // initial condition alone, so the regrid's data transfer is
+        // skipped.
         for _ in 1..deck.amr.max_levels {
-            let before: Vec<(usize, IndexBox)> =
-                me.h.patches()
+            let t0 = Instant::now();
+            let mut data = me.data.take().ok_or_else(poisoned)?;
+            let new_h = match me.new_layout(&mut data) {
+                Ok((new_h, _)) => new_h,
+                Err(e) => {
+                    me.data = Some(data);
+                    return Err(e);
+                }
+            };
+            let same = new_h.num_patches() == me.h.num_patches()
+                && new_h
+                    .patches()
                     .iter()
-                    .map(|p| (p.level(), p.interior()))
-                    .collect();
-            me.regrid_now()?;
-            let after: Vec<(usize, IndexBox)> =
-                me.h.patches()
-                    .iter()
-                    .map(|p| (p.level(), p.interior()))
-                    .collect();
-            let data = initial_data(&me.h, &ic)?;
+                    .zip(me.h.patches())
+                    .all(|(a, b)| a.level() == b.level() && a.interior() == b.interior());
+            // The old level's data is dead: release it before the new
+            // one is allocated, which bounds the set-up's memory peak.
+            drop(data);
+            let data = initial_data(&new_h, &ic)?;
+            let plan = me.step_plan(&new_h)?;
+            log::info!(
+                "set-up: {} levels, {} patches, {} cells in {:.3} s",
+                new_h.num_levels(),
+                new_h.num_patches(),
+                new_h.total_cells(),
+                t0.elapsed().as_secs_f64()
+            );
+            me.h = new_h;
             me.data = Some(data);
-            if before == after {
+            me.plan = plan;
+            me.version += 1;
+            if same {
                 break;
             }
         }
@@ -629,24 +651,72 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let step = self.step;
         let mut data = self.data.take().ok_or_else(poisoned)?;
         let t0 = Instant::now();
-        if let Err(e) = fill_old_ghosts(&self.plan.layout.fill, &mut data, self.time) {
-            self.data = Some(data);
-            return Err(e);
+        let (new_h, [t_fill, t_tag, t_cluster]) = match self.new_layout(&mut data) {
+            Ok(h) => h,
+            Err(e) => {
+                self.data = Some(data);
+                return Err(e);
+            }
+        };
+        let t_layout = t0.elapsed().as_secs_f64();
+        // The new states are dead until the next step writes them: release
+        // them before the transfer allocates the new hierarchy's data, which
+        // lowers the memory peak of a regrid by one time level.
+        let tiny = IndexBox::new(iv(0, 0, 0), iv(0, 0, 0));
+        for s in data.states_mut() {
+            s.new = PatchData::new(tiny, 0, NCOMP)
+                .map_err(IntegratorError::mesh("releasing new states"))?;
         }
+        // The data is consumed: unchanged patches move into the new layout.
+        let (mut new_data, _) = transfer(&self.h, data, &new_h, self.limiter)
+            .map_err(|source| IntegratorError::Regrid { step, source })?;
+        let ghost = new_h.ghost();
+        new_data
+            .states_mut()
+            .par_iter_mut()
+            .try_for_each(|s| -> Result<(), IntegratorError> {
+                let interior = s.old.interior();
+                if s.new.interior() != interior {
+                    s.new = PatchData::new(interior, ghost, NCOMP)
+                        .map_err(IntegratorError::mesh("new states"))?;
+                }
+                Ok(())
+            })?;
+        let t_transfer = t0.elapsed().as_secs_f64() - t_layout;
+        let plan = self.step_plan(&new_h)?;
+        let t_plan = t0.elapsed().as_secs_f64() - t_layout - t_transfer;
+        log::info!(
+            "regrid after step {step}: {} levels, {} patches, {} cells; ghost fill {t_fill:.3} s, tagging {t_tag:.3} s, clustering {t_cluster:.3} s, transfer {t_transfer:.3} s, step plan {t_plan:.3} s",
+            new_h.num_levels(),
+            new_h.num_patches(),
+            new_h.total_cells()
+        );
+        self.h = new_h;
+        self.data = Some(new_data);
+        self.plan = plan;
+        self.version += 1;
+        Ok(())
+    }
+
+    /// The hierarchy the current old state asks for: its ghosts filled,
+    /// tagged, clustered level by level (the data is not moved).
+    fn new_layout(
+        &self,
+        data: &mut HierarchyData<T>,
+    ) -> Result<(Hierarchy, [f64; 3]), IntegratorError> {
+        let step = self.step;
+        let t0 = Instant::now();
+        fill_old_ghosts(&self.plan.layout.fill, data, self.time)?;
         let t_fill = t0.elapsed().as_secs_f64();
-        let tags = match tag_patches(
+        let tags = tag_patches(
             &self.h,
-            &data,
+            data,
             &self.criteria,
             self.gas.gamma,
             self.deck.amr.max_levels,
-        ) {
-            Ok(t) => t,
-            Err(source) => {
-                self.data = Some(data);
-                return Err(IntegratorError::Tag { step, source });
-            }
-        };
+        )
+        .map_err(|source| IntegratorError::Tag { step, source })?;
+        let t_tag = t0.elapsed().as_secs_f64() - t_fill;
         let a = &self.deck.amr;
         let opts = RegridOptions {
             efficiency: a.efficiency,
@@ -657,46 +727,23 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             max_levels: a.max_levels,
             limiter: self.limiter,
         };
-        // The new states are dead until the next step writes them: release
-        // them before the transfer allocates the new hierarchy's data, which
-        // lowers the memory peak of a regrid by one time level.
-        let tiny = IndexBox::new(iv(0, 0, 0), iv(0, 0, 0));
-        for s in data.states_mut() {
-            s.new = PatchData::new(tiny, 0, NCOMP)
-                .map_err(IntegratorError::mesh("releasing new states"))?;
-        }
-        let t_tag = t0.elapsed().as_secs_f64() - t_fill;
-        // The data is consumed: unchanged patches move into the new layout.
-        let mut r = regrid(&self.h, data, &tags, &opts)
+        let levels = new_level_boxes(&self.h, &tags, &opts)
             .map_err(|source| IntegratorError::Regrid { step, source })?;
-        let t_regrid = t0.elapsed().as_secs_f64() - t_fill - t_tag;
-        let ghost = r.hierarchy.ghost();
-        for s in r.data.states_mut() {
-            let interior = s.old.interior();
-            if s.new.interior() != interior {
-                s.new = PatchData::new(interior, ghost, NCOMP)
-                    .map_err(IntegratorError::mesh("new states"))?;
-            }
-        }
-        let plan = StepPlan::new(
-            &r.hierarchy,
+        let new_h = build_hierarchy(&self.h, &levels)
+            .map_err(|source| IntegratorError::Regrid { step, source })?;
+        let t_cluster = t0.elapsed().as_secs_f64() - t_fill - t_tag;
+        Ok((new_h, [t_fill, t_tag, t_cluster]))
+    }
+
+    /// The step plan (fill plans, packing, probes, registers) of `h`.
+    fn step_plan(&self, h: &Hierarchy) -> Result<StepPlan<T>, IntegratorError> {
+        StepPlan::new(
+            h,
             self.bc.clone(),
             self.limiter,
             self.deck.batching.bin_edge,
             self.deck.batching.layout == BatchLayoutKind::PerPatch,
-        )?;
-        let t_plan = t0.elapsed().as_secs_f64() - t_fill - t_tag - t_regrid;
-        log::info!(
-            "regrid after step {step}: {} levels, {} patches, {} cells; ghost fill {t_fill:.3} s, tagging {t_tag:.3} s, clustering and transfer {t_regrid:.3} s, step plan {t_plan:.3} s",
-            r.hierarchy.num_levels(),
-            r.hierarchy.num_patches(),
-            r.hierarchy.total_cells()
-        );
-        self.h = r.hierarchy;
-        self.data = Some(r.data);
-        self.plan = plan;
-        self.version += 1;
-        Ok(())
+        )
     }
 
     /// Fills the ghost cells of the old state (for output or analysis); the
@@ -819,7 +866,7 @@ fn initial_data<T: Real>(
 ) -> Result<HierarchyData<T>, IntegratorError> {
     let mut data =
         HierarchyData::<T>::new(h, NCOMP).map_err(IntegratorError::mesh("initial data"))?;
-    data.init_with(h, |lg, p, v| {
+    data.init_old_with(h, |lg, p, v| {
         let u = ic.cell_average(lg, p);
         for (dst, src) in v.iter_mut().zip(u) {
             *dst = T::from_f64(src);
@@ -828,9 +875,7 @@ fn initial_data<T: Real>(
     .map_err(IntegratorError::mesh("initial data"))?;
     restrict_hierarchy(h, &mut data, TimeLevel::Old)
         .map_err(IntegratorError::mesh("initial restriction"))?;
-    for s in data.states_mut() {
-        s.new.clone_from(&s.old);
-    }
+    data.copy_old_to_new();
     Ok(data)
 }
 

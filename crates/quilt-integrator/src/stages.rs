@@ -168,9 +168,10 @@ fn size_of_box(b: &IndexBox) -> [u32; 3] {
 }
 
 /// Fills every patch of the batch (interior and ghosts, by the mesh's ghost
-/// fill straight into its bin), one rayon task per queue, then copies each
-/// probe from its coarse patch's filled box. Returns seconds per queue
-/// (probe copies counted in the queue of their coarse patch).
+/// fill straight into its bin), one rayon task per patch, then copies each
+/// probe from its coarse patch's filled box. Returns seconds per queue:
+/// the sum over its patches (probe copies counted with their coarse
+/// patch).
 pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     plan: &PlanLayout<T>,
     h: &Hierarchy,
@@ -209,9 +210,15 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
         let targets = split_bins(batch.data_mut(), edge, NCOMP, &placements)
             .map_err(IntegratorError::mesh("batch targets"))?;
         let mut slots: Vec<Option<FillTarget<'_, T>>> = targets.into_iter().map(Some).collect();
-        let mut work: Vec<Vec<(usize, FillTarget<'_, T>)>> = Vec::with_capacity(queues.len());
-        for q in queues {
-            let mut w = Vec::with_capacity(q.len());
+        // One task per patch, not per queue: a queue is the cost model's
+        // unit of CPU work, but running queues as tasks leaves the batch to
+        // its slowest queue whenever fewer workers are free than there are
+        // queues (one drives the solve, others close the previous batch).
+        // Each queue is charged the sum of its patches' seconds, the figure
+        // the model estimates.
+        let mut work: Vec<(usize, usize, FillTarget<'_, T>)> =
+            Vec::with_capacity(queues.iter().map(Vec::len).sum());
+        for (qi, q) in queues.iter().enumerate() {
             for job in q {
                 let t = slots
                     .get_mut(slot_of[job.desc])
@@ -219,36 +226,50 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
                     .ok_or_else(|| {
                         IntegratorError::Internal(format!("patch index {} listed twice", job.patch))
                     })?;
-                w.push((job.patch, t));
+                work.push((qi, job.patch, t));
             }
-            work.push(w);
         }
-        work.into_par_iter()
-            .map_init(FillScratch::new, |scratch, jobs| {
+        let timed = work
+            .into_par_iter()
+            .with_max_len(1)
+            .map_init(FillScratch::new, |scratch, (qi, patch, mut target)| {
                 let t0 = Instant::now();
-                for (patch, mut target) in jobs {
-                    plan.fill
-                        .prepare(old, patch, time, &mut target, scratch)
-                        .map_err(IntegratorError::mesh(format!(
-                            "preparing patch {}",
-                            h.patches()[patch].id()
-                        )))?;
-                }
-                Ok(t0.elapsed().as_secs_f64())
+                plan.fill
+                    .prepare(old, patch, time, &mut target, scratch)
+                    .map_err(IntegratorError::mesh(format!(
+                        "preparing patch {}",
+                        h.patches()[patch].id()
+                    )))?;
+                Ok((qi, t0.elapsed().as_secs_f64()))
             })
-            .collect::<Result<Vec<f64>, IntegratorError>>()?
+            .collect::<Result<Vec<(usize, f64)>, IntegratorError>>()?;
+        let mut secs = vec![0.0; queues.len()];
+        for (qi, t) in timed {
+            secs[qi] += t;
+        }
+        secs
     };
-    // Probe copies, one rayon task per queue as the fills: each probe's
-    // box is its own part of the batch, and it reads only its coarse
-    // patch's part, filled above.
+    // Probe copies, one task per patch with probes as the fills: each
+    // probe's box is its own part of the batch, and it reads only its
+    // coarse patch's part, filled above.
     let (layout, data, _) = batch.buffers_mut();
     let shared = SharedRows::new(data);
     let (b, nc) = (layout.bin_edge() as usize, layout.ncomp() as usize);
-    let probe_secs: Vec<f64> = queues
-        .par_iter()
-        .map(|jobs| {
+    let probe_jobs: Vec<(usize, &Job)> = queues
+        .iter()
+        .enumerate()
+        .flat_map(|(qi, q)| {
+            q.iter()
+                .filter(|j| !j.probes.is_empty())
+                .map(move |j| (qi, j))
+        })
+        .collect();
+    let probe_secs: Vec<(usize, f64)> = probe_jobs
+        .into_par_iter()
+        .with_max_len(1)
+        .map(|(qi, job)| {
             let t0 = Instant::now();
-            for job in jobs {
+            {
                 for &(_, pd) in &job.probes {
                     let (src, dst) = (&descs[job.desc], &descs[pd]);
                     let rel = [0, 1, 2].map(|a| (boxes[pd].lo[a] - boxes[job.desc].lo[a]) as usize);
@@ -288,11 +309,11 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
                     }
                 }
             }
-            t0.elapsed().as_secs_f64()
+            (qi, t0.elapsed().as_secs_f64())
         })
         .collect();
-    for (s, p) in secs.iter_mut().zip(probe_secs) {
-        *s += p;
+    for (qi, t) in probe_secs {
+        secs[qi] += t;
     }
     Ok(secs)
 }
@@ -333,7 +354,8 @@ impl<T: Copy> SharedRows<T> {
 
 /// Copies every patch's interior from the batch into its new state and the
 /// flux blocks of fine patches and probes into the plan's flux stores, one
-/// rayon task per queue. Returns seconds per queue.
+/// rayon task per patch. Returns seconds per queue (the sum over its
+/// patches).
 pub(crate) fn close<T: Real>(
     staged: &StagedBatch<T>,
     news: &mut [Option<&mut PatchData<T>>],
@@ -344,11 +366,17 @@ pub(crate) fn close<T: Real>(
         probes: probe_flux,
     } = fluxes;
     let batch = &staged.batch;
-    type Work<'s, T> = Vec<(usize, &'s mut PatchData<T>, Vec<T>, Vec<(usize, Vec<T>)>)>;
-    let mut work: Vec<Work<'_, T>> = Vec::with_capacity(staged.queues.len());
-    for q in &staged.queues {
-        let mut w = Vec::with_capacity(q.len());
-        for job in q {
+    // One task per patch, timed into its queue (see `prepare`).
+    type Work<'s, T> = (
+        usize,
+        usize,
+        &'s mut PatchData<T>,
+        Vec<T>,
+        Vec<(usize, Vec<T>)>,
+    );
+    let mut work: Vec<Work<'_, T>> = Vec::with_capacity(staged.queues.iter().map(Vec::len).sum());
+    for (qi, q) in staged.queues.iter().enumerate() {
+        for (k, job) in q.iter().enumerate() {
             let new = news[job.patch].take().ok_or_else(|| {
                 IntegratorError::Internal(format!("patch index {} closed twice", job.patch))
             })?;
@@ -358,36 +386,33 @@ pub(crate) fn close<T: Real>(
                 .iter()
                 .map(|&(n, _)| (n, std::mem::take(&mut probe_flux[n])))
                 .collect();
-            w.push((job.desc, new, flux, probes));
+            work.push((qi, k, new, flux, probes));
         }
-        work.push(w);
     }
-    let results: Vec<(f64, Work<'_, T>)> = work
-        .into_par_iter()
-        .zip(staged.queues.par_iter())
-        .map(|(mut jobs, q)| {
+    let times: Vec<f64> = work
+        .par_iter_mut()
+        .with_max_len(1)
+        .map(|(qi, k, new, flux, probes)| {
+            let job = &staged.queues[*qi][*k];
             let t0 = Instant::now();
-            for ((desc, new, flux, probes), job) in jobs.iter_mut().zip(q) {
-                copy_interior(batch, *desc, new);
-                if !flux.is_empty() {
-                    copy_flux(batch, *desc, flux);
-                }
-                for ((_, pf), &(_, pd)) in probes.iter_mut().zip(&job.probes) {
-                    copy_flux(batch, pd, pf);
-                }
+            copy_interior(batch, job.desc, new);
+            if !flux.is_empty() {
+                copy_flux(batch, job.desc, flux);
             }
-            (t0.elapsed().as_secs_f64(), jobs)
+            for ((_, pf), &(_, pd)) in probes.iter_mut().zip(&job.probes) {
+                copy_flux(batch, pd, pf);
+            }
+            t0.elapsed().as_secs_f64()
         })
         .collect();
-    let mut secs = Vec::with_capacity(results.len());
-    for ((s, jobs), q) in results.into_iter().zip(&staged.queues) {
-        secs.push(s);
-        for ((_, new, flux, probes), job) in jobs.into_iter().zip(q) {
-            news[job.patch] = Some(new);
-            fine_flux[job.patch] = flux;
-            for (n, pf) in probes {
-                probe_flux[n] = pf;
-            }
+    let mut secs = vec![0.0; staged.queues.len()];
+    for ((qi, k, new, flux, probes), t) in work.into_iter().zip(times) {
+        secs[qi] += t;
+        let job = &staged.queues[qi][k];
+        news[job.patch] = Some(new);
+        fine_flux[job.patch] = flux;
+        for (n, pf) in probes {
+            probe_flux[n] = pf;
         }
     }
     Ok(secs)

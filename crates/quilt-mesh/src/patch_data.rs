@@ -22,7 +22,7 @@ use crate::index::{IndexBox, IntVect, iv};
 use crate::real::Real;
 
 /// Fields of one patch over its ghost-grown box (see the module docs).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct PatchData<T> {
     interior: IndexBox,
     ghost: i32,
@@ -30,6 +30,30 @@ pub struct PatchData<T> {
     ncomp: usize,
     comp_len: usize,
     data: Vec<T>,
+}
+
+impl<T: Clone> Clone for PatchData<T> {
+    fn clone(&self) -> Self {
+        Self {
+            interior: self.interior,
+            ghost: self.ghost,
+            data_box: self.data_box,
+            ncomp: self.ncomp,
+            comp_len: self.comp_len,
+            data: self.data.clone(),
+        }
+    }
+
+    /// Reuses `self`'s allocation where it is large enough: copying into
+    /// pages already mapped costs no page faults.
+    fn clone_from(&mut self, source: &Self) {
+        self.interior = source.interior;
+        self.ghost = source.ghost;
+        self.data_box = source.data_box;
+        self.ncomp = source.ncomp;
+        self.comp_len = source.comp_len;
+        self.data.clone_from(&source.data);
+    }
 }
 
 fn bad(field: impl Into<String>, why: impl Into<String>) -> MeshError {

@@ -37,6 +37,10 @@ use super::options::CoarseLimits;
 use super::signature::Signatures;
 use super::split::{Cut, bisect_cut, hole_cut, inflection_cut, nesting_cut};
 
+/// Boxes of at least this many cells recurse into their two sides in
+/// parallel: below it a side's signature scans cost less than a task.
+const PARALLEL_CELLS: i64 = 1 << 15;
+
 /// A box found by the recursion, with its partition cell and tag count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Candidate {
@@ -175,8 +179,31 @@ impl Recursion<'_> {
         }
         self.scratch.free.push(sigs);
         let start = self.out.len();
-        self.run(r1, s1);
-        self.run(r2, s2);
+        if b.num_cells() >= PARALLEL_CELLS {
+            // The two sides are independent: each recursion gets its own
+            // scratch and output, appended in the serial order, so the
+            // boxes are the same whatever the threads.
+            let (fields, nesting, p) = (self.fields, self.nesting, self.p);
+            let side = |region: IndexBox, sigs: Signatures| {
+                let mut scratch = BrScratch::default();
+                let mut out = Vec::new();
+                Recursion {
+                    fields,
+                    nesting,
+                    p,
+                    scratch: &mut scratch,
+                    out: &mut out,
+                }
+                .run(region, sigs);
+                out
+            };
+            let (o1, o2) = rayon::join(|| side(r1, s1), || side(r2, s2));
+            self.out.extend(o1);
+            self.out.extend(o2);
+        } else {
+            self.run(r1, s1);
+            self.run(r2, s2);
+        }
         if reason == Reason::Efficiency && self.p.undo_unprofitable {
             let parts: u64 = self.out[start..]
                 .iter()

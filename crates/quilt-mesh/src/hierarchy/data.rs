@@ -22,10 +22,14 @@ pub struct HierarchyData<T> {
 
 impl<T: Real> HierarchyData<T> {
     /// Zero-filled data with `ncomp` components on every patch of `h`.
+    ///
+    /// Patches are allocated in parallel: the first touch of fresh pages
+    /// (the kernel zeroing them) is most of the cost of a large hierarchy,
+    /// and it scales with the cores that take the faults.
     pub fn new(h: &Hierarchy, ncomp: usize) -> Result<Self, MeshError> {
         let states = h
             .patches()
-            .iter()
+            .par_iter()
             .map(|p| PatchState::new(p.interior(), h.ghost(), ncomp))
             .collect::<Result<_, _>>()?;
         Ok(Self {
@@ -122,6 +126,18 @@ impl<T: Real> HierarchyData<T> {
     where
         F: Fn(&LevelGeometry, &crate::index::IntVect, &mut [T]) + Sync,
     {
+        self.init_old_with(h, f)?;
+        self.copy_old_to_new();
+        Ok(())
+    }
+
+    /// As [`Self::init_with`], for the old time level only (the new one is
+    /// left as it is): for callers that change the old state further (e.g.
+    /// restrict it) before [`Self::copy_old_to_new`].
+    pub fn init_old_with<F>(&mut self, h: &Hierarchy, f: F) -> Result<(), MeshError>
+    where
+        F: Fn(&LevelGeometry, &crate::index::IntVect, &mut [T]) + Sync,
+    {
         self.check_layout(h)?;
         self.states
             .par_iter_mut()
@@ -130,10 +146,17 @@ impl<T: Real> HierarchyData<T> {
                 // Levels of a validated hierarchy always exist.
                 if let Some(lg) = h.level_geometry(p.level()) {
                     s.old.fill_cells_with(|c, v| f(lg, c, v));
-                    s.new.clone_from(&s.old);
                 }
             });
         Ok(())
+    }
+
+    /// Makes every patch's new state a copy of its old one, in parallel
+    /// over patches (a new state of another shape is reallocated).
+    pub fn copy_old_to_new(&mut self) {
+        self.states
+            .par_iter_mut()
+            .for_each(|s| s.new.clone_from(&s.old));
     }
 
     /// Sum of component `c` of the old state over the interiors of one
