@@ -293,7 +293,22 @@ fn write_summary_json<T: Real, B: SolveBackend<T>>(
     let (batch_bytes, batch_memory) = it.batch_memory();
     let with_ghosts: i64 = h.patches().iter().map(|p| p.ghost_box().num_cells()).sum();
     let state_bytes = with_ghosts as f64 * 5.0 * std::mem::size_of::<T>() as f64;
-    let v = serde_json::json!({
+    let device_solves = it.backend().solve_totals().map(|g| {
+        serde_json::json!({
+            "batches": g.batches,
+            "host_s": g.host_secs,
+            "layout_state_s": g.state_secs,
+            "gpu_s": g.gpu_secs,
+            "upload_s": g.upload_secs,
+            "kernel_s": g.kernel_secs,
+            "download_s": g.download_secs,
+            "bytes_up": g.bytes_up,
+            "bytes_down": g.bytes_down,
+            "bus_gb_per_s": g.bus_rate() / 1e9,
+            "upload_gb_per_s": g.upload_rate() / 1e9,
+        })
+    });
+    let mut v = serde_json::json!({
         "backend": it.backend().name(),
         "device": it.backend().device(),
         "precision": <T as quilt::mesh::Real>::NAME,
@@ -336,6 +351,7 @@ fn write_summary_json<T: Real, B: SolveBackend<T>>(
         "batch_memory_mb": batch_bytes as f64 / 1e6,
         "batch_memory": batch_memory,
     });
+    v["device_solves"] = device_solves.into();
     let text = serde_json::to_string_pretty(&v)?;
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
@@ -456,6 +472,22 @@ fn summary<T: Real, B: SolveBackend<T>>(
         100.0 * t.estimates.solve_mean(),
         100.0 * t.estimates.prepare_mean()
     );
+    if let Some(g) = it.backend().solve_totals() {
+        println!(
+            "device solves: {} batches, {:.3} s in solve calls (device state of new layouts {:.3} s); GPU {:.3} s (uploads {:.3}, kernels {:.3}) + downloads {:.3} s; {:.2} GB up, {:.2} GB down: {:.1} GB/s over the bus, uploads {:.1} GB/s",
+            g.batches,
+            g.host_secs,
+            g.state_secs,
+            g.gpu_secs,
+            g.upload_secs,
+            g.kernel_secs,
+            g.download_secs,
+            g.bytes_up as f64 / 1e9,
+            g.bytes_down as f64 / 1e9,
+            g.bus_rate() / 1e9,
+            g.upload_rate() / 1e9
+        );
+    }
     if t.floors.total() > 0 {
         println!("floors applied {} times", t.floors.total());
     }

@@ -144,6 +144,24 @@ idle = [100 * med(c, "idle") / max(med(c, "batch_loop"), 1e-12) for c in cols]
 print(f"{'solver idle % of batch loop':<30}" + "".join(f"{v:>{w}.1f}" for v in idle))
 mem = [med(c, "peak_mb") / max(2 * med(c, "state_mb_per_level"), 1e-12) for c in cols]
 print(f"{'peak / both time levels':<30}" + "".join(f"{v:>{w}.2f}" for v in mem))
+
+def dev(c, key):
+    vals = [r["device_solves"][key] for r in runs[c] if r.get("device_solves")]
+    return statistics.median(vals) if vals else float("nan")
+
+if any(r.get("device_solves") for c in cols for r in runs[c]):
+    print()
+    for label, key in [
+        ("device: solve calls s", "host_s"),
+        ("device: new layout states s", "layout_state_s"),
+        ("device: GPU before verdict s", "gpu_s"),
+        ("device: uploads s (summed)", "upload_s"),
+        ("device: kernels s (summed)", "kernel_s"),
+        ("device: downloads s", "download_s"),
+        ("device: bus GB/s", "bus_gb_per_s"),
+        ("device: uploads GB/s", "upload_gb_per_s"),
+    ]:
+        print(f"{label:<30}" + "".join(f"{dev(c, key):>{w}.3f}" for c in cols))
 print()
 
 def ratio(a, b, label):

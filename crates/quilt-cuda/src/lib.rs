@@ -62,7 +62,9 @@ pub use error::CudaError;
 pub use plan::{MAX_EDGE, step_traffic};
 pub use probe::{Backend, DeviceInfo, Selected, probe, probe_device, select_backend};
 pub use real::GpuReal;
-pub use solver::{CudaConfig, CudaSolver, KernelInfo, RECENT_LAYOUTS, StepTiming, Variant};
+pub use solver::{
+    CudaConfig, CudaSolver, KernelInfo, RECENT_LAYOUTS, SolveTotals, StepTiming, Variant,
+};
 
 /// Compiles the kernel files of `schemes` for device `ordinal` with FMA
 /// contraction off and/or on (`fma`), in parallel, so that later

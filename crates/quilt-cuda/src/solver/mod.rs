@@ -19,6 +19,7 @@ mod spare;
 mod state;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use cudarc::driver::{CudaModule, CudaStream};
 use quilt_sweep::physics::Gas;
@@ -217,6 +218,59 @@ pub struct StepTiming {
     pub host_ms: f64,
 }
 
+/// What the batches solved so far cost, summed over [`CudaSolver::advance`]
+/// calls: where a host-staged solve's time goes and the bus rate it
+/// reached.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SolveTotals {
+    /// Batches solved (failed ones included).
+    pub batches: u64,
+    /// Host wall time inside `advance`, seconds.
+    pub host_secs: f64,
+    /// Of which building the device state of layouts not seen before
+    /// (tables, descriptors, buffers), seconds.
+    pub state_secs: f64,
+    /// First to last GPU operation before the results' verdict (uploads,
+    /// scans, sweeps; downloads too when staged), seconds.
+    pub gpu_secs: f64,
+    /// Host-to-device copies, summed over chunks, seconds.
+    pub upload_secs: f64,
+    /// Scan and sweep kernels, summed over chunks, seconds.
+    pub kernel_secs: f64,
+    /// Device-to-host copies of the results, seconds (host clock from the
+    /// first to the last download of a batch copied straight into
+    /// page-locked memory; summed over chunks otherwise).
+    pub download_secs: f64,
+    /// Bytes copied host to device.
+    pub bytes_up: u64,
+    /// Bytes copied device to host (states and fluxes).
+    pub bytes_down: u64,
+}
+
+impl SolveTotals {
+    /// Bytes over the bus (both directions) per second of the solves'
+    /// GPU time plus their result downloads: the rate the batches reached,
+    /// to hold against the measured pinned-copy bandwidth.
+    pub fn bus_rate(&self) -> f64 {
+        let secs = self.gpu_secs + self.download_secs;
+        if secs > 0.0 {
+            (self.bytes_up + self.bytes_down) as f64 / secs
+        } else {
+            0.0
+        }
+    }
+
+    /// Host-to-device bytes per second of upload time (chunks' copies on
+    /// different streams may overlap, so this is a lower bound).
+    pub fn upload_rate(&self) -> f64 {
+        if self.upload_secs > 0.0 {
+            self.bytes_up as f64 / self.upload_secs
+        } else {
+            0.0
+        }
+    }
+}
+
 /// Layouts whose device state a [`CudaSolver`] keeps besides the current
 /// one (also bounded: all solvers of a process together keep at most a
 /// quarter of a device's memory, and a solver that finds the device full
@@ -251,6 +305,7 @@ pub struct CudaSolver<T: GpuReal> {
     /// The device holds a batch uploaded by [`CudaSolver::upload`].
     resident: bool,
     timing: StepTiming,
+    totals: SolveTotals,
 }
 
 impl<T: GpuReal> CudaSolver<T> {
@@ -301,6 +356,7 @@ impl<T: GpuReal> CudaSolver<T> {
             copies,
             resident: false,
             timing: StepTiming::default(),
+            totals: SolveTotals::default(),
         })
     }
 
@@ -342,6 +398,11 @@ impl<T: GpuReal> CudaSolver<T> {
         self.timing
     }
 
+    /// Costs of every batch solved by [`CudaSolver::advance`] so far.
+    pub fn totals(&self) -> SolveTotals {
+        self.totals
+    }
+
     /// Advances every patch of `batch` by `dt` with the sweeps in `order`:
     /// the same results (bit for bit with `fma` off), boundary fluxes,
     /// floor counts, Courant number and errors as
@@ -355,7 +416,11 @@ impl<T: GpuReal> CudaSolver<T> {
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
         self.resident = false;
-        self.run_io(batch, DtSpec::Uniform(dt), order)
+        let t = Instant::now();
+        let r = self.run_io(batch, DtSpec::Uniform(dt), order);
+        self.totals.batches += 1;
+        self.totals.host_secs += t.elapsed().as_secs_f64();
+        r
     }
 
     /// As [`CudaSolver::advance`], with the time step of each patch taken
@@ -367,7 +432,11 @@ impl<T: GpuReal> CudaSolver<T> {
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
         self.resident = false;
-        self.run_io(batch, DtSpec::Levels(dt_by_level), order)
+        let t = Instant::now();
+        let r = self.run_io(batch, DtSpec::Levels(dt_by_level), order);
+        self.totals.batches += 1;
+        self.totals.host_secs += t.elapsed().as_secs_f64();
+        r
     }
 
     /// Copies `batch` to the device and keeps it there for

@@ -142,7 +142,7 @@ impl<T: GpuReal> CudaSolver<T> {
                 st.bind(&self.module, &self.streams[0])?;
                 st
             }
-            None => match self.new_state(layout) {
+            None => match self.timed_new_state(layout) {
                 // Kept layouts are a cache: give their memory back before
                 // failing for want of it.
                 Err(e)
@@ -155,7 +155,7 @@ impl<T: GpuReal> CudaSolver<T> {
                     );
                     self.recent.clear();
                     self.spare.clear();
-                    self.new_state(layout)?
+                    self.timed_new_state(layout)?
                 }
                 r => r?,
             },
@@ -165,6 +165,14 @@ impl<T: GpuReal> CudaSolver<T> {
         }
         self.state = Some(next);
         Ok(())
+    }
+
+    /// [`Self::new_state`], its time added to the totals.
+    fn timed_new_state(&mut self, layout: &BatchLayout) -> Result<LayoutState<T>, CudaError> {
+        let t = Instant::now();
+        let st = self.new_state(layout);
+        self.totals.state_secs += t.elapsed().as_secs_f64();
+        st
     }
 
     /// The device state of a layout not seen recently.
@@ -596,6 +604,7 @@ impl<T: GpuReal> CudaSolver<T> {
         }
         self.begin_step()?;
         let mut host_ms = 0.0;
+        let mut bytes_up = 0usize;
         let nchunks = self.state.as_ref().expect("state built").plan.chunks.len();
         for c in 0..nchunks {
             let stream = self.stream_of(c).clone();
@@ -614,6 +623,7 @@ impl<T: GpuReal> CudaSolver<T> {
                 };
                 st.events[c].up0.record(&stream).call("cuEventRecord")?;
                 st.d_data.upload_runs(runs, src, &stream)?;
+                bytes_up += runs.iter().map(|r| r.1).sum::<usize>();
                 st.events[c].k0.record(&stream).call("cuEventRecord")?;
             }
             self.launch_scan(c, &stream)?;
@@ -679,6 +689,28 @@ impl<T: GpuReal> CudaSolver<T> {
             }
         }
         let mut timing = self.collect_timing(true, host_ms)?;
+        let bytes_down: usize = {
+            let st = self.state.as_ref().expect("state built");
+            st.plan
+                .chunks
+                .iter()
+                .map(|chunk| {
+                    chunk_runs(chunk, st.plan.bin_edge, whole_bins)
+                        .iter()
+                        .chain(&chunk.flux_runs)
+                        .map(|r| r.1)
+                        .sum::<usize>()
+                })
+                .sum()
+        };
+        let value = std::mem::size_of::<T>();
+        let tot = &mut self.totals;
+        tot.gpu_secs += timing.total_ms * 1e-3;
+        tot.upload_secs += timing.upload_ms * 1e-3;
+        tot.kernel_secs += (timing.scan_ms + timing.sweep_ms) * 1e-3;
+        tot.download_secs += (timing.download_ms + download_ms) * 1e-3;
+        tot.bytes_up += (bytes_up * value) as u64;
+        tot.bytes_down += (bytes_down * value) as u64;
         timing.download_ms += download_ms;
         timing.total_ms += download_ms;
         self.timing = timing;

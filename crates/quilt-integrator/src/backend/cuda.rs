@@ -1,6 +1,6 @@
 //! The CUDA backend: [`quilt_cuda::CudaSolver`] behind [`SolveBackend`].
 
-use quilt_cuda::{CudaConfig, CudaError, CudaSolver, GpuReal, StepTiming};
+use quilt_cuda::{CudaConfig, CudaError, CudaSolver, GpuReal, SolveTotals, StepTiming};
 use quilt_sweep::physics::Gas;
 use quilt_sweep::{Batch, Scheme, StepReport, SweepOrder};
 
@@ -89,5 +89,9 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
         Ok(self.solver.advance(batch, dt, order)?)
+    }
+
+    fn solve_totals(&self) -> Option<SolveTotals> {
+        Some(self.solver.totals())
     }
 }

@@ -23,6 +23,7 @@ use std::fmt;
 
 use std::sync::Arc;
 
+pub use quilt_cuda::SolveTotals;
 use quilt_sweep::{Batch, HostAlloc, Real, StepReport, SweepError, SweepOrder, VecAlloc};
 
 /// Why a backend could not advance a batch.
@@ -106,6 +107,13 @@ pub trait SolveBackend<T: Real>: Send {
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError>;
+
+    /// Where the solves' time went so far, for a backend that moves
+    /// batches to a device (transfers, kernels, bytes over the bus);
+    /// `None` for one that solves in host memory.
+    fn solve_totals(&self) -> Option<SolveTotals> {
+        None
+    }
 }
 
 impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
@@ -132,5 +140,9 @@ impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
         (**self).solve(batch, dt, order)
+    }
+
+    fn solve_totals(&self) -> Option<SolveTotals> {
+        (**self).solve_totals()
     }
 }
