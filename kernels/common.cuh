@@ -618,6 +618,50 @@ __device__ __forceinline__ void scan_body(const T* data, const PatchDesc* descs,
 QUILT_SCAN_KERNEL(float, scan_f32, 4)
 QUILT_SCAN_KERNEL(double, scan_f64, 2)
 
+// ------------------------------------------------------ interior store ----
+// Results straight into the host's page-locked batch: every interior cell
+// of the chunk's patches, written through the mapped (unified) address of
+// the batch at the same index as on the device. Only interiors are read
+// by the host after a step, so ghost cells and the unused parts of bin
+// rows, which a copy of occupied runs carries, never cross the bus or
+// touch host memory. Grid: the scan's items (QUILT_SCAN_CELLS consecutive
+// cells of one patch each); consecutive threads write consecutive cells
+// of a row, so the posted writes coalesce.
+
+template <class T>
+__device__ __forceinline__ void store_body(const T* data, T* host, const PatchDesc* descs, const u32* order,
+                                           const ScanItem* items, u32 i0, int B) {
+    const ScanItem it = items[i0 + blockIdx.x];
+    const PatchDesc& d = descs[order[it.q]];
+    const int ex = d.extent[0], ey = d.extent[1], ez = d.extent[2];
+    const int g = d.ghost;
+    const int plane = ex * ey;
+    const int end = min((int)it.first + QUILT_SCAN_CELLS, plane * ez);
+    const int cs = B * B * B;
+    const i64 base = (i64)d.bin * 5 * cs;
+    const int o0 = (d.offset[2] * B + d.offset[1]) * B + d.offset[0];
+    for (int t = (int)it.first + (int)threadIdx.x; t < end; t += (int)blockDim.x) {
+        const int k = t / plane;
+        const int r = t - k * plane;
+        const int j = r / ex;
+        const int i = r - j * ex;
+        if (k < g || k >= ez - g || j < g || j >= ey - g || i < g || i >= ex - g) continue;
+        const i64 at = base + o0 + (k * B + j) * B + i;
+#pragma unroll
+        for (int v = 0; v < 5; ++v) host[at + (i64)v * cs] = data[at + (i64)v * cs];
+    }
+}
+
+#define QUILT_STORE_KERNEL(T, NAME)                                                                        \
+    extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                         \
+        NAME(const T* data, T* host, const PatchDesc* descs, const u32* order, const ScanItem* items, u32 i0, \
+             int B) {                                                                                      \
+        store_body<T>(data, host, descs, order, items, i0, B);                                             \
+    }
+
+QUILT_STORE_KERNEL(float, store_f32)
+QUILT_STORE_KERNEL(double, store_f64)
+
 // ------------------------------------------------------ launch helpers ----
 
 template <class T> __device__ __forceinline__ const PatchStep<T>& step_of(const StepArgs<T>& a, u32 p) {

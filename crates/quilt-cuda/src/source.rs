@@ -4,7 +4,8 @@
 //! Each scheme file (`rtvd.cu`, `tvd.cu`, `waf.cu`) includes the shared
 //! header `common.cuh`, handed to NVRTC as a named header, and defines the
 //! entry points of both precisions: `{scheme}_{shape}_{f32|f64}` for the
-//! shapes of [`KernelShape`], plus `scan_f32` / `scan_f64`.
+//! shapes of [`KernelShape`], plus `scan_f32` / `scan_f64` (the input scan)
+//! and `store_f32` / `store_f64` (interiors into the page-locked batch).
 
 use std::borrow::Cow;
 use std::ffi::{CStr, CString, c_char};
@@ -105,6 +106,7 @@ impl KernelFile {
                 out.push(kernel_name(self, shape, prec));
             }
             out.push(format!("scan_{prec}"));
+            out.push(format!("store_{prec}"));
         }
         out
     }

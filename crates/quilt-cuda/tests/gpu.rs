@@ -11,7 +11,7 @@ use quilt_cuda::{CudaConfig, CudaError, CudaSolver, GpuReal, Variant};
 use quilt_sweep::exact::{ExactRiemann, State1d};
 use quilt_sweep::physics::{Gas, Primitive};
 use quilt_sweep::uniform::{Boundary, UniformGrid, even_cuts};
-use quilt_sweep::{Batch, Real, Scheme, SweepError, SweepOrder, Workspace};
+use quilt_sweep::{Batch, HostAlloc, Real, Scheme, SweepError, SweepOrder, Workspace};
 
 const NEEDS_GPU: &str = "needs a CUDA GPU: run with --ignored on the GPU machine";
 
@@ -311,6 +311,80 @@ fn riemann_problems_in_f32_match_the_cpu() {
                 );
             }
         }
+    }
+}
+
+/// A page-locked batch takes the interior store back from the device: its
+/// interiors and fluxes are the CPU's bit for bit, its ghost cells keep the
+/// values prepared before the step.
+fn check_page_locked<T: GpuReal>(scheme: Scheme, seed: u64) {
+    let gas = Gas::ideal(1.4);
+    let g = scheme.ghost_width();
+    let layout = packed(&shapes(14, g, 2 * g + 4, 44, seed));
+    let input = fill::<T>(layout.clone(), &gas, 3, false);
+    let cpu = quilt_sweep::Solver::new(scheme, gas).unwrap();
+    let dt = cpu.max_dt(&input, 0.8 * cpu.cfl_limit()).unwrap();
+    for order in [SweepOrder::Xyz, SweepOrder::Zyx] {
+        let (want, want_r) = cpu_step(scheme, gas, &input, dt, order);
+        let mut gpu = CudaSolver::<T>::new(scheme, gas, CudaConfig::default()).unwrap();
+        let alloc = gpu.host_alloc();
+        let data = HostAlloc::<T>::alloc(&alloc, layout.data_len()).unwrap();
+        let flux = HostAlloc::<T>::alloc(&alloc, layout.flux_len()).unwrap();
+        let mut b = Batch::in_memory(layout.clone(), data, flux).unwrap();
+        assert!(b.page_locked());
+        {
+            let (_, d, f) = b.buffers_mut();
+            d.copy_from_slice(input.data());
+            f.copy_from_slice(input.flux());
+        }
+        let got_r = gpu.advance(&mut b, dt, order).unwrap();
+        let name = format!("page-locked {} {} {order:?}", scheme.name(), T::NAME);
+        assert_eq!(got_r, want_r, "{name}: step reports differ");
+        assert!(
+            compare_flat(b.flux(), want.flux()).0,
+            "{name}: fluxes differ"
+        );
+        let (mut interior, mut ghosts) = (0usize, 0usize);
+        for (p, d) in layout.patches().iter().enumerate() {
+            let [ex, ey, ez] = d.extent;
+            for c in 0..5 {
+                for k in 0..ez {
+                    for j in 0..ey {
+                        for i in 0..ex {
+                            let cell = [i, j, k];
+                            let inside = (0..3)
+                                .all(|a| cell[a] >= d.ghost && cell[a] < d.extent[a] - d.ghost);
+                            let got = b.get(p, c, cell).unwrap().as_f64().to_bits();
+                            let expect = if inside {
+                                interior += 1;
+                                want.get(p, c, cell)
+                            } else {
+                                ghosts += 1;
+                                input.get(p, c, cell)
+                            };
+                            assert_eq!(
+                                got,
+                                expect.unwrap().as_f64().to_bits(),
+                                "{name}: patch {p} component {c} cell {cell:?} (interior: {inside})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(interior > 0 && ghosts > 0, "{name}: nothing compared");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --ignored on the GPU machine"]
+fn page_locked_batches_get_their_interiors_back_bit_for_bit() {
+    if !gpu() {
+        return;
+    }
+    for (n, scheme) in schemes().into_iter().enumerate() {
+        check_page_locked::<f64>(scheme, 21 + n as u64);
+        check_page_locked::<f32>(scheme, 31 + n as u64);
     }
 }
 

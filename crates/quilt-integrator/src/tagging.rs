@@ -38,9 +38,16 @@ pub(crate) fn criteria(deck: &Deck) -> Result<Vec<Criterion>, TagError> {
         .collect()
 }
 
+/// Interiors are tagged in z slabs of about this many cells, in parallel:
+/// a base-level patch of millions of cells would otherwise be one task that
+/// every other waits for.
+const SLAB_CELLS: i64 = 1 << 16;
+
 /// One tag field per patch of `h` (over its interior), from the old state
 /// whose ghost cells must be filled. Patches on levels that may not be
-/// refined further (`level + 1 >= max_levels`) get empty fields.
+/// refined further (`level + 1 >= max_levels`) get empty fields. Every
+/// criterion of a cell reads only the cell's neighbourhood, so slabs are
+/// tagged independently and the fields are the same as patch by patch.
 pub(crate) fn tag_patches<T: Real>(
     h: &Hierarchy,
     data: &HierarchyData<T>,
@@ -48,22 +55,66 @@ pub(crate) fn tag_patches<T: Real>(
     gamma: f64,
     max_levels: usize,
 ) -> Result<Vec<TagBox>, TagError> {
+    tag_in_slabs(h, data, criteria, gamma, max_levels, SLAB_CELLS)
+}
+
+/// [`tag_patches`] with slabs of about `slab_cells` cells.
+fn tag_in_slabs<T: Real>(
+    h: &Hierarchy,
+    data: &HierarchyData<T>,
+    criteria: &[Criterion],
+    gamma: f64,
+    max_levels: usize,
+    slab_cells: i64,
+) -> Result<Vec<TagBox>, TagError> {
     let need_pressure = criteria.iter().any(|c| c.field() == TagField::Pressure);
-    (0..h.num_patches())
+    // (patch, its slab of interior z planes); none for an untagged patch.
+    let mut items: Vec<(usize, Option<(i32, i32)>)> = Vec::with_capacity(h.num_patches());
+    for (i, p) in h.patches().iter().enumerate() {
+        let b = p.interior();
+        if p.level() + 1 >= max_levels || criteria.is_empty() || b.is_empty() {
+            items.push((i, None));
+            continue;
+        }
+        let n = b.size();
+        let per = (slab_cells / (i64::from(n.x) * i64::from(n.y)).max(1)).max(1) as i32;
+        let mut z = b.lo.z;
+        while z <= b.hi.z {
+            let z1 = z.saturating_add(per - 1).min(b.hi.z);
+            items.push((i, Some((z, z1))));
+            z = z1 + 1;
+        }
+    }
+    let parts: Vec<(usize, TagBox)> = items
         .into_par_iter()
-        .map_init(Vec::new, |pressure: &mut Vec<T>, i| {
+        .with_max_len(1)
+        .map_init(Vec::new, |pressure: &mut Vec<T>, (i, slab)| {
             let p = &h.patches()[i];
+            let Some((z0, z1)) = slab else {
+                return Ok((i, TagBox::new(p.interior())?));
+            };
             let d = data.old(i);
-            let mut tags = TagBox::new(p.interior())?;
-            if p.level() + 1 >= max_levels || criteria.is_empty() {
-                return Ok(tags);
-            }
+            let db = d.data_box();
+            let mut region = p.interior();
+            region.lo.z = z0;
+            region.hi.z = z1;
+            let mut tags = TagBox::new(region)?;
+            // The slab's planes with the detectors' reach (two cells) on
+            // either side, as far as the data goes: a contiguous part of
+            // every component (x fastest, then y, then z).
+            let mut sub = db;
+            sub.lo.z = (z0 - 2).max(db.lo.z);
+            sub.hi.z = (z1 + 2).min(db.hi.z);
+            let plane = db.size().x as usize * db.size().y as usize;
+            let at = (sub.lo.z - db.lo.z) as usize * plane;
+            let len = sub.size().z as usize * plane;
+            let part = |c: usize| &d.comp(c)[at..at + len];
             if need_pressure {
-                pressure.resize(d.comp_len(), T::zero());
+                pressure.resize(len, T::zero());
                 euler_pressure(
-                    d.comp(RHO),
-                    [d.comp(MX), d.comp(MY), d.comp(MZ)],
-                    d.comp(ENE),
+                    part(RHO),
+                    [part(MX), part(MY), part(MZ)],
+                    part(ENE),
                     gamma,
                     pressure,
                 )?;
@@ -73,16 +124,85 @@ pub(crate) fn tag_patches<T: Real>(
                 .map_or([1.0; 3], |g| [g.dx.x, g.dx.y, g.dx.z]);
             for c in criteria {
                 let values: &[T] = match c.field() {
-                    TagField::Density => d.comp(RHO),
+                    TagField::Density => part(RHO),
                     TagField::Pressure => pressure,
                 };
-                let input = TagInput::new(values, d.data_box(), d.interior(), dx)?;
+                let input = TagInput::new(values, sub, region, dx)?;
                 match c {
                     Criterion::Gradient(_, det) => det.tag(&input, &mut tags)?,
                     Criterion::Shock(_, det) => det.tag(&input, &mut tags)?,
                 }
             }
-            Ok(tags)
+            Ok((i, tags))
         })
+        .collect::<Result<_, TagError>>()?;
+    let mut out: Vec<Option<TagBox>> = vec![None; h.num_patches()];
+    for (i, part) in parts {
+        let interior = h.patches()[i].interior();
+        match &mut out[i] {
+            None if part.region() == interior => out[i] = Some(part),
+            None => {
+                let mut whole = TagBox::new(interior)?;
+                whole.union_with(&part);
+                out[i] = Some(whole);
+            }
+            Some(whole) => whole.union_with(&part),
+        }
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(i, t)| t.map_or_else(|| TagBox::new(h.patches()[i].interior()), Ok))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quilt_mesh::{Geometry, IndexBox, PatchId, PatchSpec, SizeLimits, iv};
+
+    #[test]
+    fn slabs_tag_exactly_as_whole_patches() {
+        let g = Geometry::new([0.0; 3], [1.0; 3], iv(24, 20, 40), &[2]).unwrap();
+        let spec = |id: u32, lo: [i32; 3], hi: [i32; 3]| PatchSpec {
+            id: PatchId(id),
+            interior: IndexBox::new(iv(lo[0], lo[1], lo[2]), iv(hi[0], hi[1], hi[2])),
+            parent: None,
+        };
+        let h = Hierarchy::new(
+            g,
+            2,
+            SizeLimits::default(),
+            vec![vec![
+                spec(0, [0, 0, 0], [23, 19, 19]),
+                spec(1, [0, 0, 20], [23, 19, 39]),
+            ]],
+        )
+        .unwrap();
+        let gamma = 1.4;
+        let mut data = HierarchyData::<f64>::new(&h, 5).unwrap();
+        // A dense sphere at higher pressure, cut by both patches and by
+        // every slab boundary below.
+        data.init_old_with(&h, |_, c, v| {
+            let r2 = [(c.x, 11.5), (c.y, 9.5), (c.z, 21.0)]
+                .iter()
+                .map(|&(x, m)| (f64::from(x) - m).powi(2))
+                .sum::<f64>();
+            let (rho, p) = if r2 < 64.0 { (4.0, 10.0) } else { (1.0, 1.0) };
+            v.copy_from_slice(&[rho, 0.1 * rho, 0.0, 0.0, p / (gamma - 1.0) + 0.005 * rho]);
+        })
+        .unwrap();
+        let criteria = criteria(&Deck::default()).unwrap();
+        assert!(!criteria.is_empty());
+        let whole = tag_in_slabs(&h, &data, &criteria, gamma, 2, i64::MAX).unwrap();
+        let slabs = tag_in_slabs(&h, &data, &criteria, gamma, 2, 24 * 20 * 3).unwrap();
+        assert!(whole.iter().map(TagBox::count).sum::<u64>() > 100);
+        for (a, b) in whole.iter().zip(&slabs) {
+            assert_eq!(a.region(), b.region());
+            assert_eq!(a.iter().collect::<Vec<_>>(), b.iter().collect::<Vec<_>>());
+        }
+        // The default slab size, and no refinement past the last level.
+        assert_eq!(tag_patches(&h, &data, &criteria, gamma, 2).unwrap(), whole);
+        let last = tag_patches(&h, &data, &criteria, gamma, 1).unwrap();
+        assert!(last.iter().all(|t| t.count() == 0));
+    }
 }

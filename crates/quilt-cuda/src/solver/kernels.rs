@@ -94,6 +94,8 @@ pub(crate) struct Kernels {
     pub march: Kernel,
     pub fused: Kernel,
     pub scan: CudaFunction,
+    /// Interiors from the device straight into the page-locked batch.
+    pub store: CudaFunction,
 }
 
 impl Kernels {
@@ -115,6 +117,7 @@ impl Kernels {
             march: k(KernelShape::March, 0)?,
             fused: k(KernelShape::Fused, fused_words(file) as u32 * size)?,
             scan: function(module, &format!("scan_{}", T::NAME))?,
+            store: function(module, &format!("store_{}", T::NAME))?,
         })
     }
 

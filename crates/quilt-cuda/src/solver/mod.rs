@@ -408,7 +408,10 @@ impl<T: GpuReal> CudaSolver<T> {
     /// floor counts, Courant number and errors as
     /// [`quilt_sweep::Solver::advance`]. On an input error (bad state, time
     /// step above the CFL limit) the batch is unchanged; after a non-finite
-    /// state in a sweep its interior is unspecified.
+    /// state in a sweep its interior is unspecified. A page-locked batch
+    /// (from [`CudaSolver::host_alloc`]) gets back only its interiors, by a
+    /// kernel writing them into it, and its fluxes: its ghost cells keep
+    /// their values. Other batches get back every cell the sweeps wrote.
     pub fn advance(
         &mut self,
         batch: &mut Batch<T>,

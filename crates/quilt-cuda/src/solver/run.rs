@@ -67,11 +67,14 @@ fn par_copy_runs<T: Copy + Send + Sync>(dst: &mut [T], src: &[T], runs: &[(usize
 /// How batches cross the bus, for measurements: `QUILT_CUDA_TRANSFER` =
 /// `staged` copies every batch through the solver's pinned staging even
 /// when it is page-locked, `whole` moves whole bins instead of their
-/// occupied runs; unset (or anything else), the default.
+/// occupied runs, `runs` brings results back as copies of the occupied
+/// runs instead of the interior store; unset (or anything else), the
+/// default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct TransferMode {
     staged: bool,
     whole_bins: bool,
+    runs_back: bool,
 }
 
 fn transfer_mode() -> TransferMode {
@@ -81,8 +84,9 @@ fn transfer_mode() -> TransferMode {
         let mode = TransferMode {
             staged: v == "staged",
             whole_bins: v == "whole",
+            runs_back: v == "runs",
         };
-        if mode.staged || mode.whole_bins {
+        if mode.staged || mode.whole_bins || mode.runs_back {
             log::warn!(
                 "QUILT_CUDA_TRANSFER={v}: batches cross the bus the slow way, for comparison"
             );
@@ -343,6 +347,41 @@ impl<T: GpuReal> CudaSolver<T> {
     }
 
     /// The sweeps of chunk `c` for one step in `order`.
+    /// Writes chunk `c`'s interiors from the device into `host`, the
+    /// page-locked batch data (its unified address), on `stream`.
+    fn launch_store(&self, c: usize, host: *mut T, stream: &CudaStream) -> Result<(), CudaError> {
+        let st = self.state.as_ref().expect("state built");
+        let chunk = &st.plan.chunks[c];
+        let i0 = st.scan_start[chunk.q0 as usize];
+        let items = st.scan_start[chunk.q1 as usize] - i0;
+        if items == 0 {
+            return Ok(());
+        }
+        let (data, descs, order) = (st.d_data.at(0), st.d_descs.at(0), st.d_order.at(0));
+        let scan = st.d_scan.at(0);
+        let b = st.plan.bin_edge as i32;
+        let host = host as u64;
+        let cfg = LaunchConfig {
+            grid_dim: (items, 1, 1),
+            block_dim: (SCAN_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut l = stream.launch_builder(&self.kernels.store);
+        l.arg(&data)
+            .arg(&host)
+            .arg(&descs)
+            .arg(&order)
+            .arg(&scan)
+            .arg(&i0)
+            .arg(&b);
+        // SAFETY: arguments match `store_T`'s signature; `host` is the
+        // unified address of page-locked memory as large as the device
+        // data (the layouts match), which stays alive and unread by the
+        // host until the caller synchronises the stream.
+        unsafe { l.launch(cfg) }.call("cuLaunchKernel(store)")?;
+        Ok(())
+    }
+
     fn launch_sweeps(
         &self,
         c: usize,
@@ -595,6 +634,9 @@ impl<T: GpuReal> CudaSolver<T> {
         // their patch's rows (with occupied runs alone, the large sphere's
         // second step failed; with whole bins it runs): they move whole bins.
         let whole_bins = mode.whole_bins || self.config.variant == Variant::Default;
+        // Interiors come back by the store kernel unless whole bins or
+        // runs are asked for.
+        let store = direct && !whole_bins && !mode.runs_back;
         if !direct {
             let ctx = self.dev.ctx.clone();
             self.state
@@ -667,8 +709,12 @@ impl<T: GpuReal> CudaSolver<T> {
             if direct {
                 for (c, chunk) in st.plan.chunks.iter().enumerate() {
                     let stream = self.stream_of(c);
-                    let runs = chunk_runs(chunk, st.plan.bin_edge, whole_bins);
-                    st.d_data.download_runs(&runs, data, stream)?;
+                    if store {
+                        self.launch_store(c, data.as_mut_ptr(), stream)?;
+                    } else {
+                        let runs = chunk_runs(chunk, st.plan.bin_edge, whole_bins);
+                        st.d_data.download_runs(&runs, data, stream)?;
+                    }
                     st.d_flux.download_runs(&chunk.flux_runs, flux, stream)?;
                 }
                 for s in &self.streams {
@@ -695,13 +741,26 @@ impl<T: GpuReal> CudaSolver<T> {
                 .chunks
                 .iter()
                 .map(|chunk| {
-                    chunk_runs(chunk, st.plan.bin_edge, whole_bins)
-                        .iter()
-                        .chain(&chunk.flux_runs)
-                        .map(|r| r.1)
-                        .sum::<usize>()
+                    let flux: usize = chunk.flux_runs.iter().map(|r| r.1).sum();
+                    if store {
+                        flux
+                    } else {
+                        flux + chunk_runs(chunk, st.plan.bin_edge, whole_bins)
+                            .iter()
+                            .map(|r| r.1)
+                            .sum::<usize>()
+                    }
                 })
-                .sum()
+                .sum::<usize>()
+                + if store {
+                    st.plan
+                        .descs
+                        .iter()
+                        .map(|d| d.interior_cells() as usize * 5)
+                        .sum::<usize>()
+                } else {
+                    0
+                }
         };
         let value = std::mem::size_of::<T>();
         let tot = &mut self.totals;

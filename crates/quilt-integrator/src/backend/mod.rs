@@ -5,8 +5,9 @@
 //!
 //! The integrator only ever hands a backend a complete batch (every patch's
 //! interior and ghost cells filled) with a time step and a sweep order, and
-//! reads the batch and its flux buffer back afterwards, so a backend is
-//! free to run the batch wherever it likes. Another backend (a different
+//! reads back afterwards only the patches' interiors and the flux buffer
+//! (ghost cells after a solve are unspecified), so a backend is free to run
+//! the batch wherever it likes and to bring back no more than that. Another backend (a different
 //! device, a remote solver) implements [`SolveBackend`] in its own crate
 //! and is handed to [`crate::Integrator::new`] without any change here.
 
