@@ -311,25 +311,34 @@ impl<T: GpuReal> CudaSolver<T> {
         }
     }
 
-    /// The input scan of chunk `c`.
-    fn launch_scan(&self, c: usize, stream: &CudaStream) -> Result<(), CudaError> {
+    /// The first scan item of chunk `c` and a launch of one block per item
+    /// (the scan's and the store's shape); `None` if the chunk has none.
+    fn item_launch(&self, c: usize) -> Option<(u32, LaunchConfig)> {
         let st = self.state.as_ref().expect("state built");
         let chunk = &st.plan.chunks[c];
         let i0 = st.scan_start[chunk.q0 as usize];
         let items = st.scan_start[chunk.q1 as usize] - i0;
-        if items == 0 {
+        (items > 0).then_some((
+            i0,
+            LaunchConfig {
+                grid_dim: (items, 1, 1),
+                block_dim: (SCAN_BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            },
+        ))
+    }
+
+    /// The input scan of chunk `c`.
+    fn launch_scan(&self, c: usize, stream: &CudaStream) -> Result<(), CudaError> {
+        let Some((i0, cfg)) = self.item_launch(c) else {
             return Ok(());
-        }
+        };
+        let st = self.state.as_ref().expect("state built");
         let (data, descs, order) = (st.d_data.at(0), st.d_descs.at(0), st.d_order.at(0));
         let (rates, bad) = (st.d_rates.at(0), st.d_bad.at(0));
         let scan = st.d_scan.at(0);
         let b = st.plan.bin_edge as i32;
         let gamma = self.cpu.gas().gamma;
-        let cfg = LaunchConfig {
-            grid_dim: (items, 1, 1),
-            block_dim: (SCAN_BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
         let mut l = stream.launch_builder(&self.kernels.scan);
         l.arg(&data)
             .arg(&descs)
@@ -346,26 +355,17 @@ impl<T: GpuReal> CudaSolver<T> {
         Ok(())
     }
 
-    /// The sweeps of chunk `c` for one step in `order`.
     /// Writes chunk `c`'s interiors from the device into `host`, the
     /// page-locked batch data (its unified address), on `stream`.
     fn launch_store(&self, c: usize, host: *mut T, stream: &CudaStream) -> Result<(), CudaError> {
-        let st = self.state.as_ref().expect("state built");
-        let chunk = &st.plan.chunks[c];
-        let i0 = st.scan_start[chunk.q0 as usize];
-        let items = st.scan_start[chunk.q1 as usize] - i0;
-        if items == 0 {
+        let Some((i0, cfg)) = self.item_launch(c) else {
             return Ok(());
-        }
+        };
+        let st = self.state.as_ref().expect("state built");
         let (data, descs, order) = (st.d_data.at(0), st.d_descs.at(0), st.d_order.at(0));
         let scan = st.d_scan.at(0);
         let b = st.plan.bin_edge as i32;
         let host = host as u64;
-        let cfg = LaunchConfig {
-            grid_dim: (items, 1, 1),
-            block_dim: (SCAN_BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
         let mut l = stream.launch_builder(&self.kernels.store);
         l.arg(&data)
             .arg(&host)
@@ -382,6 +382,7 @@ impl<T: GpuReal> CudaSolver<T> {
         Ok(())
     }
 
+    /// The sweeps of chunk `c` for one step in `order`.
     fn launch_sweeps(
         &self,
         c: usize,
