@@ -23,9 +23,9 @@ use quilt_io::{CheckpointReal, RunState, read_checkpoint, write_checkpoint};
 use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill, PhysicalBc};
 use quilt_mesh::flux_register::FaceFluxes;
 use quilt_mesh::interp::Limiter;
-use quilt_mesh::regrid::{RegridOptions, build_hierarchy, new_level_boxes, transfer};
+use quilt_mesh::regrid::{RegridOptions, build_hierarchy, new_level_boxes, transfer_in};
 use quilt_mesh::restrict::{TimeLevel, restrict_hierarchy, restrict_level};
-use quilt_mesh::{Hierarchy, HierarchyData, IndexBox, PatchData, PatchSpec, Side};
+use quilt_mesh::{BufferPool, Hierarchy, HierarchyData, IndexBox, PatchData, PatchSpec, Side};
 use quilt_mesh::{PatchId, iv};
 use quilt_sweep::physics::{FloorCounts, Gas, NCOMP};
 use quilt_sweep::{Solver, SweepOrder};
@@ -181,7 +181,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .collect();
         let h = Hierarchy::new(geometry, ghost, deck.size_limits(), vec![specs])
             .map_err(IntegratorError::mesh("base level"))?;
-        let data = initial_data(&h, &ic)?;
+        let data = initial_data(&h, &ic, &mut BufferPool::new())?;
         let mut me = Self::from_state(deck, h, data, 0.0, 0, backend)?;
         // Level by level: tag the current hierarchy, cluster, and set the
         // initial condition on the new one. Its data comes from the
@@ -203,10 +203,13 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                     .iter()
                     .zip(me.h.patches())
                     .all(|(a, b)| a.level() == b.level() && a.interior() == b.interior());
-            // The old level's data is dead: release it before the new
-            // one is allocated, which bounds the set-up's memory peak.
-            drop(data);
-            let data = initial_data(&new_h, &ic)?;
+            // The old level's data is dead: its memory goes to the new
+            // one, which bounds the set-up's memory peak and spares the
+            // faults of fresh pages.
+            let mut pool = BufferPool::new();
+            pool.reclaim(data);
+            let data = initial_data(&new_h, &ic, &mut pool)?;
+            drop(pool);
             let plan = me.step_plan(&new_h)?;
             log::info!(
                 "set-up: {} levels, {} patches, {} cells in {:.3} s",
@@ -659,29 +662,35 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             }
         };
         let t_layout = t0.elapsed().as_secs_f64();
-        // The new states are dead until the next step writes them: release
-        // them before the transfer allocates the new hierarchy's data, which
-        // lowers the memory peak of a regrid by one time level.
+        // The new states are dead until the next step writes them: their
+        // memory goes to the new hierarchy's states (through a pool), which
+        // lowers the memory peak of a regrid by one time level and spares
+        // the faults of fresh pages, in the transfer and in the next
+        // step's close. Patches that stay as they are keep theirs: the
+        // transfer moves them whole.
         let tiny = IndexBox::new(iv(0, 0, 0), iv(0, 0, 0));
-        for s in data.states_mut() {
-            s.new = PatchData::new(tiny, 0, NCOMP)
-                .map_err(IntegratorError::mesh("releasing new states"))?;
+        let stays = |p: &quilt_mesh::Patch| {
+            p.level() < new_h.num_levels()
+                && new_h
+                    .patches_intersecting(p.level(), &p.interior())
+                    .into_iter()
+                    .any(|n| new_h.patches()[n].interior() == p.interior())
+        };
+        let mut pool = BufferPool::new();
+        for (s, p) in data.states_mut().iter_mut().zip(self.h.patches()) {
+            if !stays(p) {
+                let dead = std::mem::replace(
+                    &mut s.new,
+                    PatchData::new(tiny, 0, NCOMP)
+                        .map_err(IntegratorError::mesh("releasing new states"))?,
+                );
+                pool.put(dead.into_buffer());
+            }
         }
         // The data is consumed: unchanged patches move into the new layout.
-        let (mut new_data, _) = transfer(&self.h, data, &new_h, self.limiter)
+        let (new_data, _) = transfer_in(&self.h, data, &new_h, self.limiter, &mut pool)
             .map_err(|source| IntegratorError::Regrid { step, source })?;
-        let ghost = new_h.ghost();
-        new_data
-            .states_mut()
-            .par_iter_mut()
-            .try_for_each(|s| -> Result<(), IntegratorError> {
-                let interior = s.old.interior();
-                if s.new.interior() != interior {
-                    s.new = PatchData::new(interior, ghost, NCOMP)
-                        .map_err(IntegratorError::mesh("new states"))?;
-                }
-                Ok(())
-            })?;
+        drop(pool);
         let t_transfer = t0.elapsed().as_secs_f64() - t_layout;
         let plan = self.step_plan(&new_h)?;
         let t_plan = t0.elapsed().as_secs_f64() - t_layout - t_transfer;
@@ -863,9 +872,10 @@ fn poisoned() -> IntegratorError {
 fn initial_data<T: Real>(
     h: &Hierarchy,
     ic: &InitialCondition,
+    pool: &mut BufferPool<T>,
 ) -> Result<HierarchyData<T>, IntegratorError> {
-    let mut data =
-        HierarchyData::<T>::new(h, NCOMP).map_err(IntegratorError::mesh("initial data"))?;
+    let mut data = HierarchyData::<T>::new_in(h, NCOMP, pool)
+        .map_err(IntegratorError::mesh("initial data"))?;
     data.init_old_with(h, |lg, p, v| {
         let u = ic.cell_average(lg, p);
         for (dst, src) in v.iter_mut().zip(u) {

@@ -26,7 +26,9 @@ pub use error::MeshError;
 pub use fill::{BoundaryConditions, FillTarget, GhostFill, PhysicalBc};
 pub use flux_register::FluxRegister;
 pub use geometry::{Geometry, LevelGeometry, RealVect};
-pub use hierarchy::{Hierarchy, HierarchyData, Overlap, Patch, PatchId, PatchSpec, SizeLimits};
+pub use hierarchy::{
+    BufferPool, Hierarchy, HierarchyData, Overlap, Patch, PatchId, PatchSpec, SizeLimits,
+};
 pub use hierarchy_file::{read_hierarchy, write_hierarchy};
 pub use index::{IndexBox, IntVect, Side, iv};
 pub use interp::Limiter;

@@ -77,6 +77,13 @@ impl<T: Real> PatchData<T> {
         ncomp: usize,
         value: T,
     ) -> Result<Self, MeshError> {
+        let mut d = Self::shape(interior, ghost, ncomp)?;
+        d.data = vec![value; d.comp_len * ncomp];
+        Ok(d)
+    }
+
+    /// A patch of this shape with no values yet (checked as by `new`).
+    fn shape(interior: IndexBox, ghost: i32, ncomp: usize) -> Result<Self, MeshError> {
         if interior.is_empty() {
             return Err(bad(
                 format!("interior {interior}"),
@@ -120,8 +127,49 @@ impl<T: Real> PatchData<T> {
             data_box,
             ncomp,
             comp_len,
-            data: vec![value; comp_len * ncomp],
+            data: Vec::new(),
         })
+    }
+
+    /// Zero-filled data as [`PatchData::new`], in `buf`'s memory when it
+    /// holds enough values (its pages are in use already, so none has to be
+    /// faulted in), else in a fresh allocation.
+    pub fn new_in(
+        interior: IndexBox,
+        ghost: i32,
+        ncomp: usize,
+        mut buf: Vec<T>,
+    ) -> Result<Self, MeshError> {
+        let mut d = Self::shape(interior, ghost, ncomp)?;
+        let len = d.comp_len * ncomp;
+        if buf.capacity() >= len {
+            buf.clear();
+            buf.resize(len, T::zero());
+            d.data = buf;
+        } else {
+            d.data = vec![T::zero(); len];
+        }
+        Ok(d)
+    }
+
+    /// Values (`ncomp` times the data box's cells) that `interior` with
+    /// `ghost` cells takes; `None` if [`PatchData::new`] would refuse it.
+    pub fn len_for(interior: &IndexBox, ghost: i32, ncomp: usize) -> Option<usize> {
+        if interior.is_empty() || ghost < 0 || ncomp == 0 {
+            return None;
+        }
+        let b = interior.grow(ghost);
+        let cells = (0..3).try_fold(1usize, |n, d| {
+            usize::try_from(i64::from(b.hi[d]) - i64::from(b.lo[d]) + 1)
+                .ok()
+                .and_then(|s| n.checked_mul(s))
+        })?;
+        cells.checked_mul(ncomp)
+    }
+
+    /// The memory of the values, for reuse ([`PatchData::new_in`]).
+    pub fn into_buffer(self) -> Vec<T> {
+        self.data
     }
 
     /// Interior (valid) cells.

@@ -3,8 +3,10 @@
 use rayon::prelude::*;
 
 use super::layout::Hierarchy;
+use super::pool::BufferPool;
 use crate::error::MeshError;
 use crate::geometry::LevelGeometry;
+use crate::index::IndexBox;
 use crate::patch_data::{PatchData, PatchState};
 use crate::real::Real;
 
@@ -37,6 +39,84 @@ impl<T: Real> HierarchyData<T> {
             ghost: h.ghost(),
             states,
         })
+    }
+
+    /// Zero-filled data as [`HierarchyData::new`], each time level in the
+    /// memory of a buffer from `pool` where one is large enough.
+    pub fn new_in(
+        h: &Hierarchy,
+        ncomp: usize,
+        pool: &mut BufferPool<T>,
+    ) -> Result<Self, MeshError> {
+        let mut d = Self::with_old_in(h, ncomp, pool)?;
+        d.renew_in(h, pool)?;
+        Ok(d)
+    }
+
+    /// Zero-filled old states from `pool` as [`HierarchyData::new_in`], and
+    /// one-cell placeholders for the new states: what a transfer fills
+    /// before [`HierarchyData::renew_in`] gives the new states their
+    /// memory (which the replaced hierarchy frees only then).
+    pub(crate) fn with_old_in(
+        h: &Hierarchy,
+        ncomp: usize,
+        pool: &mut BufferPool<T>,
+    ) -> Result<Self, MeshError> {
+        let ghost = h.ghost();
+        let bufs: Vec<Vec<T>> = h
+            .patches()
+            .iter()
+            .map(|p| pool.take(PatchData::<T>::len_for(&p.interior(), ghost, ncomp).unwrap_or(0)))
+            .collect();
+        let states = h
+            .patches()
+            .par_iter()
+            .zip(bufs)
+            .map(|(p, buf)| {
+                Ok(PatchState {
+                    old: PatchData::new_in(p.interior(), ghost, ncomp, buf)?,
+                    new: placeholder(p.interior(), ncomp)?,
+                })
+            })
+            .collect::<Result<_, MeshError>>()?;
+        Ok(Self {
+            ncomp,
+            ghost,
+            states,
+        })
+    }
+
+    /// Gives every patch whose new state does not have its shape a
+    /// zero-filled one, from `pool` where a buffer is large enough.
+    pub fn renew_in(&mut self, h: &Hierarchy, pool: &mut BufferPool<T>) -> Result<(), MeshError> {
+        self.check_layout(h)?;
+        let (ghost, ncomp) = (self.ghost, self.ncomp);
+        let bufs: Vec<Option<Vec<T>>> = self
+            .states
+            .iter()
+            .zip(h.patches())
+            .map(|(s, p)| {
+                let fits = s.new.interior() == p.interior() && s.new.ghost() == ghost;
+                (!fits).then(|| {
+                    pool.take(PatchData::<T>::len_for(&p.interior(), ghost, ncomp).unwrap_or(0))
+                })
+            })
+            .collect();
+        self.states
+            .par_iter_mut()
+            .zip(h.patches().par_iter())
+            .zip(bufs)
+            .try_for_each(|((s, p), buf)| -> Result<(), MeshError> {
+                if let Some(buf) = buf {
+                    s.new = PatchData::new_in(p.interior(), ghost, ncomp, buf)?;
+                }
+                Ok(())
+            })
+    }
+
+    /// The patch states, in patch order.
+    pub fn into_states(self) -> Vec<PatchState<T>> {
+        self.states
     }
 
     /// Number of components.
@@ -215,4 +295,9 @@ impl<T: Real> HierarchyData<T> {
         }
         Ok(())
     }
+}
+
+/// A one-cell state standing in for one not allocated yet.
+fn placeholder<T: Real>(interior: IndexBox, ncomp: usize) -> Result<PatchData<T>, MeshError> {
+    PatchData::new(IndexBox::new(interior.lo, interior.lo), 0, ncomp)
 }

@@ -12,6 +12,7 @@ mod bins;
 mod data;
 mod layout;
 mod patch;
+mod pool;
 mod relations;
 mod summary;
 #[cfg(test)]
@@ -22,4 +23,5 @@ pub use bins::BoxBins;
 pub use data::HierarchyData;
 pub use layout::Hierarchy;
 pub use patch::{GhostCounts, Overlap, Patch, PatchId, PatchSpec, SizeLimits};
+pub use pool::BufferPool;
 pub use summary::{HierarchySummary, LevelSummary};

@@ -22,7 +22,7 @@ mod tests;
 
 pub use build::build_hierarchy;
 pub use plan::new_level_boxes;
-pub use transfer::{TransferStats, transfer};
+pub use transfer::{TransferStats, transfer, transfer_in};
 
 use crate::cluster::ClusterError;
 use crate::error::MeshError;

@@ -4,8 +4,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::geometry::Geometry;
-use crate::hierarchy::{PatchId, PatchSpec, SizeLimits};
+use crate::hierarchy::{BufferPool, PatchId, PatchSpec, SizeLimits};
 use crate::index::{IndexBox, IntVect, iv};
+use crate::patch_data::PatchData;
 use crate::tag::{GradientDetector, TagCriterion, TagInput};
 
 const NCOMP: usize = 2;
@@ -221,6 +222,22 @@ fn two_regrids_nest_and_conserve() {
     assert_eq!(r2.stats.copied[2], 0);
     let e2 = check_transfer(h1, &r1.data, &r2);
     assert!(e2 < 1e-14, "conservation error {e2}");
+    // The same transfer in recycled memory (buffers full of NaN, of every
+    // size) gives the same data, new states zero as in fresh memory.
+    let mut pool = BufferPool::new();
+    for d in [&r1.data, &r2.data] {
+        for s in d.states() {
+            let n = PatchData::<f64>::len_for(&s.interior(), s.old.ghost(), NCOMP).unwrap();
+            for len in [n, n / 2 + 1] {
+                pool.put(vec![f64::NAN; len]);
+            }
+        }
+    }
+    let (recycled, stats) =
+        transfer_in(h1, r1.data.clone(), &r2.hierarchy, opts.limiter, &mut pool).unwrap();
+    assert_eq!(stats, r2.stats);
+    assert!(recycled == r2.data, "recycled memory changed the transfer");
+    assert!(pool.len() > 0);
     // Patches whose box did not change keep their id.
     for p in r2.hierarchy.patches() {
         if let Some(i) = h1.index_of(p.id()) {

@@ -1,11 +1,11 @@
 //! Moving data onto the new hierarchy.
 //!
 //! Level by level, coarse first, every new patch's interior is
-//! 1. interpolated from the *new* coarser level (already filled) with the
+//! 1. copied from the old patches of the same level where they overlap
+//!    (exact copies: data that existed keeps its values), and
+//! 2. interpolated from the *new* coarser level (already filled) with the
 //!    conservative limited linear scheme of [`crate::interp`], which proper
-//!    nesting makes possible everywhere, then
-//! 2. overwritten by the old patches of the same level where they overlap
-//!    (exact copies: data that existed keeps its values).
+//!    nesting makes possible everywhere, on the cells no old patch covers.
 //!
 //! Level 0 does not change, and neither do patches whose level and box are
 //! unchanged: their states are moved over without a copy. Interpolation conserves:
@@ -20,8 +20,8 @@
 use rayon::prelude::*;
 
 use crate::fill::FillTarget;
-use crate::hierarchy::{Hierarchy, HierarchyData};
-use crate::index::iv;
+use crate::hierarchy::{BufferPool, Hierarchy, HierarchyData};
+use crate::index::{BoxList, iv};
 use crate::interp::{CoarseScratch, InterpWork, Limiter, interpolate};
 use crate::real::Real;
 
@@ -41,13 +41,27 @@ pub struct TransferStats {
 /// The two hierarchies share the geometry and level 0.
 pub fn transfer<T: Real>(
     old_h: &Hierarchy,
-    mut old: HierarchyData<T>,
+    old: HierarchyData<T>,
     new_h: &Hierarchy,
     limiter: Limiter,
 ) -> Result<(HierarchyData<T>, TransferStats), RegridError> {
+    transfer_in(old_h, old, new_h, limiter, &mut BufferPool::new())
+}
+
+/// [`transfer`] with the new states' memory taken from `pool` where a
+/// buffer is large enough: the old time level first, then, once `old` has
+/// been read and its buffers added to the pool, the new one. What the pool
+/// holds afterwards is left to the caller.
+pub fn transfer_in<T: Real>(
+    old_h: &Hierarchy,
+    mut old: HierarchyData<T>,
+    new_h: &Hierarchy,
+    limiter: Limiter,
+    pool: &mut BufferPool<T>,
+) -> Result<(HierarchyData<T>, TransferStats), RegridError> {
     old.check_layout(old_h)?;
     let ncomp = old.ncomp();
-    let mut new = HierarchyData::new(new_h, ncomp)?;
+    let mut new = HierarchyData::with_old_in(new_h, ncomp, pool)?;
     let mut stats = TransferStats::default();
     let zero = iv(0, 0, 0);
 
@@ -107,27 +121,45 @@ pub fn transfer<T: Real>(
                 || (CoarseScratch::<T>::new(), InterpWork::<T>::new()),
                 |(scratch, work), ((state, patch), _)| -> Result<(i64, i64), RegridError> {
                     let interior = patch.interior();
-                    let cbox = interior.coarsen(ratio).grow(1).intersect(&coarse_domain);
-                    scratch.reset(cbox, ncomp)?;
-                    for q in new_h.patches_intersecting(l - 1, &cbox) {
-                        let region = cbox.intersect(&new_h.patches()[q].interior());
-                        scratch.copy_from(&coarse[q - cr.start].old, &region, &zero)?;
-                    }
-                    interpolate(
-                        scratch,
-                        ratio,
-                        limiter,
-                        &interior,
-                        &mut FillTarget::patch(&mut state.old),
-                        work,
-                    )?;
-                    let mut copied = 0;
-                    if l < old_h.num_levels() {
-                        for o in old_h.patches_intersecting(l, &interior) {
-                            let region = interior.intersect(&old_h.patches()[o].interior());
-                            state.old.copy_region(old_ref.old(o), &region, &zero)?;
-                            copied += region.num_cells();
+                    let olds = if l < old_h.num_levels() {
+                        old_h.patches_intersecting(l, &interior)
+                    } else {
+                        Vec::new()
+                    };
+                    // Only the cells no old patch covers are interpolated:
+                    // each fine value depends on its coarse cell and that
+                    // cell's neighbours alone, so these are the values an
+                    // interpolation of the whole interior would leave there.
+                    let mut open = BoxList::from_box(interior);
+                    let covered: Vec<_> = olds
+                        .iter()
+                        .map(|&o| old_h.patches()[o].interior())
+                        .collect();
+                    open.subtract_all(&covered);
+                    if let Some(bound) = open.boxes().iter().copied().reduce(|a, b| a.bounding(&b))
+                    {
+                        let cbox = bound.coarsen(ratio).grow(1).intersect(&coarse_domain);
+                        scratch.reset(cbox, ncomp)?;
+                        for q in new_h.patches_intersecting(l - 1, &cbox) {
+                            let region = cbox.intersect(&new_h.patches()[q].interior());
+                            scratch.copy_from(&coarse[q - cr.start].old, &region, &zero)?;
                         }
+                        for b in open.boxes() {
+                            interpolate(
+                                scratch,
+                                ratio,
+                                limiter,
+                                b,
+                                &mut FillTarget::patch(&mut state.old),
+                                work,
+                            )?;
+                        }
+                    }
+                    let mut copied = 0;
+                    for o in olds {
+                        let region = interior.intersect(&old_h.patches()[o].interior());
+                        state.old.copy_region(old_ref.old(o), &region, &zero)?;
+                        copied += region.num_cells();
                     }
                     Ok((copied, interior.num_cells() - copied))
                 },
@@ -138,5 +170,7 @@ pub fn transfer<T: Real>(
             .push(moved_cells + counts.iter().map(|c| c.0).sum::<i64>());
         stats.interpolated.push(counts.iter().map(|c| c.1).sum());
     }
+    pool.reclaim(old);
+    new.renew_in(new_h, pool)?;
     Ok((new, stats))
 }
