@@ -23,9 +23,9 @@ use quilt_io::{CheckpointReal, RunState, read_checkpoint, write_checkpoint};
 use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill, PhysicalBc};
 use quilt_mesh::flux_register::FaceFluxes;
 use quilt_mesh::interp::Limiter;
-use quilt_mesh::regrid::{RegridOptions, build_hierarchy, new_level_boxes, transfer_in};
+use quilt_mesh::regrid::{RegridOptions, build_hierarchy, new_level_boxes, transfer};
 use quilt_mesh::restrict::{TimeLevel, restrict_hierarchy, restrict_level};
-use quilt_mesh::{BufferPool, Hierarchy, HierarchyData, IndexBox, PatchData, PatchSpec, Side};
+use quilt_mesh::{BufferPool, Hierarchy, HierarchyData, PatchSpec, Side};
 use quilt_mesh::{PatchId, iv};
 use quilt_sweep::physics::{FloorCounts, Gas, NCOMP};
 use quilt_sweep::{Solver, SweepOrder};
@@ -662,35 +662,13 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             }
         };
         let t_layout = t0.elapsed().as_secs_f64();
-        // The new states are dead until the next step writes them: their
-        // memory goes to the new hierarchy's states (through a pool), which
-        // lowers the memory peak of a regrid by one time level and spares
-        // the faults of fresh pages, in the transfer and in the next
-        // step's close. Patches that stay as they are keep theirs: the
-        // transfer moves them whole.
-        let tiny = IndexBox::new(iv(0, 0, 0), iv(0, 0, 0));
-        let stays = |p: &quilt_mesh::Patch| {
-            p.level() < new_h.num_levels()
-                && new_h
-                    .patches_intersecting(p.level(), &p.interior())
-                    .into_iter()
-                    .any(|n| new_h.patches()[n].interior() == p.interior())
-        };
-        let mut pool = BufferPool::new();
-        for (s, p) in data.states_mut().iter_mut().zip(self.h.patches()) {
-            if !stays(p) {
-                let dead = std::mem::replace(
-                    &mut s.new,
-                    PatchData::new(tiny, 0, NCOMP)
-                        .map_err(IntegratorError::mesh("releasing new states"))?,
-                );
-                pool.put(dead.into_buffer());
-            }
-        }
-        // The data is consumed: unchanged patches move into the new layout.
-        let (new_data, _) = transfer_in(&self.h, data, &new_h, self.limiter, &mut pool)
+        // The data is consumed: unchanged patches move into the new layout,
+        // and the dead new states give their memory to the new hierarchy,
+        // which lowers the memory peak of a regrid by one time level and
+        // spares the faults of fresh pages (in the transfer and in the next
+        // step's close).
+        let (new_data, _) = transfer(&self.h, data, &new_h, self.limiter)
             .map_err(|source| IntegratorError::Regrid { step, source })?;
-        drop(pool);
         let t_transfer = t0.elapsed().as_secs_f64() - t_layout;
         let plan = self.step_plan(&new_h)?;
         let t_plan = t0.elapsed().as_secs_f64() - t_layout - t_transfer;

@@ -68,12 +68,12 @@ fn tag_in_slabs<T: Real>(
     slab_cells: i64,
 ) -> Result<Vec<TagBox>, TagError> {
     let need_pressure = criteria.iter().any(|c| c.field() == TagField::Pressure);
-    // (patch, its slab of interior z planes); none for an untagged patch.
-    let mut items: Vec<(usize, Option<(i32, i32)>)> = Vec::with_capacity(h.num_patches());
+    // (patch, first and last interior z plane of a slab); untagged patches
+    // have none and keep empty fields.
+    let mut items: Vec<(usize, i32, i32)> = Vec::with_capacity(h.num_patches());
     for (i, p) in h.patches().iter().enumerate() {
         let b = p.interior();
         if p.level() + 1 >= max_levels || criteria.is_empty() || b.is_empty() {
-            items.push((i, None));
             continue;
         }
         let n = b.size();
@@ -81,18 +81,15 @@ fn tag_in_slabs<T: Real>(
         let mut z = b.lo.z;
         while z <= b.hi.z {
             let z1 = z.saturating_add(per - 1).min(b.hi.z);
-            items.push((i, Some((z, z1))));
+            items.push((i, z, z1));
             z = z1 + 1;
         }
     }
     let parts: Vec<(usize, TagBox)> = items
         .into_par_iter()
         .with_max_len(1)
-        .map_init(Vec::new, |pressure: &mut Vec<T>, (i, slab)| {
+        .map_init(Vec::new, |pressure: &mut Vec<T>, (i, z0, z1)| {
             let p = &h.patches()[i];
-            let Some((z0, z1)) = slab else {
-                return Ok((i, TagBox::new(p.interior())?));
-            };
             let d = data.old(i);
             let db = d.data_box();
             let mut region = p.interior();

@@ -155,16 +155,9 @@ impl<T: Real> PatchData<T> {
     /// Values (`ncomp` times the data box's cells) that `interior` with
     /// `ghost` cells takes; `None` if [`PatchData::new`] would refuse it.
     pub fn len_for(interior: &IndexBox, ghost: i32, ncomp: usize) -> Option<usize> {
-        if interior.is_empty() || ghost < 0 || ncomp == 0 {
-            return None;
-        }
-        let b = interior.grow(ghost);
-        let cells = (0..3).try_fold(1usize, |n, d| {
-            usize::try_from(i64::from(b.hi[d]) - i64::from(b.lo[d]) + 1)
-                .ok()
-                .and_then(|s| n.checked_mul(s))
-        })?;
-        cells.checked_mul(ncomp)
+        Self::shape(*interior, ghost, ncomp)
+            .ok()
+            .map(|d| d.comp_len * ncomp)
     }
 
     /// The memory of the values, for reuse ([`PatchData::new_in`]).

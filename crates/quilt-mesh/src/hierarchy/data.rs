@@ -114,6 +114,14 @@ impl<T: Real> HierarchyData<T> {
             })
     }
 
+    /// Replaces patch `i`'s new state by a one-cell placeholder and
+    /// returns the memory of its values (for a [`BufferPool`]).
+    pub(crate) fn release_new(&mut self, i: usize) -> Result<Vec<T>, MeshError> {
+        let s = &mut self.states[i];
+        let dead = std::mem::replace(&mut s.new, placeholder(s.old.interior(), self.ncomp)?);
+        Ok(dead.into_buffer())
+    }
+
     /// The patch states, in patch order.
     pub fn into_states(self) -> Vec<PatchState<T>> {
         self.states

@@ -49,9 +49,11 @@ pub fn transfer<T: Real>(
 }
 
 /// [`transfer`] with the new states' memory taken from `pool` where a
-/// buffer is large enough: the old time level first, then, once `old` has
-/// been read and its buffers added to the pool, the new one. What the pool
-/// holds afterwards is left to the caller.
+/// buffer is large enough. The old hierarchy's new states are dead (only
+/// those of unchanged patches move along), so their buffers join the pool
+/// first and the new hierarchy's old states take them; then, once `old`
+/// has been read and its remaining buffers added too, the new states. What
+/// the pool holds afterwards is left to the caller ([`transfer`] drops it).
 pub fn transfer_in<T: Real>(
     old_h: &Hierarchy,
     mut old: HierarchyData<T>,
@@ -61,7 +63,6 @@ pub fn transfer_in<T: Real>(
 ) -> Result<(HierarchyData<T>, TransferStats), RegridError> {
     old.check_layout(old_h)?;
     let ncomp = old.ncomp();
-    let mut new = HierarchyData::with_old_in(new_h, ncomp, pool)?;
     let mut stats = TransferStats::default();
     let zero = iv(0, 0, 0);
 
@@ -75,28 +76,51 @@ pub fn transfer_in<T: Real>(
         return Err(RegridError::Level0Changed);
     }
 
+    // The old patch of the same level and box as each new patch, if any.
+    let twins: Vec<Option<usize>> = new_h
+        .patches()
+        .iter()
+        .map(|p| {
+            let l = p.level();
+            (l < old_h.num_levels())
+                .then(|| {
+                    old_h
+                        .patches_intersecting(l, &p.interior())
+                        .into_iter()
+                        .find(|&o| old_h.patches()[o].interior() == p.interior())
+                })
+                .flatten()
+        })
+        .collect();
+    // Old new states are dead (never read), except those of twins, which
+    // move with their patch: the rest give their memory to the new
+    // hierarchy's old states.
+    let mut twin_of_old = vec![false; old_h.num_patches()];
+    for &o in twins.iter().flatten() {
+        twin_of_old[o] = true;
+    }
+    for (o, twin) in twin_of_old.into_iter().enumerate() {
+        if !twin {
+            pool.put(old.release_new(o)?);
+        }
+    }
+    let mut new = HierarchyData::with_old_in(new_h, ncomp, pool)?;
+
     for l in 0..new_h.num_levels() {
         // Unchanged patches move over whole (ghost cells included). No other new patch of the level overlaps their
         // old state, which is therefore not needed below.
-        let mut moved = vec![false; new_h.level_patches(l).len()];
-        if l < old_h.num_levels() {
-            for (n, p) in new_h.level_patches(l).iter().enumerate() {
-                let twin = old_h
-                    .patches_intersecting(l, &p.interior())
-                    .into_iter()
-                    .find(|&o| old_h.patches()[o].interior() == p.interior());
-                if let Some(o) = twin {
-                    let i = new_h.level_range(l).start + n;
-                    std::mem::swap(&mut new.states_mut()[i], &mut old.states_mut()[o]);
-                    moved[n] = true;
-                }
+        let range = new_h.level_range(l);
+        let moved = &twins[range.clone()];
+        for (i, twin) in range.zip(moved) {
+            if let Some(o) = *twin {
+                std::mem::swap(&mut new.states_mut()[i], &mut old.states_mut()[o]);
             }
         }
         let moved_cells: i64 = new_h
             .level_patches(l)
             .iter()
-            .zip(&moved)
-            .filter(|(_, m)| **m)
+            .zip(moved)
+            .filter(|(_, m)| m.is_some())
             .map(|(p, _)| p.interior().num_cells())
             .sum();
         if l == 0 {
@@ -116,7 +140,7 @@ pub fn transfer_in<T: Real>(
             .par_iter_mut()
             .zip(new_h.level_patches(l).par_iter())
             .zip(moved.par_iter())
-            .filter(|(_, m)| !**m)
+            .filter(|(_, m)| m.is_none())
             .map_init(
                 || (CoarseScratch::<T>::new(), InterpWork::<T>::new()),
                 |(scratch, work), ((state, patch), _)| -> Result<(i64, i64), RegridError> {
