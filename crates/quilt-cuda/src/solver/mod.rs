@@ -418,12 +418,7 @@ impl<T: GpuReal> CudaSolver<T> {
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
-        self.resident = false;
-        let t = Instant::now();
-        let r = self.run_io(batch, DtSpec::Uniform(dt), order);
-        self.totals.batches += 1;
-        self.totals.host_secs += t.elapsed().as_secs_f64();
-        r
+        self.timed_io(batch, DtSpec::Uniform(dt), order)
     }
 
     /// As [`CudaSolver::advance`], with the time step of each patch taken
@@ -434,9 +429,19 @@ impl<T: GpuReal> CudaSolver<T> {
         dt_by_level: &[f64],
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
+        self.timed_io(batch, DtSpec::Levels(dt_by_level), order)
+    }
+
+    /// One step with transfers ([`Self::run_io`]), counted in the totals.
+    fn timed_io(
+        &mut self,
+        batch: &mut Batch<T>,
+        dt: DtSpec<'_>,
+        order: SweepOrder,
+    ) -> Result<StepReport, CudaError> {
         self.resident = false;
         let t = Instant::now();
-        let r = self.run_io(batch, DtSpec::Levels(dt_by_level), order);
+        let r = self.run_io(batch, dt, order);
         self.totals.batches += 1;
         self.totals.host_secs += t.elapsed().as_secs_f64();
         r

@@ -738,30 +738,21 @@ impl<T: GpuReal> CudaSolver<T> {
         let mut timing = self.collect_timing(true, host_ms)?;
         let bytes_down: usize = {
             let st = self.state.as_ref().expect("state built");
-            st.plan
-                .chunks
-                .iter()
-                .map(|chunk| {
-                    let flux: usize = chunk.flux_runs.iter().map(|r| r.1).sum();
-                    if store {
-                        flux
-                    } else {
-                        flux + chunk_runs(chunk, st.plan.bin_edge, whole_bins)
-                            .iter()
-                            .map(|r| r.1)
-                            .sum::<usize>()
-                    }
-                })
-                .sum::<usize>()
-                + if store {
-                    st.plan
-                        .descs
-                        .iter()
-                        .map(|d| d.interior_cells() as usize * 5)
-                        .sum::<usize>()
-                } else {
-                    0
-                }
+            let chunks = &st.plan.chunks;
+            let flux: usize = chunks.iter().flat_map(|c| &c.flux_runs).map(|r| r.1).sum();
+            let data: usize = if store {
+                let l = batch.layout();
+                l.interior_cells() as usize * l.ncomp() as usize
+            } else {
+                chunks
+                    .iter()
+                    .map(|c| {
+                        let runs = chunk_runs(c, st.plan.bin_edge, whole_bins);
+                        runs.iter().map(|r| r.1).sum::<usize>()
+                    })
+                    .sum()
+            };
+            flux + data
         };
         let value = std::mem::size_of::<T>();
         let tot = &mut self.totals;
