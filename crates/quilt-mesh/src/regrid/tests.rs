@@ -237,7 +237,7 @@ fn two_regrids_nest_and_conserve() {
         transfer_in(h1, r1.data.clone(), &r2.hierarchy, opts.limiter, &mut pool).unwrap();
     assert_eq!(stats, r2.stats);
     assert!(recycled == r2.data, "recycled memory changed the transfer");
-    assert!(pool.len() > 0);
+    assert!(!pool.is_empty());
     // Patches whose box did not change keep their id.
     for p in r2.hierarchy.patches() {
         if let Some(i) = h1.index_of(p.id()) {
