@@ -12,6 +12,20 @@ use crate::index::{IndexBox, IntVect};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MeshError {
+    /// Memory for `what` exceeds the budget, or the allocator refused it.
+    #[error("{what} needs {} but {}", crate::memory::format_bytes(*need), match available {
+        Some(a) => format!("only {} is available (set {} to change the budget)", crate::memory::format_bytes(*a), crate::memory::MEMORY_LIMIT_VAR),
+        None => "the allocation failed".to_string(),
+    })]
+    OutOfMemory {
+        /// What was to be allocated, in the user's terms.
+        what: String,
+        /// Bytes it needs.
+        need: u64,
+        /// Bytes the budget allows, if known.
+        available: Option<u64>,
+    },
+
     /// A configuration value is out of its valid range.
     #[error("invalid {what}: {why}")]
     InvalidValue {

@@ -15,6 +15,7 @@ pub mod hierarchy;
 pub mod hierarchy_file;
 pub mod index;
 pub mod interp;
+pub mod memory;
 pub mod patch_data;
 pub mod real;
 pub mod regrid;

@@ -78,7 +78,7 @@ impl<T: Real> PatchData<T> {
         value: T,
     ) -> Result<Self, MeshError> {
         let mut d = Self::shape(interior, ghost, ncomp)?;
-        d.data = vec![value; d.comp_len * ncomp];
+        d.data = d.allocate(value)?;
         Ok(d)
     }
 
@@ -147,9 +147,19 @@ impl<T: Real> PatchData<T> {
             buf.resize(len, T::zero());
             d.data = buf;
         } else {
-            d.data = vec![T::zero(); len];
+            d.data = d.allocate(T::zero())?;
         }
         Ok(d)
+    }
+
+    /// This shape's values, all `value`; a refused allocation is an error
+    /// naming the patch box, not an abort.
+    fn allocate(&self, value: T) -> Result<Vec<T>, MeshError> {
+        crate::memory::try_filled_vec(
+            self.comp_len * self.ncomp,
+            value,
+            &format!("patch data over {}", self.data_box),
+        )
     }
 
     /// Values (`ncomp` times the data box's cells) that `interior` with
