@@ -92,6 +92,20 @@ pub enum IntegratorError {
     /// Host memory for a batch could not be had.
     #[error("batch memory: {0}")]
     HostMemory(#[from] quilt_sweep::AllocError),
+    /// The deck contradicts the hierarchy it is to continue (a restart
+    /// with another domain, base grid, ratio or periodicity, or fewer
+    /// levels than exist).
+    #[error("{source_name}: deck key {key} = {deck} contradicts the stored mesh's {stored}")]
+    Contradiction {
+        /// Where the hierarchy came from (the checkpoint's path).
+        source_name: String,
+        /// The dotted deck key.
+        key: String,
+        /// The deck's value.
+        deck: String,
+        /// The hierarchy's value.
+        stored: String,
+    },
     /// A configuration the integrator cannot run.
     #[error("{0}")]
     Config(String),

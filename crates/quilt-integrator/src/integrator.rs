@@ -242,6 +242,10 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         backend: B,
     ) -> Result<Self, IntegratorError> {
         deck.validate()?;
+        for w in deck.warnings() {
+            log::warn!("deck: {w}");
+        }
+        check_deck_matches(deck, &hierarchy, "the given hierarchy")?;
         data.check_layout(&hierarchy)
             .map_err(IntegratorError::mesh("state"))?;
         if data.ncomp() != NCOMP {
@@ -718,6 +722,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .map_err(|source| IntegratorError::Regrid { step, source })?;
         let new_h = build_hierarchy(&self.h, &levels)
             .map_err(|source| IntegratorError::Regrid { step, source })?;
+        check_state_fits::<T>(&self.h, &new_h)?;
         let t_cluster = t0.elapsed().as_secs_f64() - t_fill - t_tag;
         Ok((new_h, [t_fill, t_tag, t_cluster]))
     }
@@ -792,6 +797,7 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
                 &stored
             }
         };
+        check_deck_matches(deck, &ck.hierarchy, &path.display().to_string())?;
         let mut me = Self::from_state(
             deck,
             ck.hierarchy,
@@ -807,8 +813,114 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
         me.totals.batches = c("batches");
         me.totals.regrids = c("regrids");
         me.version = c("hierarchy_version");
+        if me.finished() {
+            // A restart that would take no step is a mistake, not a run.
+            let r = &deck.run;
+            let (key, value) = if r.max_steps > 0 && me.step >= r.max_steps {
+                ("run.max_steps", r.max_steps.to_string())
+            } else {
+                ("run.end_time", r.end_time.to_string())
+            };
+            return Err(IntegratorError::Contradiction {
+                source_name: path.display().to_string(),
+                key: key.into(),
+                deck: value,
+                stored: format!(
+                    "step {} at time {}: the run is over already (give a later {key})",
+                    me.step, me.time
+                ),
+            });
+        }
         Ok(me)
     }
+}
+
+/// Bytes of both time levels of `h`'s state, ghost cells included.
+fn state_bytes<T>(h: &Hierarchy) -> u64 {
+    let cells: i64 = h.patches().iter().map(|p| p.ghost_box().num_cells()).sum();
+    cells as u64 * (2 * NCOMP * std::mem::size_of::<T>()) as u64
+}
+
+/// Refuses a new hierarchy whose state would not fit next to the current
+/// one's: the regrid would otherwise allocate until the system kills the
+/// process. The dead new time level of the current state is recycled
+/// first, so half of its memory counts as available.
+fn check_state_fits<T>(old: &Hierarchy, new: &Hierarchy) -> Result<(), IntegratorError> {
+    let need = state_bytes::<T>(new).saturating_sub(state_bytes::<T>(old) / 2);
+    let what = format!(
+        "the regridded hierarchy ({} levels, {} patches, {:.1} M cells)",
+        new.num_levels(),
+        new.num_patches(),
+        new.total_cells() as f64 / 1e6
+    );
+    quilt_mesh::memory::check_fits(need, &what).map_err(IntegratorError::mesh("regrid"))
+}
+
+/// Refuses a deck that contradicts an existing hierarchy (from `source`):
+/// continuing would produce a run, and checkpoints, whose deck disagrees
+/// with its own mesh. Levels a deck adds beyond the existing ones, patch
+/// sizes and everything else that only shapes later regrids may change.
+fn check_deck_matches(deck: &Deck, h: &Hierarchy, source: &str) -> Result<(), IntegratorError> {
+    let g = h.geometry();
+    let fail = |key: &str, deck: String, stored: String| {
+        Err(IntegratorError::Contradiction {
+            source_name: source.to_string(),
+            key: key.to_string(),
+            deck,
+            stored,
+        })
+    };
+    let (lo, hi) = (g.prob_lo(), g.prob_hi());
+    let (lo, hi) = ([lo.x, lo.y, lo.z], [hi.x, hi.y, hi.z]);
+    if lo.map(f64::to_bits) != deck.domain.lo.map(f64::to_bits) {
+        return fail(
+            "domain.lo",
+            format!("{:?}", deck.domain.lo),
+            format!("lower corner {lo:?}"),
+        );
+    }
+    if hi.map(f64::to_bits) != deck.domain.hi.map(f64::to_bits) {
+        return fail(
+            "domain.hi",
+            format!("{:?}", deck.domain.hi),
+            format!("upper corner {hi:?}"),
+        );
+    }
+    let cells = g.base_cells();
+    let cells = [cells[0], cells[1], cells[2]];
+    if cells != deck.domain.base_cells {
+        return fail(
+            "domain.base_cells",
+            format!("{:?}", deck.domain.base_cells),
+            format!("base grid {cells:?}"),
+        );
+    }
+    if g.periodic() != deck.periodic() {
+        return fail(
+            "boundary",
+            format!("periodic axes {:?}", deck.periodic()),
+            format!("periodic axes {:?}", g.periodic()),
+        );
+    }
+    let levels = h.num_levels();
+    if deck.amr.max_levels < levels {
+        return fail(
+            "amr.max_levels",
+            deck.amr.max_levels.to_string(),
+            format!("{levels} levels"),
+        );
+    }
+    let ratios = deck.fine_ratios();
+    // The geometry lists level 0's ratio (1) first.
+    let have = g.ratios().get(1..levels).unwrap_or_default();
+    if ratios.len() < have.len() || ratios[..have.len()] != *have {
+        return fail(
+            "amr.ratios",
+            format!("{ratios:?}"),
+            format!("ratios {have:?} between its {levels} levels"),
+        );
+    }
+    Ok(())
 }
 
 /// Fills the old state's ghost cells of every patch in parallel: each

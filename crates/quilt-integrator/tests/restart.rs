@@ -53,3 +53,77 @@ fn restart_continues_bit_for_bit() {
     assert!(e.to_string().contains("bogus.h5"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A deck that contradicts the checkpoint's mesh is refused, naming the
+/// key, the deck's value, the stored one and the file; so is a restart
+/// that would take no step.
+#[test]
+fn a_restart_deck_that_contradicts_the_checkpoint_is_refused() {
+    let deck = common::closed_box();
+    let dir = std::env::temp_dir().join(format!("quilt-restart-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ck.h5");
+    let mut it = common::cpu(&deck);
+    for _ in 0..2 {
+        it.step().unwrap();
+    }
+    assert_eq!(it.hierarchy().num_levels(), 2);
+    it.write_checkpoint(&path).unwrap();
+    let time = it.time();
+    drop(it);
+
+    let refuse = |edit: &dyn Fn(&mut quilt_integrator::deck::Deck), key: &str, values: &[&str]| {
+        let mut d = deck.clone();
+        edit(&mut d);
+        let solver = d.solver().unwrap();
+        let e = Integrator::<f64, _>::restart(&path, Some(&d), CpuBackend::new(solver))
+            .err()
+            .unwrap_or_else(|| panic!("{key}: the contradicting restart ran"));
+        let s = e.to_string();
+        assert!(s.contains(key) && s.contains("ck.h5"), "{key}: {s}");
+        for v in values {
+            assert!(s.contains(v), "{key}: {v} missing in {s}");
+        }
+    };
+    refuse(
+        &|d| d.domain.base_cells = [24, 24, 48],
+        "domain.base_cells",
+        &["[24, 24, 48]", "[24, 24, 24]"],
+    );
+    refuse(&|d| d.domain.hi = [2.0, 1.0, 1.0], "domain.hi", &["2.0"]);
+    refuse(&|d| d.domain.lo = [-1.0, 0.0, 0.0], "domain.lo", &["-1.0"]);
+    refuse(
+        &|d| {
+            d.amr.max_levels = 1;
+            d.amr.ratios = vec![2];
+        },
+        "amr.max_levels",
+        &["2 levels"],
+    );
+    refuse(&|d| d.amr.ratios = vec![4], "amr.ratios", &["[4]", "[2]"]);
+    refuse(
+        &|d| {
+            use quilt_integrator::deck::Boundary;
+            d.boundary.x_lo = Boundary::Periodic;
+            d.boundary.x_hi = Boundary::Periodic;
+        },
+        "boundary",
+        &["[true, false, false]"],
+    );
+    refuse(
+        &|d| d.run.end_time = time / 2.0,
+        "run.end_time",
+        &["over already"],
+    );
+    refuse(&|d| d.run.max_steps = 2, "run.max_steps", &["over already"]);
+
+    // More levels, another end time or patch sizes are fine.
+    let mut d = deck.clone();
+    d.amr.max_levels = 3;
+    d.amr.ratios = vec![2];
+    d.run.end_time = 20.0;
+    let solver = d.solver().unwrap();
+    let mut it = Integrator::<f64, _>::restart(&path, Some(&d), CpuBackend::new(solver)).unwrap();
+    it.step().unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -121,6 +121,12 @@ impl Deck {
         })
     }
 
+    /// Valid values that are probably not what the user meant (e.g. a
+    /// blast centred outside the domain), one sentence each naming the key.
+    pub fn warnings(&self) -> Vec<String> {
+        validate::warnings(self)
+    }
+
     /// Validates the values; errors point at defaults (no deck text known).
     pub fn validate(&self) -> Result<(), DeckError> {
         self.validate_source("", "<deck>", &[])

@@ -2,7 +2,7 @@
 
 use quilt_mesh::cluster::ClusterOptions;
 use quilt_mesh::{Geometry, IndexBox, MeshError, SizeLimits, iv};
-use quilt_sweep::physics::Gas;
+use quilt_sweep::physics::{Gas, NCOMP};
 use quilt_sweep::{ConfigError, Scheme, Solver};
 
 use super::{Boundary, Deck};
@@ -125,7 +125,43 @@ impl Deck {
     pub fn base_boxes(&self) -> Vec<IndexBox> {
         base_patches(self.domain.base_cells, self.amr.base_patch)
     }
+
+    /// Number of level-0 patches, computed without listing them (a deck
+    /// may ask for more than fit in memory).
+    pub fn base_patch_count(&self) -> u128 {
+        let k = |n: i32| (n.max(0) as u128).div_ceil(self.amr.base_patch.max(1) as u128);
+        self.domain.base_cells.iter().map(|&n| k(n)).product()
+    }
+
+    /// Bytes the state of level 0 takes: both time levels of every base
+    /// patch with its ghost cells, plus per-patch bookkeeping. A lower
+    /// bound of a run's memory, computed without allocating anything, so
+    /// that a deck too large for the machine is refused before the run
+    /// starts.
+    pub fn level0_bytes(&self, ghost: i32) -> u128 {
+        let b = self.amr.base_patch.max(1) as u128;
+        // Each axis is cut into k near-equal pieces; every piece grows by
+        // 2 ghost cells, so the ghost-grown cells are a product per axis.
+        let cells: u128 = self
+            .domain
+            .base_cells
+            .iter()
+            .map(|&n| {
+                let n = n.max(0) as u128;
+                n + 2 * ghost.max(0) as u128 * n.div_ceil(b)
+            })
+            .product();
+        let real = self.run.precision.bytes() as u128;
+        cells * NCOMP as u128 * real * TIME_LEVELS + self.base_patch_count() * PATCH_OVERHEAD_BYTES
+    }
 }
+
+/// Time levels of the state a step keeps (old and new).
+const TIME_LEVELS: u128 = 2;
+
+/// Host memory a patch takes besides its state (layout, fill plans, batch
+/// records), on the high side.
+const PATCH_OVERHEAD_BYTES: u128 = 4096;
 
 #[cfg(test)]
 mod tests {

@@ -27,6 +27,24 @@ pub enum Precision {
     F64,
 }
 
+impl Precision {
+    /// `"f32"` or `"f64"`, as the deck spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::F64 => "f64",
+        }
+    }
+
+    /// Bytes of one value.
+    pub fn bytes(self) -> usize {
+        match self {
+            Self::F32 => 4,
+            Self::F64 => 8,
+        }
+    }
+}
+
 /// Which solve backend runs the batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

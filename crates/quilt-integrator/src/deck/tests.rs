@@ -261,3 +261,61 @@ fn defaults_that_become_invalid_point_at_the_default() {
     );
     assert!(e.to_string().contains("default value"), "{e}");
 }
+
+#[test]
+fn a_deck_too_large_for_memory_is_refused_in_deck_terms() {
+    let text = "[domain]\nbase_cells = [1024, 1024, 1024]\n";
+    let d = Deck::parse_unchecked(text, "big.toml").unwrap();
+    let loc = Locator::new("big.toml", text, &[]);
+    let e = validate::validate_with_budget(&d, &loc, Some(23_000_000_000)).unwrap_err();
+    let s = e.to_string();
+    assert_eq!(e.key(), Some("domain.base_cells"), "{s}");
+    assert_eq!(e.line(), Some(2), "{s}");
+    assert!(
+        s.contains("[1024, 1024, 1024]") && s.contains("23.0 GB"),
+        "{s}"
+    );
+    // 1024^3 cells in 32^3 patches with 3 ghost cells (RTVD): 38^3 / 32^3
+    // of the interiors, two f64 time levels of 5 components.
+    let bytes = d.level0_bytes(3);
+    let expect = 32768u128 * 38 * 38 * 38 * 5 * 8 * 2;
+    assert!(bytes >= expect && bytes < expect + expect / 100, "{bytes}");
+    assert!(s.contains("144 GB"), "{s}");
+    // The largest deck the axis ranges allow is refused at once, without
+    // listing its 3.5e13 patches.
+    let text = "[domain]\nbase_cells = [1048576, 1048576, 1048576]\n";
+    let d = Deck::parse_unchecked(text, "huge.toml").unwrap();
+    let loc = Locator::new("huge.toml", text, &[]);
+    let e = validate::validate_with_budget(&d, &loc, Some(1 << 40)).unwrap_err();
+    assert!(e.to_string().contains("PB"), "{e}");
+    // Fits: accepted; and no budget known: no memory check.
+    validate::validate_with_budget(&Deck::default(), &loc, Some(1 << 30)).unwrap();
+    let e = validate::validate_with_budget(&d, &loc, None).unwrap_err();
+    assert_eq!(e.key(), Some("amr.base_patch"), "{e}");
+}
+
+#[test]
+fn decks_that_cannot_be_meant_are_refused_or_warned_about() {
+    at("tagging = []\n[amr]\nmax_levels = 3\n", "amr.max_levels", 3);
+    Deck::parse("tagging = []\n[amr]\nmax_levels = 1\n").unwrap();
+    let e = at(
+        "[initial.sphere]\ncenter = [3.0, 0.5, 0.5]\nradius = 0.2\n",
+        "initial.sphere.center",
+        2,
+    );
+    assert!(e.to_string().contains("outside the domain"), "{e}");
+    at(
+        "[initial]\nkind = \"riemann\"\n[initial.riemann]\naxis = \"y\"\nx0 = 1.5\n",
+        "initial.riemann.x0",
+        5,
+    );
+    // Centre outside, ball partly inside: runs, with a warning.
+    let d = Deck::parse("[initial.sphere]\ncenter = [1.1, 0.5, 0.5]\nradius = 0.2\n").unwrap();
+    let w = d.warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("initial.sphere.center"), "{w:?}");
+    assert!(Deck::default().warnings().is_empty());
+    let long = "n".repeat(201);
+    at(&format!("[output]\nname = \"{long}\"\n"), "output.name", 2);
+    Deck::parse(&format!("[output]\nname = \"{}\"\n", "n".repeat(200))).unwrap();
+}

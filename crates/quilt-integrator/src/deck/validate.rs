@@ -1,5 +1,6 @@
 //! Range and consistency checks of a parsed deck.
 
+use quilt_mesh::memory;
 use quilt_mesh::tag::{GradientDetector, ShockDetector};
 
 use super::locate::Locator;
@@ -7,6 +8,49 @@ use super::{Boundary, Deck, DeckError, Detector, InitialKind, base_patches};
 
 /// Most levels a deck may ask for (the paper runs up to 6).
 pub(crate) const MAX_LEVELS: usize = 8;
+
+/// Longest `output.name`: the longest file name made from it is the
+/// temporary of an atomic checkpoint write, `.NAME.checkpoint.h5.tmp-PID-N`
+/// (up to 55 more bytes), and file systems allow 255.
+const MAX_OUTPUT_NAME: usize = 200;
+
+/// Most level-0 patches a deck may ask for: far beyond any run (a 2048³
+/// base grid of 16³ patches has 2^21), and small enough that listing them
+/// is quick.
+const MAX_BASE_PATCHES: u128 = 1 << 24;
+
+/// Whether the ball of `radius` around `center` shares volume with the
+/// domain (distance from the centre to the box below the radius).
+fn ball_meets_domain(d: &Deck, center: [f64; 3], radius: f64) -> bool {
+    let dist2: f64 = (0..3)
+        .map(|a| {
+            let c = center[a].clamp(d.domain.lo[a], d.domain.hi[a]);
+            (center[a] - c).powi(2)
+        })
+        .sum();
+    dist2 < radius * radius
+}
+
+/// Deck values that are valid but probably not what the user meant: the
+/// integrator logs them as warnings when a run starts.
+pub(crate) fn warnings(d: &Deck) -> Vec<String> {
+    let mut w = Vec::new();
+    let inside = |p: [f64; 3]| (0..3).all(|a| p[a] >= d.domain.lo[a] && p[a] <= d.domain.hi[a]);
+    let centre = match d.initial.kind {
+        InitialKind::Sphere => Some(("initial.sphere.center", d.initial.sphere.center)),
+        InitialKind::Sedov => Some(("initial.sedov.center", d.initial.sedov.center)),
+        _ => None,
+    };
+    if let Some((key, c)) = centre {
+        if !inside(c) {
+            w.push(format!(
+                "{key} {c:?} lies outside the domain {:?} ..= {:?}; only part of the blast is in it",
+                d.domain.lo, d.domain.hi
+            ));
+        }
+    }
+    w
+}
 
 struct Check<'a, 'b> {
     loc: &'a Locator<'b>,
@@ -54,6 +98,16 @@ impl Check<'_, '_> {
 }
 
 pub(crate) fn validate(d: &Deck, loc: &Locator<'_>) -> Result<(), DeckError> {
+    validate_with_budget(d, loc, memory::available_bytes())
+}
+
+/// [`validate`] against a memory budget of `available` bytes (`None`: no
+/// memory check).
+pub(crate) fn validate_with_budget(
+    d: &Deck,
+    loc: &Locator<'_>,
+    available: Option<u64>,
+) -> Result<(), DeckError> {
     let c = Check { loc };
     c.ensure(
         (1..=1024).contains(&d.batching.bin_edge),
@@ -172,6 +226,34 @@ pub(crate) fn validate(d: &Deck, loc: &Locator<'_>) -> Result<(), DeckError> {
     c.ensure(a.base_patch >= 1, "amr.base_patch", || {
         format!("{} must be >= 1", a.base_patch)
     })?;
+    // Before anything lists the base patches: there may be too many.
+    let count = d.base_patch_count();
+    let need = d.level0_bytes(ghost);
+    if let Some(avail) = available {
+        if need > u128::from(avail) {
+            let need = u64::try_from(need).unwrap_or(u64::MAX);
+            return Err(c.fail(
+                "domain.base_cells",
+                format!(
+                    "{:?} needs ~{} for level 0 alone ({} patches of amr.base_patch = {}, both time levels, \
+                     {ghost} ghost cells, {}) but {} is available (set {} to change the budget)",
+                    d.domain.base_cells,
+                    memory::format_bytes(need),
+                    d.base_patch_count(),
+                    a.base_patch,
+                    d.run.precision.name(),
+                    memory::format_bytes(avail),
+                    memory::MEMORY_LIMIT_VAR,
+                ),
+            ));
+        }
+    }
+    c.ensure(count <= MAX_BASE_PATCHES, "amr.base_patch", || {
+        format!(
+            "{} cuts domain.base_cells {:?} into {count} level-0 patches, more than {MAX_BASE_PATCHES}",
+            a.base_patch, d.domain.base_cells
+        )
+    })?;
     for b in base_patches(d.domain.base_cells, a.base_patch) {
         let s = b.size();
         let worst = (0..3)
@@ -211,6 +293,13 @@ pub(crate) fn validate(d: &Deck, loc: &Locator<'_>) -> Result<(), DeckError> {
     }
 
     // Tagging.
+    c.ensure(a.max_levels == 1 || !d.tagging.is_empty(), "amr.max_levels", || {
+        format!(
+            "is {} but the deck has no [[tagging]] criterion, so no cell would ever be refined; \
+             add one or set amr.max_levels = 1",
+            a.max_levels
+        )
+    })?;
     for (i, t) in d.tagging.iter().enumerate() {
         let key = format!("tagging[{i}]");
         let r = match t.detector {
@@ -273,6 +362,17 @@ pub(crate) fn validate(d: &Deck, loc: &Locator<'_>) -> Result<(), DeckError> {
             c.positive("initial.sphere.p_in", s.p_in)?;
             c.positive("initial.sphere.rho_out", s.rho_out)?;
             c.positive("initial.sphere.p_out", s.p_out)?;
+            c.ensure(
+                ball_meets_domain(d, s.center, s.radius),
+                "initial.sphere.center",
+                || {
+                    format!(
+                        "the sphere of radius {} around {:?} lies wholly outside the domain {:?} ..= {:?}: \
+                         the initial state would be uniform",
+                        s.radius, s.center, d.domain.lo, d.domain.hi
+                    )
+                },
+            )?;
         }
         InitialKind::Sedov => {
             let s = &d.initial.sedov;
@@ -281,10 +381,28 @@ pub(crate) fn validate(d: &Deck, loc: &Locator<'_>) -> Result<(), DeckError> {
             c.positive("initial.sedov.radius", s.radius)?;
             c.positive("initial.sedov.rho", s.rho)?;
             c.positive("initial.sedov.p_ambient", s.p_ambient)?;
+            c.ensure(
+                ball_meets_domain(d, s.center, s.radius),
+                "initial.sedov.center",
+                || {
+                    format!(
+                        "the energy deposit of radius {} around {:?} lies wholly outside the domain {:?} ..= {:?}",
+                        s.radius, s.center, d.domain.lo, d.domain.hi
+                    )
+                },
+            )?;
         }
         InitialKind::Riemann => {
             let s = &d.initial.riemann;
             c.finite("initial.riemann.x0", &[s.x0])?;
+            let ax = s.axis.index();
+            let (lo, hi) = (d.domain.lo[ax], d.domain.hi[ax]);
+            c.ensure(s.x0 > lo && s.x0 < hi, "initial.riemann.x0", || {
+                format!(
+                    "{} lies outside the domain along {:?} ({lo} .. {hi}): the initial state would be uniform",
+                    s.x0, s.axis
+                )
+            })?;
             for (key, st) in [
                 ("initial.riemann.left", s.left),
                 ("initial.riemann.right", s.right),
@@ -333,6 +451,13 @@ pub(crate) fn validate(d: &Deck, loc: &Locator<'_>) -> Result<(), DeckError> {
         "output.name",
         || format!("`{name}` must be non-empty and use only letters, digits, `-`, `_` and `.`"),
     )?;
+    c.ensure(name.len() <= MAX_OUTPUT_NAME, "output.name", || {
+        format!(
+            "is {} bytes long; at most {MAX_OUTPUT_NAME} leave room for the file names made from it \
+             (`.NAME.checkpoint.h5.tmp-PID-N` must fit the file system's 255 bytes)",
+            name.len()
+        )
+    })?;
     c.ensure(!d.output.dir.as_os_str().is_empty(), "output.dir", || {
         "must not be empty".to_string()
     })?;
