@@ -94,11 +94,58 @@ fn patch_rate<T: Real>(
                     return Err(bad("pressure is not positive", p));
                 }
                 let cs = gas.sound_speed(u[0], p);
-                for a in 0..3 {
-                    best = best.max((vel[a].abs() + cs) / dx[a]);
+                let rate = (0..3)
+                    .map(|a| (vel[a].abs() + cs) / dx[a])
+                    .fold(0.0f64, f64::max);
+                if !rate.is_finite() {
+                    return Err(bad("the signal speed over the cell size overflows", rate));
                 }
+                best = best.max(rate);
             }
         }
     }
     Ok(best)
+}
+
+/// The first interior cell (finest level first, then patch order, z, y, x)
+/// whose density or pressure sits at its floor: where a floor the solver
+/// reported was applied, found from the state alone so that every backend
+/// is covered. `None` when the floored cells have risen above the floors
+/// since (a later sweep of the same step).
+pub(crate) fn find_floored<T: Real>(
+    h: &Hierarchy,
+    data: &HierarchyData<T>,
+    gas: &Gas,
+    floors: [f64; 2],
+) -> Option<BadCell> {
+    // A floored pressure is recomputed from energies that carry rounding.
+    let [rho_floor, p_floor] = floors.map(|f| f * (1.0 + 1e-6));
+    let found: Vec<Option<BadCell>> = (0..h.num_patches())
+        .into_par_iter()
+        .map(|i| {
+            let d = data.old(i);
+            let b = d.interior();
+            for q in b.iter() {
+                let u: [f64; 5] = std::array::from_fn(|c| quilt_mesh::Real::as_f64(d.get(c, &q)));
+                let ke = 0.5 * (u[1] * u[1] + u[2] * u[2] + u[3] * u[3]) / u[0];
+                let p = (gas.gamma - 1.0) * (u[4] - ke);
+                let bad = |what, value| BadCell {
+                    patch: i,
+                    cell: q,
+                    what,
+                    value,
+                };
+                if u[0] <= rho_floor {
+                    return Some(bad("density at its floor", u[0]));
+                }
+                if p <= p_floor {
+                    return Some(bad("pressure at its floor", p));
+                }
+            }
+            None
+        })
+        .collect();
+    (0..h.num_levels())
+        .rev()
+        .find_map(|l| found[h.level_range(l)].iter().find_map(|f| *f))
 }

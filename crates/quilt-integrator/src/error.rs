@@ -34,6 +34,23 @@ pub enum IntegratorError {
         /// When it was found (`"at the start of the step"`, `"after the y sweep"`...).
         stage: &'static str,
     },
+    /// The scheme applied a density or pressure floor and the deck says
+    /// `hydro.on_floor = "error"`.
+    #[error(
+        "step {step} (t = {time}): the density floor was applied {density} times and the pressure floor {pressure} times (hydro.on_floor = \"error\"); {location}"
+    )]
+    Floor {
+        /// The step that applied them.
+        step: u64,
+        /// Time at the start of that step.
+        time: f64,
+        /// Density floor applications.
+        density: u64,
+        /// Pressure floor applications.
+        pressure: u64,
+        /// Where: the first floored cell, or why none is known.
+        location: String,
+    },
     /// The solve backend failed for another reason.
     #[error("step {step}: {backend} backend: {source}")]
     Solve {

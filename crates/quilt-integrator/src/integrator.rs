@@ -37,7 +37,7 @@ use crate::calibration::{
     CalibrationReport, Calibrator, coefficient_path, load_coefficients, save_coefficients,
 };
 use crate::cfl;
-use crate::deck::{BatchLayoutKind, BatchMode, Boundary, Deck, Interpolation};
+use crate::deck::{BatchLayoutKind, BatchMode, Boundary, Deck, FloorAction, Interpolation};
 use crate::error::IntegratorError;
 use crate::init::InitialCondition;
 use crate::pipeline::{LoopInputs, run_batches};
@@ -587,6 +587,10 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         self.data = Some(data);
         r?;
         let reflux_restrict = t.elapsed().as_secs_f64();
+        let floors = stats.report.floors;
+        if floors.total() > 0 {
+            self.report_floors(step, floors)?;
+        }
         self.time += dt;
         self.step = step;
         self.calibrate_after_step()?;
@@ -650,6 +654,55 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             phases.wall
         );
         Ok(info)
+    }
+
+    /// Logs the first floor application of the run with its cell, or
+    /// stops the run when the deck treats floors as errors.
+    fn report_floors(&self, step: u64, floors: FloorCounts) -> Result<(), IntegratorError> {
+        let error = self.deck.hydro.on_floor == FloorAction::Error;
+        if !error && self.totals.floors.total() > 0 {
+            return Ok(());
+        }
+        let data = self.data.as_ref().ok_or_else(poisoned)?;
+        let h = &self.deck.hydro;
+        let location = match cfl::find_floored(
+            &self.h,
+            data,
+            &self.gas,
+            [h.density_floor, h.pressure_floor],
+        ) {
+            Some(b) => {
+                let p = &self.h.patches()[b.patch];
+                format!(
+                    "first at level {}, patch {}, cell [{}, {}, {}]: {} ({:e})",
+                    p.level(),
+                    p.id(),
+                    b.cell.x,
+                    b.cell.y,
+                    b.cell.z,
+                    b.what,
+                    b.value
+                )
+            }
+            None => "the floored cells rose above the floors within the step".to_string(),
+        };
+        if error {
+            return Err(IntegratorError::Floor {
+                step,
+                time: self.time,
+                density: floors.density,
+                pressure: floors.pressure,
+                location,
+            });
+        }
+        log::warn!(
+            "step {step} (t = {}): the first floors of the run: density {} times, pressure {} times, {location}; \
+             later ones are counted in the totals (hydro.on_floor = \"error\" stops the run instead)",
+            self.time,
+            floors.density,
+            floors.pressure
+        );
+        Ok(())
     }
 
     /// Rebuilds the hierarchy from the current old state: ghost fill,

@@ -15,6 +15,7 @@
 //! | `stages` | assemble, prepare and close of one batch |
 //! | `pipeline` | the batch loop, sequential or pipelined |
 //! | `schedule` | adaptive / static batch selection through quilt-batch |
+//! | [`stop`] | the graceful stop on SIGINT, SIGTERM and SIGHUP |
 //! | [`timing`] | time per phase |
 //! | [`init`] | initial conditions |
 #![warn(missing_docs)]
@@ -32,6 +33,7 @@ mod plan;
 mod ring;
 mod schedule;
 mod stages;
+pub mod stop;
 mod tagging;
 pub mod timing;
 

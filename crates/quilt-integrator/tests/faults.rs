@@ -179,3 +179,93 @@ fn nan_produced_by_a_solve_is_caught_at_the_next_step() {
     }
     assert!(e.to_string().contains("NaN"), "{e}");
 }
+
+/// A cell whose values are finite and admissible but whose signal speed
+/// overflows is reported with its location, not as a bare "no finite time
+/// step".
+#[test]
+fn an_overflowing_signal_speed_names_its_cell() {
+    let deck = common::closed_box();
+    let mut it = common::cpu(&deck);
+    let (index, level, id, cell) = {
+        let h = it.hierarchy();
+        let i = h.level_range(0).start + 1;
+        let p = &h.patches()[i];
+        (i, p.level(), p.id(), p.interior().lo + iv(1, 2, 3))
+    };
+    {
+        let old = &mut it.data_mut().get_mut(index).unwrap().old;
+        old.set(0, &cell, 1e-300);
+        for c in 1..4 {
+            old.set(c, &cell, 0.0);
+        }
+        old.set(4, &cell, 1e300);
+    }
+    let e = it.step().unwrap_err();
+    match &e {
+        IntegratorError::BadState {
+            step,
+            level: l,
+            patch,
+            cell: c,
+            what,
+            ..
+        } => {
+            assert_eq!(*step, 1);
+            assert_eq!((*l, *patch), (level, id));
+            assert_eq!(*c, [cell.x, cell.y, cell.z].map(i64::from));
+            assert!(what.contains("signal speed"), "{e}");
+        }
+        other => panic!("{other}"),
+    }
+}
+
+/// Two streams running apart open a near vacuum: with `on_floor = "error"`
+/// the run stops naming the step and a floored cell; with the default
+/// (`apply`) it runs on and counts them.
+#[test]
+fn floors_are_counted_or_stop_the_run_with_their_cell() {
+    let text = |action: &str| {
+        format!(
+            r#"
+[domain]
+base_cells = [32, 16, 16]
+[amr]
+max_levels = 1
+base_patch = 16
+[hydro]
+density_floor = 1e-2
+pressure_floor = 1e-4
+on_floor = "{action}"
+[initial]
+kind = "riemann"
+[initial.riemann]
+left = [1.0, -4.0, 0.01]
+right = [1.0, 4.0, 0.01]
+[run]
+end_time = 1.0
+"#
+        )
+    };
+    let deck = quilt_integrator::deck::Deck::parse(&text("apply")).unwrap();
+    let mut it = common::cpu(&deck);
+    let mut steps = 0;
+    while it.totals().floors.total() == 0 && steps < 40 {
+        it.step().unwrap();
+        steps += 1;
+    }
+    assert!(it.totals().floors.total() > 0, "no floor in {steps} steps");
+    it.step().unwrap();
+
+    let deck = quilt_integrator::deck::Deck::parse(&text("error")).unwrap();
+    let mut it = common::cpu(&deck);
+    let e = (0..steps)
+        .find_map(|_| it.step().err())
+        .expect("floors stop the run");
+    let s = e.to_string();
+    assert!(
+        matches!(e, IntegratorError::Floor { step, .. } if step == steps),
+        "{s}"
+    );
+    assert!(s.contains("level 0, patch") && s.contains("cell ["), "{s}");
+}

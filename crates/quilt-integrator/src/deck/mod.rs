@@ -30,9 +30,9 @@ pub use locate::Location;
 pub use resolve::base_patches;
 pub use sections::{
     AmrSection, Axis, BackendChoice, BatchLayoutKind, BatchMode, BatchingSection, Boundary,
-    BoundarySection, Detector, DomainSection, HydroSection, InitialKind, InitialSection,
-    Interpolation, OutputSection, Precision, RiemannIc, RunSection, SedovIc, SphereIc, TagField,
-    TagSection, UniformIc, default_tagging,
+    BoundarySection, Detector, DomainSection, FloorAction, HydroSection, InitialKind,
+    InitialSection, Interpolation, OutputSection, Precision, RiemannIc, RunSection, SedovIc,
+    SphereIc, TagField, TagSection, UniformIc, default_tagging,
 };
 
 use locate::Locator;
@@ -110,7 +110,14 @@ impl Deck {
         toml::from_str::<Deck>(text).map_err(|e| {
             let loc = Locator::new(file, text, &[]);
             let (location, key) = match e.span() {
-                Some(span) => (loc.location_at(span.start), loc.key_at(span.start)),
+                Some(span) => {
+                    let key = loc.key_at(span.start).or_else(|| {
+                        (e.message().trim() == "duplicate key")
+                            .then(|| locate::duplicate_key(text, span.clone()))
+                            .flatten()
+                    });
+                    (loc.location_at(span.start), key)
+                }
                 None => (Location::Default { file: file.into() }, None),
             };
             DeckError::Parse {

@@ -287,6 +287,23 @@ pub struct HydroSection {
     pub density_floor: f64,
     /// Smallest pressure the scheme may produce. Default 1e-10.
     pub pressure_floor: f64,
+    /// What a floor application means: `apply` (raise the value, count
+    /// it, log the first with its cell) or `error` (stop the run, naming
+    /// the cell). Default `apply`.
+    pub on_floor: FloorAction,
+}
+
+/// What the integrator does when the scheme applies a density or pressure
+/// floor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FloorAction {
+    /// Raise the value to the floor and go on; the first application is
+    /// logged with its location, all are counted.
+    #[default]
+    Apply,
+    /// Stop the run with an error naming the step and the floored cell.
+    Error,
 }
 
 impl Default for HydroSection {
@@ -298,6 +315,7 @@ impl Default for HydroSection {
             gamma: 1.4,
             density_floor: 1e-10,
             pressure_floor: 1e-10,
+            on_floor: FloorAction::Apply,
         }
     }
 }
