@@ -26,14 +26,27 @@ unsafe impl<T> Send for DeviceBuffer<T> {}
 // SAFETY: as above.
 unsafe impl<T> Sync for DeviceBuffer<T> {}
 
+/// Bytes of `len` values (at least one, so that a pointer is valid), or
+/// an error when the count overflows the address space.
+fn byte_len<T>(len: usize, what: &str) -> Result<usize, CudaError> {
+    len.checked_mul(std::mem::size_of::<T>())
+        .map(|b| b.max(1))
+        .ok_or_else(|| {
+            CudaError::Config(format!(
+                "{what} for {len} values overflows the address space"
+            ))
+        })
+}
+
 impl<T: Copy> DeviceBuffer<T> {
     /// Uninitialised device memory for `len` values (at least one byte is
     /// allocated so that the pointer is valid).
     pub fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self, CudaError> {
         ctx.bind_to_thread().call("cuCtxSetCurrent")?;
-        let bytes = (len * std::mem::size_of::<T>()).max(1);
+        let bytes = byte_len::<T>(len, "device memory")?;
         // SAFETY: plain allocation, freed in Drop.
-        let ptr = unsafe { result::malloc_sync(bytes) }.call("cuMemAlloc")?;
+        let ptr = unsafe { result::malloc_sync(bytes) }
+            .map_err(|e| CudaError::allocation("device memory", "cuMemAlloc", bytes, e))?;
         Ok(Self {
             ptr,
             len,
@@ -302,9 +315,11 @@ impl<T: bytemuck::Pod> PinnedBuffer<T> {
     /// Zeroed pinned memory for `len` values.
     pub fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self, CudaError> {
         ctx.bind_to_thread().call("cuCtxSetCurrent")?;
-        let bytes = (len * std::mem::size_of::<T>()).max(1);
+        let bytes = byte_len::<T>(len, "page-locked host memory")?;
         // SAFETY: plain allocation, freed in Drop.
-        let ptr = unsafe { result::malloc_host(bytes, 0) }.call("cuMemHostAlloc")? as *mut T;
+        let ptr = unsafe { result::malloc_host(bytes, 0) }.map_err(|e| {
+            CudaError::allocation("page-locked host memory", "cuMemHostAlloc", bytes, e)
+        })? as *mut T;
         assert!(!ptr.is_null() && ptr.is_aligned());
         // SAFETY: `bytes` writable bytes; zero is a valid `T` (Pod).
         unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, bytes) };

@@ -40,6 +40,26 @@ pub enum CudaError {
         #[source]
         source: DriverError,
     },
+    /// Device (or page-locked host) memory could not be had.
+    #[error(
+        "{what}: {} requested{} (fewer bins per batch, `batching.max_bins`, or a smaller hierarchy need less): {source}",
+        quilt_mesh::memory::format_bytes(*bytes),
+        match free_total {
+            Some((f, t)) => format!(", {} free of {}", quilt_mesh::memory::format_bytes(*f), quilt_mesh::memory::format_bytes(*t)),
+            None => String::new(),
+        }
+    )]
+    Memory {
+        /// `"device memory"` or `"page-locked host memory"`.
+        what: &'static str,
+        /// Bytes asked for.
+        bytes: u64,
+        /// Free and total device memory when the request failed, if known.
+        free_total: Option<(u64, u64)>,
+        /// The driver's error.
+        #[source]
+        source: DriverError,
+    },
     /// NVRTC rejected a kernel file; `log` is NVRTC's program log.
     #[error("NVRTC could not compile {file} for {arch} ({status}):\n{log}")]
     Compile {
@@ -83,11 +103,39 @@ impl From<LayoutError> for CudaError {
 impl CudaError {
     /// Whether a driver call failed for want of device memory.
     pub fn is_out_of_memory(&self) -> bool {
-        matches!(
-            self,
-            Self::Driver { source, .. }
-                if source.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY
-        )
+        match self {
+            Self::Memory { .. } => true,
+            Self::Driver { source, .. } => {
+                source.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY
+            }
+            _ => false,
+        }
+    }
+
+    /// The error of a failed allocation of `bytes` of `what`: out of
+    /// memory says how much was free; anything else stays a driver error.
+    pub(crate) fn allocation(
+        what: &'static str,
+        call: &'static str,
+        bytes: usize,
+        source: DriverError,
+    ) -> Self {
+        use cudarc::driver::sys::cudaError_enum as E;
+        if !matches!(
+            source.0,
+            E::CUDA_ERROR_OUT_OF_MEMORY | E::CUDA_ERROR_INVALID_VALUE
+        ) {
+            return Self::Driver { call, source };
+        }
+        let free_total = cudarc::driver::result::mem_get_info()
+            .ok()
+            .map(|(f, t)| (f as u64, t as u64));
+        Self::Memory {
+            what,
+            bytes: bytes as u64,
+            free_total,
+            source,
+        }
     }
 }
 

@@ -685,3 +685,24 @@ fn sanitizer_smoke() {
         );
     }
 }
+
+/// Page-locked memory beyond the machine's is an error saying how much was
+/// asked for, not an abort; an overflowing count is one too.
+#[test]
+#[ignore = "needs a CUDA GPU: run with --ignored on the GPU machine"]
+fn impossible_allocations_are_errors() {
+    if !gpu() {
+        return;
+    }
+    let gpu = CudaSolver::<f64>::new(Scheme::default(), Gas::ideal(1.4), CudaConfig::default())
+        .unwrap();
+    let alloc = gpu.host_alloc();
+    let e = HostAlloc::<f64>::alloc(&alloc, 1 << 47).err().expect("1 PB pinned");
+    let s = e.to_string();
+    assert!(s.contains("page-locked") && s.contains("PB"), "{s}");
+    let e = HostAlloc::<f64>::alloc(&alloc, usize::MAX / 2).err().expect("overflow");
+    assert!(e.to_string().contains("overflows"), "{e}");
+    // The solver still works afterwards.
+    let small = HostAlloc::<f64>::alloc(&alloc, 1024).unwrap();
+    drop(small);
+}
