@@ -9,7 +9,10 @@
 //!
 //! Every file is written atomically (temporary file in the same directory,
 //! then rename), so a failed or interrupted write leaves earlier files
-//! intact. The file layouts are documented in `docs/quilt-io.md`.
+//! intact. A process killed mid-write leaves its temporary file behind;
+//! [`remove_stale_temporaries`] sweeps those of dead processes, and every
+//! atomic write first sweeps the dead temporaries of its own target. The
+//! file layouts are documented in `docs/quilt-io.md`.
 #![warn(missing_docs)]
 
 mod atomic;
@@ -17,6 +20,7 @@ pub mod checkpoint;
 mod error;
 pub mod vtkhdf;
 
+pub use atomic::{parse_temp_name, remove_stale_temporaries};
 pub use checkpoint::{
     Checkpoint, CheckpointInfo, CheckpointReal, RunState, read_checkpoint, read_checkpoint_info,
     write_checkpoint,
