@@ -22,8 +22,8 @@ pub mod vtkhdf;
 
 pub use atomic::{parse_temp_name, remove_stale_temporaries};
 pub use checkpoint::{
-    Checkpoint, CheckpointInfo, CheckpointReal, RunState, read_checkpoint, read_checkpoint_info,
-    write_checkpoint,
+    Checkpoint, CheckpointInfo, CheckpointReal, InvalidField, RunState, read_checkpoint,
+    read_checkpoint_info, write_checkpoint,
 };
 pub use error::IoError;
 pub use vtkhdf::{

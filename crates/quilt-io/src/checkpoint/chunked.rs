@@ -125,13 +125,10 @@ impl<'a, T: CheckpointReal> ChunkedReader<'a, T> {
                 ),
             });
         }
-        let arr =
-            self.ds
-                .read_slice_1d::<T, _>(start..end)
-                .map_err(|e| IoError::CorruptCheckpoint {
-                    path: self.path.to_path_buf(),
-                    detail: format!("cannot read {} elements {start}..{end}: {e}", self.name),
-                })?;
+        let arr = self.ds.read_slice_1d::<T, _>(start..end).damaged(
+            self.path,
+            format_args!("cannot read {} elements {start}..{end}", self.name),
+        )?;
         self.buf.clear();
         self.buf.extend(arr.iter().copied());
         self.buf_start = start;

@@ -10,7 +10,7 @@ mod meta;
 mod read;
 mod write;
 
-pub use format::{CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointReal};
-pub use meta::{CheckpointInfo, RunState};
+pub use format::{CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointReal, MAX_LEVELS};
+pub use meta::{CheckpointInfo, InvalidField, RunState};
 pub use read::{Checkpoint, read_checkpoint, read_checkpoint_info};
 pub use write::write_checkpoint;

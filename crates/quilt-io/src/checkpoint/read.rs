@@ -7,11 +7,13 @@ use hdf5::types::{FixedAscii, TypeDescriptor};
 use quilt_mesh::{Geometry, Hierarchy, HierarchyData, PatchId, PatchSpec, SizeLimits, iv};
 use quilt_mesh::{IndexBox, IntVect};
 
-use crate::error::IoError;
+use crate::error::{Hdf5Context, IoError, hdf5_detail};
 
 use super::chunked::ChunkedReader;
 use super::format::{CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointReal, STATE_CHUNK};
-use super::meta::{CheckpointInfo, RunState};
+use super::meta::{
+    CheckpointInfo, InvalidField, RunState, check_ncomp, check_num_levels, check_offsets_len,
+};
 
 /// A checkpoint read back: the run state, the layout and its data.
 #[derive(Debug, Clone)]
@@ -36,11 +38,19 @@ pub fn read_checkpoint_info(path: &Path) -> Result<CheckpointInfo, IoError> {
     let real_type = read_fixed_string(&file, path, "real_type", "/")?;
     let run = read_run(&file, path)?;
     let hg = group(&file, path, "hierarchy")?;
-    let num_levels = scalar_attr::<u32>(&hg, path, "num_levels", "/hierarchy")? as usize;
+    let num_levels = read_num_levels(&hg, path)?;
+    // The patch count is the sum of the levels' id lists; the offsets must
+    // agree, or the sizes reported here would not be the file's.
+    let mut num_patches = 0;
+    for l in 0..num_levels {
+        let at = format!("/hierarchy/level{l}");
+        let lg = group(&hg, path, &format!("level{l}"))?;
+        num_patches += dataset(&lg, path, "ids", &at)?.size();
+    }
     let state = group(&file, path, "state")?;
-    let ncomp = scalar_attr::<u32>(&state, path, "ncomp", "/state")? as usize;
+    let ncomp = read_ncomp(&state, path)?;
     let offsets = dataset(&state, path, "offsets", "/state")?;
-    let num_patches = offsets.size().saturating_sub(1);
+    check_offsets_len(offsets.size(), num_patches).map_err(|f| invalid(path, f))?;
     Ok(CheckpointInfo {
         version,
         real_type,
@@ -92,6 +102,21 @@ fn corrupt(path: &Path, detail: impl Into<String>) -> IoError {
     }
 }
 
+/// A stored field that breaks its rule makes the file damaged.
+fn invalid(path: &Path, field: InvalidField) -> IoError {
+    corrupt(path, field.to_string())
+}
+
+fn read_num_levels(hierarchy: &hdf5::Group, path: &Path) -> Result<usize, IoError> {
+    let n = scalar_attr::<u32>(hierarchy, path, "num_levels", "/hierarchy")?;
+    check_num_levels(n.into()).map_err(|f| invalid(path, f))
+}
+
+fn read_ncomp(state: &hdf5::Group, path: &Path) -> Result<usize, IoError> {
+    let n = scalar_attr::<u32>(state, path, "ncomp", "/state")?;
+    check_ncomp(n.into()).map_err(|f| invalid(path, f))
+}
+
 fn open(path: &Path) -> Result<hdf5::File, IoError> {
     let mut head = [0u8; 8];
     let mut f = std::fs::File::open(path).map_err(|e| IoError::fs(path, "open checkpoint", e))?;
@@ -104,7 +129,10 @@ fn open(path: &Path) -> Result<hdf5::File, IoError> {
         Ok(file) => Ok(file),
         Err(e) if is_hdf5 => Err(corrupt(
             path,
-            format!("the HDF5 library cannot open it (truncated or damaged file): {e}"),
+            format!(
+                "the HDF5 library cannot open it (truncated or damaged file): {}",
+                hdf5_detail(&e, path)
+            ),
         )),
         Err(_) => Err(IoError::NotACheckpoint {
             path: path.to_path_buf(),
@@ -135,7 +163,7 @@ fn check_format(file: &hdf5::File, path: &Path) -> Result<u32, IoError> {
     let version = file
         .attr("format_version")
         .and_then(|a| a.read_scalar::<u32>())
-        .map_err(|e| corrupt(path, format!("no readable @format_version: {e}")))?;
+        .damaged(path, "no readable @format_version")?;
     if version != CHECKPOINT_VERSION {
         return Err(IoError::UnsupportedVersion {
             path: path.to_path_buf(),
@@ -154,16 +182,16 @@ fn read_fixed_string(
 ) -> Result<String, IoError> {
     let attr = loc
         .attr(name)
-        .map_err(|e| corrupt(path, format!("missing attribute {at}@{name}: {e}")))?;
+        .damaged(path, format_args!("missing attribute {at}@{name}"))?;
     let desc = attr
         .dtype()
         .and_then(|t| t.to_descriptor())
-        .map_err(|e| corrupt(path, format!("attribute {at}@{name}: {e}")))?;
+        .damaged(path, format_args!("attribute {at}@{name}"))?;
     match desc {
         TypeDescriptor::FixedAscii(n) if n <= 64 => attr
             .read_scalar::<FixedAscii<64>>()
             .map(|s| s.as_str().to_string())
-            .map_err(|e| corrupt(path, format!("attribute {at}@{name}: {e}"))),
+            .damaged(path, format_args!("attribute {at}@{name}")),
         other => Err(corrupt(
             path,
             format!("attribute {at}@{name} has type {other}, expected a short fixed-length string"),
@@ -172,20 +200,15 @@ fn read_fixed_string(
 }
 
 fn group(loc: &hdf5::Group, path: &Path, name: &str) -> Result<hdf5::Group, IoError> {
-    loc.group(name).map_err(|e| {
-        corrupt(
-            path,
-            format!(
-                "missing group {}/{name}: {e}",
-                loc.name().trim_end_matches('/')
-            ),
-        )
-    })
+    loc.group(name).damaged(
+        path,
+        format_args!("missing group {}/{name}", loc.name().trim_end_matches('/')),
+    )
 }
 
 fn dataset(loc: &hdf5::Group, path: &Path, name: &str, at: &str) -> Result<hdf5::Dataset, IoError> {
     loc.dataset(name)
-        .map_err(|e| corrupt(path, format!("missing dataset {at}/{name}: {e}")))
+        .damaged(path, format_args!("missing dataset {at}/{name}"))
 }
 
 fn scalar_attr<A: hdf5::H5Type>(
@@ -196,7 +219,7 @@ fn scalar_attr<A: hdf5::H5Type>(
 ) -> Result<A, IoError> {
     loc.attr(name)
         .and_then(|a| a.read_scalar::<A>())
-        .map_err(|e| corrupt(path, format!("attribute {at}@{name}: {e}")))
+        .damaged(path, format_args!("attribute {at}@{name}"))
 }
 
 fn vec_attr<A: hdf5::H5Type>(
@@ -209,7 +232,7 @@ fn vec_attr<A: hdf5::H5Type>(
     let v = loc
         .attr(name)
         .and_then(|a| a.read_raw::<A>())
-        .map_err(|e| corrupt(path, format!("attribute {at}@{name}: {e}")))?;
+        .damaged(path, format_args!("attribute {at}@{name}"))?;
     if let Some(n) = len {
         if v.len() != n {
             return Err(corrupt(
@@ -227,7 +250,7 @@ fn read_vec<A: hdf5::H5Type>(
     what: &str,
 ) -> Result<Vec<A>, IoError> {
     ds.read_raw::<A>()
-        .map_err(|e| corrupt(path, format!("cannot read {what}: {e}")))
+        .damaged(path, format_args!("cannot read {what}"))
 }
 
 fn read_run(file: &hdf5::File, path: &Path) -> Result<RunState, IoError> {
@@ -244,21 +267,16 @@ fn read_run(file: &hdf5::File, path: &Path) -> Result<RunState, IoError> {
         ..RunState::default()
     };
     let c = group(&g, path, "counters")?;
-    for name in c
-        .attr_names()
-        .map_err(|e| corrupt(path, format!("/run/counters: {e}")))?
-    {
+    for name in c.attr_names().damaged(path, "/run/counters")? {
         let v = scalar_attr::<u64>(&c, path, &name, "/run/counters")?;
         run.counters.insert(name, v);
     }
     let vg = group(&g, path, "values")?;
-    for name in vg
-        .attr_names()
-        .map_err(|e| corrupt(path, format!("/run/values: {e}")))?
-    {
+    for name in vg.attr_names().damaged(path, "/run/values")? {
         let v = scalar_attr::<f64>(&vg, path, &name, "/run/values")?;
         run.values.insert(name, v);
     }
+    run.validate().map_err(|f| invalid(path, f))?;
     Ok(run)
 }
 
@@ -297,8 +315,8 @@ fn read_hierarchy(
     let g = group(file, path, "hierarchy")?;
     let ghost = scalar_attr::<i32>(&g, path, "ghost", "/hierarchy")?;
     let lim = vec_attr::<i32>(&g, path, "size_limits", "/hierarchy", Some(2))?;
-    let num_levels = scalar_attr::<u32>(&g, path, "num_levels", "/hierarchy")? as usize;
-    if num_levels == 0 || num_levels > geometry.num_levels() {
+    let num_levels = read_num_levels(&g, path)?;
+    if num_levels > geometry.num_levels() {
         return Err(corrupt(
             path,
             format!(
@@ -364,42 +382,45 @@ fn read_state<T: CheckpointReal>(
     h: &Hierarchy,
 ) -> Result<HierarchyData<T>, IoError> {
     let g = group(file, path, "state")?;
-    let ncomp = scalar_attr::<u32>(&g, path, "ncomp", "/state")? as usize;
+    let ncomp = read_ncomp(&g, path)?;
     let offsets = read_vec::<u64>(
         &dataset(&g, path, "offsets", "/state")?,
         path,
         "/state/offsets",
     )?;
-    if offsets.len() != h.num_patches() + 1 || offsets[0] != 0 {
+    check_offsets_len(offsets.len(), h.num_patches()).map_err(|f| invalid(path, f))?;
+    if offsets[0] != 0 {
         return Err(corrupt(
             path,
-            format!(
-                "/state/offsets has {} entries for {} patches",
-                offsets.len(),
-                h.num_patches()
-            ),
+            format!("/state/offsets starts at {}, not 0", offsets[0]),
         ));
     }
-    let mut data = HierarchyData::<T>::new(h, ncomp)
-        .map_err(|e| corrupt(path, format!("/state@ncomp = {ncomp}: {e}")))?;
-    for (i, s) in data.states().iter().enumerate() {
-        let want = s.old.as_slice().len() as u64;
-        let have = offsets[i + 1].checked_sub(offsets[i]);
-        if have != Some(want) {
-            let p = &h.patches()[i];
+    // Sizes are checked against the offsets before anything is allocated:
+    // a damaged @ncomp must not make the reader ask for terabytes.
+    for (i, p) in h.patches().iter().enumerate() {
+        let want = p.ghost_box().num_cells() as i128 * ncomp as i128;
+        let have = i128::from(offsets[i + 1]) - i128::from(offsets[i]);
+        if have != want {
             return Err(corrupt(
                 path,
                 format!(
-                    "/state/offsets gives patch {} (level {}) {} values, its box {} with {} ghosts and {ncomp} components needs {want}",
+                    "/state/offsets gives patch {} (level {}) {have} values, its box {} with {} ghosts and {ncomp} components needs {want}",
                     p.id(),
                     p.level(),
-                    offsets[i + 1] as i128 - offsets[i] as i128,
                     p.interior(),
                     h.ghost()
                 ),
             ));
         }
     }
+    let mut data = HierarchyData::<T>::new(h, ncomp)
+        .map_err(|e| corrupt(path, format!("/state@ncomp = {ncomp}: {e}")))?;
+    debug_assert!(
+        data.states()
+            .iter()
+            .zip(offsets.windows(2))
+            .all(|(s, o)| s.old.as_slice().len() as u64 == o[1] - o[0])
+    );
     let total = offsets[h.num_patches()] as usize;
     for slot in ["old", "new"] {
         let what = format!("/state/{slot}");
@@ -407,7 +428,7 @@ fn read_state<T: CheckpointReal>(
         let desc = ds
             .dtype()
             .and_then(|t| t.to_descriptor())
-            .map_err(|e| corrupt(path, format!("{what}: {e}")))?;
+            .damaged(path, &what)?;
         if desc != T::type_descriptor() {
             return Err(corrupt(
                 path,

@@ -10,11 +10,15 @@ use crate::error::{Hdf5Context, IoError};
 
 use super::chunked::ChunkedWriter;
 use super::format::{CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointReal, STATE_CHUNK};
-use super::meta::RunState;
+use super::meta::{RunState, check_ncomp, check_num_levels};
 
 /// Writes a checkpoint of `run`, the layout `h` and its data `data` (both
 /// time levels of every patch, ghost cells included) to `path`, atomically:
 /// an earlier checkpoint at `path` survives any failure.
+///
+/// A run state that breaks the format's rules ([`RunState::validate`]) is
+/// refused with [`IoError::InvalidCheckpoint`] naming `path` and the field,
+/// before anything is written.
 pub fn write_checkpoint<T: CheckpointReal>(
     path: &Path,
     run: &RunState,
@@ -23,20 +27,18 @@ pub fn write_checkpoint<T: CheckpointReal>(
 ) -> Result<(), IoError> {
     data.check_layout(h)
         .map_err(|e| IoError::invalid("checkpoint data", e.to_string()))?;
-    if !run.time.is_finite() {
-        return Err(IoError::invalid(
-            "checkpoint time",
-            format!("{} is not finite", run.time),
-        ));
-    }
-    for name in run.counters.keys().chain(run.values.keys()) {
-        if name.is_empty() || name.contains('\0') {
-            return Err(IoError::invalid(
-                "checkpoint counter name",
-                format!("{name:?} is not a valid HDF5 attribute name"),
-            ));
-        }
-    }
+    // The reader's rules, checked before the file is touched: a checkpoint
+    // the reader would call damaged is never written, and the one already
+    // at `path` survives.
+    let check = || {
+        run.validate()?;
+        check_num_levels(h.num_levels() as u64)?;
+        check_ncomp(data.ncomp() as u64).map(drop)
+    };
+    check().map_err(|field| IoError::InvalidCheckpoint {
+        path: path.to_path_buf(),
+        field,
+    })?;
     replace_atomically(path, |tmp| {
         let file = hdf5::File::create(tmp).at(path, "create HDF5 file")?;
         write_contents(&file, path, run, h, data)?;
