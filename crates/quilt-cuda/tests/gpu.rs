@@ -694,8 +694,8 @@ fn impossible_allocations_are_errors() {
     if !gpu() {
         return;
     }
-    let gpu = CudaSolver::<f64>::new(Scheme::default(), Gas::ideal(1.4), CudaConfig::default())
-        .unwrap();
+    let gpu =
+        CudaSolver::<f64>::new(Scheme::default(), Gas::ideal(1.4), CudaConfig::default()).unwrap();
     let alloc = gpu.host_alloc();
     let Err(e) = HostAlloc::<f64>::alloc(&alloc, 1 << 47) else {
         panic!("1 PB of page-locked memory was granted");
