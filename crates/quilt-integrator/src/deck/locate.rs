@@ -170,6 +170,24 @@ impl<'a> Locator<'a> {
     }
 }
 
+/// The dotted key of the duplicate key whose name spans `span` of `text`.
+/// Text with a duplicate key does not parse, so no [`Locator`] can walk
+/// it; the same text with that occurrence renamed can, and the renamed
+/// key's path is the duplicate's.
+pub(crate) fn duplicate_key(text: &str, span: Range<usize>) -> Option<String> {
+    const MARK: &str = "__quilt_duplicate__";
+    let name = text.get(span.clone())?;
+    // Inside the quotes of a quoted key.
+    let end = if name.len() >= 2 && name.ends_with(['"', '\'']) {
+        span.end - 1
+    } else {
+        span.end
+    };
+    let renamed = format!("{}{MARK}{}", &text[..end], &text[end..]);
+    let path = Locator::new("", &renamed, &[]).key_at(span.start)?;
+    path.contains(MARK).then(|| path.replacen(MARK, "", 1))
+}
+
 /// Depth-first search for the entry whose key or scalar value contains
 /// `at`. Table spans do not cover the entries of a `[header]` table, so
 /// every table is searched whatever its span.
@@ -252,5 +270,22 @@ mod tests {
         );
         let o = Locator::new("d.toml", t, &[("hydro.cfl".into(), "--cfl".into())]);
         assert_eq!(o.locate("hydro.cfl"), Location::CommandLine("--cfl".into()));
+    }
+
+    #[test]
+    fn duplicate_keys_are_found_by_their_second_span() {
+        let dup = |t: &str, name: &str| {
+            let at = t.rfind(name).unwrap();
+            duplicate_key(t, at..at + name.len())
+        };
+        let t = "[hydro]\ncfl = 0.5\ncfl = 0.6\n";
+        assert_eq!(dup(t, "cfl").as_deref(), Some("hydro.cfl"));
+        let t = "[[tagging]]\ntol = 1\n[[tagging]]\ntol = 1\ntol = 2\n";
+        assert_eq!(dup(t, "tol").as_deref(), Some("tagging[1].tol"));
+        let t = "[hydro]\ncfl = 1\n[amr]\n[hydro]\n";
+        assert_eq!(dup(t, "hydro").as_deref(), Some("hydro"));
+        let t = "[run]\nend_time = 1\n\"end_time\" = 2\n";
+        assert_eq!(dup(t, "\"end_time\"").as_deref(), Some("run.end_time"));
+        assert_eq!(dup("a.b = 1\na.b = 2\n", "b").as_deref(), Some("a.b"));
     }
 }
