@@ -314,6 +314,13 @@ pub(crate) fn validate_with_budget(
             };
             return Err(c.fail(&format!("{key}.{field}"), e.to_string()));
         }
+        // Only the shock detector uses it, but a value out of range (NaN
+        // above all: the deck would no longer equal itself) is a mistake.
+        c.ensure(
+            (0.0..=1.0).contains(&t.onset),
+            &format!("{key}.onset"),
+            || format!("{} must lie in [0, 1]", t.onset),
+        )?;
     }
 
     // Boundaries.
