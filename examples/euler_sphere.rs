@@ -52,17 +52,10 @@ interval = 20
 #[derive(Parser, Debug)]
 #[command(about = "Euler sphere blast wave on an adaptive hierarchy")]
 struct Cli {
+    /// Also `--levels`, `--output-interval` and `--checkpoint-interval`:
+    /// overrides that validation blames on their option, not on the deck.
     #[command(flatten)]
     deck: DeckArgs,
-    /// Overrides `amr.max_levels` (1 ..= 8).
-    #[arg(long, value_name = "N")]
-    levels: Option<usize>,
-    /// Overrides `output.interval` (coarse steps between ParaView outputs).
-    #[arg(long, value_name = "N")]
-    output_interval: Option<u64>,
-    /// Overrides `output.checkpoint_interval`.
-    #[arg(long, value_name = "N")]
-    checkpoint_interval: Option<u64>,
     /// Continues the run stored in this checkpoint.
     #[arg(long, value_name = "FILE")]
     restart: Option<PathBuf>,
@@ -113,17 +106,7 @@ fn main() -> Result<()> {
             "<euler_sphere defaults>".to_string(),
         ),
     };
-    let mut deck = cli.deck.load_over(base)?;
-    if let Some(n) = cli.levels {
-        deck.amr.max_levels = n;
-    }
-    if let Some(n) = cli.output_interval {
-        deck.output.interval = n;
-    }
-    if let Some(n) = cli.checkpoint_interval {
-        deck.output.checkpoint_interval = n;
-    }
-    deck.validate()?;
+    let deck = cli.deck.load_over(base)?;
     ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst))
         .context("installing the Ctrl-C handler")?;
     let pool = rayon::ThreadPoolBuilder::new()

@@ -24,17 +24,25 @@ use clap::Args;
 
 use crate::deck::{BackendChoice, Deck, DeckError};
 
-/// `--config`, `--max-steps`, `--end-time`, `--out`, `--backend`.
+/// `--config`, `--max-steps`, `--end-time`, `--out`, `--backend`,
+/// `--levels`, `--output-interval`, `--checkpoint-interval`.
+///
+/// Numeric options take values that start with `-`, so that `--max-steps -1`
+/// is reported as an invalid value of `--max-steps` rather than as an
+/// unknown argument `-1`: integers through `allow_negative_numbers` (a
+/// missing value before the next option is still reported as missing),
+/// floats through `allow_hyphen_values`, since `-inf` and `-1e-3` are not
+/// numbers to clap's lexer.
 #[derive(Args, Clone, Debug, Default, PartialEq)]
 pub struct DeckArgs {
     /// Input deck (TOML); without it every key takes its default.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Overrides `run.max_steps`.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub max_steps: Option<u64>,
     /// Overrides `run.end_time`.
-    #[arg(long, value_name = "T", allow_negative_numbers = true)]
+    #[arg(long, value_name = "T", allow_hyphen_values = true)]
     pub end_time: Option<f64>,
     /// Overrides `output.dir`.
     #[arg(long, value_name = "DIR")]
@@ -42,6 +50,15 @@ pub struct DeckArgs {
     /// Overrides `run.backend`: auto, cpu or cuda.
     #[arg(long, value_name = "NAME", value_parser = parse_backend)]
     pub backend: Option<BackendChoice>,
+    /// Overrides `amr.max_levels` (1 ..= 8).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub levels: Option<usize>,
+    /// Overrides `output.interval` (coarse steps between field outputs).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub output_interval: Option<u64>,
+    /// Overrides `output.checkpoint_interval`.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub checkpoint_interval: Option<u64>,
 }
 
 fn parse_backend(s: &str) -> Result<BackendChoice, String> {
@@ -102,6 +119,21 @@ impl DeckArgs {
             deck.run.backend = b;
             o.push(("run.backend".into(), "--backend".into()));
         }
+        if let Some(n) = self.levels {
+            deck.amr.max_levels = n;
+            o.push(("amr.max_levels".into(), "--levels".into()));
+        }
+        if let Some(n) = self.output_interval {
+            deck.output.interval = n;
+            o.push(("output.interval".into(), "--output-interval".into()));
+        }
+        if let Some(n) = self.checkpoint_interval {
+            deck.output.checkpoint_interval = n;
+            o.push((
+                "output.checkpoint_interval".into(),
+                "--checkpoint-interval".into(),
+            ));
+        }
         o
     }
 }
@@ -119,7 +151,7 @@ mod tests {
     use crate::deck::Location;
     use clap::Parser;
 
-    #[derive(Parser)]
+    #[derive(Debug, Parser)]
     struct Cli {
         #[command(flatten)]
         deck: DeckArgs,
@@ -146,9 +178,64 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_clap_errors() {
+        use clap::error::ErrorKind;
         assert!(Cli::try_parse_from(["x", "--backend", "gpu"]).is_err());
-        assert!(Cli::try_parse_from(["x", "--max-steps", "-3"]).is_err());
         assert!(Cli::try_parse_from(["x", "--bogus"]).is_err());
+        // A negative count is an invalid value of its option, not an
+        // unknown argument `-3` that leaves the user guessing which option.
+        for flag in [
+            "--max-steps",
+            "--levels",
+            "--output-interval",
+            "--checkpoint-interval",
+        ] {
+            let e = Cli::try_parse_from(["x", flag, "-3"]).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::ValueValidation, "{flag}: {e}");
+            assert!(e.to_string().contains(&format!("'{flag} <N>'")), "{e}");
+        }
+        // An option followed by another option still lacks its value.
+        let e = Cli::try_parse_from(["x", "--max-steps", "--levels", "2"]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidValue, "{e}");
+        assert!(e.to_string().contains("--max-steps"), "{e}");
+    }
+
+    #[test]
+    fn float_values_may_start_with_a_hyphen() {
+        for value in ["-inf", "-1e-3", "-.5"] {
+            let cli = Cli::try_parse_from(["x", "--end-time", value]).unwrap();
+            let e = cli.deck.load().unwrap_err();
+            assert_eq!(e.key(), Some("run.end_time"), "{value}: {e}");
+            assert!(e.to_string().contains("--end-time"), "{e}");
+        }
+    }
+
+    #[test]
+    fn levels_and_intervals_are_blamed_on_their_options() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "--levels",
+            "1",
+            "--output-interval",
+            "7",
+            "--checkpoint-interval",
+            "9",
+        ])
+        .unwrap();
+        let d = cli.deck.load().unwrap();
+        assert_eq!(d.amr.max_levels, 1);
+        assert_eq!((d.output.interval, d.output.checkpoint_interval), (7, 9));
+
+        for levels in ["0", "9"] {
+            let cli = Cli::try_parse_from(["x", "--levels", levels]).unwrap();
+            let e = cli.deck.load().unwrap_err();
+            match &e {
+                DeckError::Invalid { key, location, .. } => {
+                    assert_eq!(key, "amr.max_levels");
+                    assert_eq!(location, &Location::CommandLine("--levels".into()));
+                }
+                other => panic!("{other}"),
+            }
+        }
     }
 
     #[test]
