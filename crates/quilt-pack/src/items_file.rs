@@ -7,18 +7,22 @@ use crate::error::ItemsFileError;
 ///
 /// Blank lines and lines starting with `#` are skipped; fields may carry
 /// surrounding spaces. The first non-blank line is taken as a header when
-/// none of its fields starts with a digit or sign (e.g. `w,h,d`). Items are
-/// numbered from 0 in file order.
+/// it names the three columns (case ignored, optionally quoted): `w,h,d`,
+/// `width,height,depth`, `x,y,z` or `nx,ny,nz`. Any other first line is
+/// data, so that a damaged first line is reported rather than dropped.
+/// Items are numbered from 0 in file order.
 ///
 /// # Errors
 /// [`ItemsFileError`] naming the 1-based line (and field) of the first line
-/// that does not hold three positive integer sizes below 2³².
+/// that does not hold three positive integer sizes below 2³²;
+/// [`ItemsFileError::column`] finds the column.
 ///
 /// # Example
 /// ```
 /// let items = quilt_pack::parse_items("w,h,d\n16,32,64\n 20, 20 ,20\n").unwrap();
 /// assert_eq!(items, vec![[16, 32, 64], [20, 20, 20]]);
 /// assert!(quilt_pack::parse_items("16,32\n").is_err());
+/// assert!(quilt_pack::parse_items("sizes\n16,32,64\n").is_err());
 /// ```
 pub fn parse_items(text: &str) -> Result<Vec<Extent>, ItemsFileError> {
     let mut items = Vec::new();
@@ -32,7 +36,7 @@ pub fn parse_items(text: &str) -> Result<Vec<Extent>, ItemsFileError> {
         let fields: Vec<&str> = trimmed.split(',').map(str::trim).collect();
         let first_data_line = !seen_data;
         seen_data = true;
-        if first_data_line && fields.iter().all(|f| !looks_numeric(f)) {
+        if first_data_line && is_header(&fields) {
             continue;
         }
         if fields.len() != 3 {
@@ -51,8 +55,51 @@ pub fn parse_items(text: &str) -> Result<Vec<Extent>, ItemsFileError> {
     Ok(items)
 }
 
-fn looks_numeric(field: &str) -> bool {
-    field.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+')
+/// Names a header may give each column, in `w, h, d` order.
+const COLUMN_NAMES: [&[&str]; 3] = [
+    &["w", "width", "x", "nx"],
+    &["h", "height", "y", "ny"],
+    &["d", "depth", "z", "nz"],
+];
+
+fn is_header(fields: &[&str]) -> bool {
+    fields.len() == 3
+        && fields.iter().zip(COLUMN_NAMES).all(|(field, names)| {
+            // Spreadsheets write a byte-order mark and quote their headers.
+            let name = field
+                .trim_start_matches('\u{feff}')
+                .trim_matches('"')
+                .trim();
+            names.iter().any(|n| n.eq_ignore_ascii_case(name))
+        })
+}
+
+impl ItemsFileError {
+    /// The 1-based column (in characters) of the error in `text`, the text
+    /// that [`parse_items`] read: where the offending field starts, or the
+    /// line's first non-blank character when the line as a whole is wrong.
+    /// With [`ItemsFileError::line`], the `file:line:column` of editors.
+    pub fn column(&self, text: &str) -> usize {
+        let Some(raw) = text.lines().nth(self.line().saturating_sub(1)) else {
+            return 1;
+        };
+        let field = match self {
+            ItemsFileError::FieldCount { .. } => 1,
+            ItemsFileError::NotAnInteger { field, .. }
+            | ItemsFileError::Negative { field, .. }
+            | ItemsFileError::Zero { field, .. } => *field,
+        };
+        // Byte offset of the field within the line, then of its first
+        // non-blank character.
+        let start: usize = raw
+            .split(',')
+            .take(field.saturating_sub(1))
+            .map(|f| f.len() + 1)
+            .sum();
+        let rest = raw.get(start..).unwrap_or("");
+        let at = start + (rest.len() - rest.trim_start().len());
+        raw[..at.min(raw.len())].chars().count() + 1
+    }
 }
 
 fn parse_size(field: &str, line: usize, index: usize) -> Result<u32, ItemsFileError> {
@@ -161,6 +208,67 @@ mod tests {
         // Only the first data line may be a header.
         let e = parse_items("1,2,3\nw,h,d\n").unwrap_err();
         assert_eq!(e.line(), 2);
+    }
+
+    #[test]
+    fn only_column_names_make_a_header() {
+        for header in [
+            "w,h,d",
+            "W, H, D",
+            "width,height,depth",
+            "x,y,z",
+            "nx,ny,nz",
+            "\"w\",\"h\",\"d\"",
+            "\u{feff}w,h,d",
+        ] {
+            let text = format!("{header}\n1,2,3\n");
+            assert_eq!(parse_items(&text), Ok(vec![[1, 2, 3]]), "{header:?}");
+        }
+        // A damaged or foreign first line is an error, not a header.
+        let e = parse_items("junk\n1,2,3\n").unwrap_err();
+        assert_eq!(
+            e,
+            ItemsFileError::FieldCount {
+                line: 1,
+                found: 1,
+                text: "junk".into()
+            }
+        );
+        let e = parse_items("# sizes\n\nw,h,depth_in_cells\n1,2,3\n").unwrap_err();
+        assert_eq!(
+            e,
+            ItemsFileError::NotAnInteger {
+                line: 3,
+                field: 1,
+                text: "w".into()
+            }
+        );
+        assert!(parse_items("a,b,c\n").is_err());
+        assert!(parse_items("w,h\n1,2,3\n").is_err());
+    }
+
+    #[test]
+    fn columns_point_at_the_field() {
+        let text = "w,h,d\n1,2,3\n 4, five ,6\n";
+        let e = parse_items(text).unwrap_err();
+        assert_eq!((e.line(), e.column(text)), (3, 5));
+        let text = "1,2,3\n  1,2\n";
+        let e = parse_items(text).unwrap_err();
+        assert_eq!((e.line(), e.column(text)), (2, 3));
+        let text = "junk\n";
+        assert_eq!(parse_items(text).unwrap_err().column(text), 1);
+        let text = "1,2,-3\n";
+        assert_eq!(parse_items(text).unwrap_err().column(text), 5);
+        // Columns count characters, not bytes.
+        let text = "1,2,3\n\u{e9}\u{e9},0,1\n";
+        let e = parse_items(text).unwrap_err();
+        assert_eq!((e.line(), e.column(text)), (2, 1));
+        let text = "1,2,3\n1,\u{e9},1\n";
+        assert_eq!(parse_items(text).unwrap_err().column(text), 3);
+        // A no-break space (two bytes) before the line's first field.
+        let text = "1,2,3\n\u{a0}1,0,1\n";
+        let e = parse_items(text).unwrap_err();
+        assert_eq!((e.line(), e.column(text)), (2, 4));
     }
 
     #[test]
