@@ -14,8 +14,8 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
-use clap::{Parser, ValueEnum};
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Parser, ValueEnum, value_parser};
 use quilt::sweep::exact::{ExactRiemann, State1d};
 use quilt::sweep::physics::{Gas, Primitive};
 use quilt::sweep::uniform::{Boundary, UniformGrid, even_cuts};
@@ -35,6 +35,11 @@ enum Precision {
 }
 
 /// Runs a planar Riemann problem through bin-packed patches.
+///
+/// Numeric options take values that start with `-`, so that a negative or
+/// infinite value is reported as an invalid value of its option: floats
+/// through `allow_hyphen_values` (`-inf` and `-1e-3` are not numbers to
+/// clap's lexer), integers through `allow_negative_numbers`.
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
@@ -47,23 +52,24 @@ struct Args {
     /// Right state RHO,U,P.
     #[arg(long, value_parser = parse_state, allow_hyphen_values = true)]
     right: State1d,
-    /// Initial discontinuity position in [0, 1].
-    #[arg(long, default_value_t = 0.5)]
+    /// Initial discontinuity position, strictly inside the domain (0, 1).
+    #[arg(long, default_value_t = 0.5, value_parser = parse_x0, allow_hyphen_values = true)]
     x0: f64,
     /// End time.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_positive, allow_hyphen_values = true)]
     t_end: f64,
     /// Cells along the problem axis.
-    #[arg(long, default_value_t = 400)]
+    #[arg(long, default_value_t = 400, value_parser = value_parser!(u32).range(2..),
+          allow_negative_numbers = true)]
     cells: u32,
     /// Adiabatic index.
-    #[arg(long, default_value_t = 1.4)]
+    #[arg(long, default_value_t = 1.4, value_parser = parse_gamma, allow_hyphen_values = true)]
     gamma: f64,
     /// Axis of the problem.
     #[arg(long, value_enum, default_value = "x")]
     axis: Axis,
     /// CFL number (default 0.8 x the scheme's limit).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_positive, allow_hyphen_values = true)]
     cfl: Option<f64>,
     /// Limiter (RTVD: vanleer|minmod; TVD: mc|minmod; WAF: vanleer|superbee|vanalbada|minbee).
     #[arg(long)]
@@ -79,15 +85,112 @@ struct Args {
     exact: Option<PathBuf>,
 }
 
+/// The domain along the problem axis, `[0, 1]`: cells of size `1 / cells`
+/// centred at `(i + 1/2) / cells`.
+const DOMAIN: (f64, f64) = (0.0, 1.0);
+
+/// Most interior cells per patch along the problem axis.
+const PATCH_CELLS: u32 = 48;
+/// Interior cells of every patch across the problem axis.
+const PATCH_WIDTH: u32 = 2;
+/// Edge of the cubic bins the patches, with their ghosts, are packed into.
+const BIN_EDGE: u32 = 64;
+
+fn parse_finite(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|e| format!("`{s}` is not a number: {e}"))?;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(format!("must be finite, got {v}"))
+    }
+}
+
+fn parse_above(s: &str, min: f64) -> Result<f64, String> {
+    let v = parse_finite(s)?;
+    if v > min {
+        Ok(v)
+    } else {
+        Err(format!("must be > {min}, got {v}"))
+    }
+}
+
+fn parse_positive(s: &str) -> Result<f64, String> {
+    parse_above(s, 0.0)
+}
+
+fn parse_gamma(s: &str) -> Result<f64, String> {
+    parse_above(s, 1.0)
+}
+
+/// An interface on or beyond a boundary leaves a single state in the
+/// domain: the run would be a uniform flow that compares nothing.
+fn parse_x0(s: &str) -> Result<f64, String> {
+    let v = parse_finite(s)?;
+    let (lo, hi) = DOMAIN;
+    if lo < v && v < hi {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{v} is not strictly inside the domain ({lo}, {hi}): the interface would leave one state only"
+        ))
+    }
+}
+
 fn parse_state(s: &str) -> Result<State1d, String> {
     let v: Vec<f64> = s
         .split(',')
         .map(|t| t.trim().parse::<f64>().map_err(|e| format!("`{t}`: {e}")))
         .collect::<Result<_, _>>()?;
-    match v[..] {
-        [rho, u, p] => Ok(State1d::new(rho, u, p)),
-        _ => Err(format!("expected RHO,U,P (three numbers), got `{s}`")),
+    let [rho, u, p] = v[..] else {
+        return Err(format!("expected RHO,U,P (three numbers), got `{s}`"));
+    };
+    if !(rho.is_finite() && rho > 0.0) {
+        return Err(format!("density {rho} must be finite and > 0"));
     }
+    if !u.is_finite() {
+        return Err(format!("velocity {u} must be finite"));
+    }
+    if !(p.is_finite() && p > 0.0) {
+        return Err(format!("pressure {p} must be finite and > 0"));
+    }
+    Ok(State1d::new(rho, u, p))
+}
+
+/// Bytes a run of `cells` cells holds at once, from the same tiling and
+/// packing `run` does: the packed batch (with the two stage copies of the
+/// unsplit TVD scheme), the face fluxes, the grid state and the output rows.
+/// The packer fills each bin as a grid of identical patches does (checked
+/// against its bin counts for all three schemes), so this is computed
+/// without building the tiles, which for the sizes it refuses would
+/// themselves not fit.
+fn run_bytes(cells: u32, ghost: u32, scheme: Scheme, real_bytes: u64) -> u64 {
+    let ncomp = 5u64;
+    let tiles = u64::from(cells.div_ceil(PATCH_CELLS));
+    let longest = u64::from(cells).div_ceil(tiles);
+    let g = u64::from(ghost);
+    let extent = [
+        longest + 2 * g,
+        u64::from(PATCH_WIDTH) + 2 * g,
+        u64::from(PATCH_WIDTH) + 2 * g,
+    ];
+    let edge = u64::from(BIN_EDGE);
+    let per_bin = extent.iter().map(|e| edge / e).product::<u64>().max(1);
+    let bins = tiles.div_ceil(per_bin);
+    let copies = if matches!(scheme, Scheme::Tvd { .. }) {
+        3
+    } else {
+        1
+    };
+    let batch = copies * bins * ncomp * edge.pow(3);
+    let w = u64::from(PATCH_WIDTH);
+    let flux = tiles * ncomp * 2 * (w * w + 2 * w * longest);
+    let grid = u64::from(cells) * w * w * ncomp;
+    // Rows of the solution and of the exact solution: [f64; 4] each.
+    let rows = 2 * 32 * u64::from(cells);
+    (batch + flux + grid) * real_bytes + rows
 }
 
 fn write_csv(path: &PathBuf, rows: &[[f64; 4]]) -> Result<()> {
@@ -105,14 +208,21 @@ fn run<T: Real>(args: &Args, solver: &Solver, cfl: f64) -> Result<Vec<[f64; 4]>>
     let axis = args.axis as usize;
     let gas = solver.gas();
     let g = solver.ghost_width();
-    // The line is cut into patches of at most 48 interior cells, two cells
-    // wide across; every patch with its ghosts is bin-packed into 64^3 bins.
-    let trans = 2;
-    let mut cells = [trans; 3];
+    let need = run_bytes(args.cells, g, solver.scheme(), size_of::<T>() as u64);
+    quilt::mesh::memory::check_fits(
+        need,
+        &format!(
+            "--cells {} ({} {})",
+            args.cells,
+            solver.scheme().name(),
+            T::NAME
+        ),
+    )?;
+    let mut cells = [PATCH_WIDTH; 3];
     cells[axis] = args.cells;
     let dx = [1.0 / f64::from(args.cells); 3];
-    let mut cuts: [Vec<u32>; 3] = std::array::from_fn(|_| vec![trans]);
-    cuts[axis] = even_cuts(args.cells, 48);
+    let mut cuts: [Vec<u32>; 3] = std::array::from_fn(|_| vec![PATCH_WIDTH]);
+    cuts[axis] = even_cuts(args.cells, PATCH_CELLS);
     let mut bc = [Boundary::Periodic; 3];
     bc[axis] = Boundary::Outflow;
     let mut grid = UniformGrid::<T>::new(cells, dx, bc, g, cuts)?;
@@ -130,15 +240,15 @@ fn run<T: Real>(args: &Args, solver: &Solver, cfl: f64) -> Result<Vec<[f64; 4]>>
     });
     let shapes = grid.shapes();
     let items: Vec<[u32; 3]> = shapes.iter().map(|s| s.extent).collect();
-    let packing = quilt::pack::pack(&items, [64; 3], &quilt::pack::PackOptions::default())?;
+    let packing = quilt::pack::pack(&items, [BIN_EDGE; 3], &quilt::pack::PackOptions::default())?;
     let placements: Vec<(u32, [u32; 3])> = packing
         .placements
         .iter()
         .map(|p| (p.bin as u32, p.offset))
         .collect();
-    let mut batch = grid.packed_batch(64, &placements)?;
+    let mut batch = grid.packed_batch(BIN_EDGE, &placements)?;
     println!(
-        "{} patches in {} bins of 64^3 (fill {:.1}%), {} ghost cells, {}",
+        "{} patches in {} bins of {BIN_EDGE}^3 (fill {:.1}%), {} ghost cells, {}",
         shapes.len(),
         batch.layout().nbins(),
         100.0 * batch.layout().fill_ratio(),
@@ -171,16 +281,14 @@ fn run<T: Real>(args: &Args, solver: &Solver, cfl: f64) -> Result<Vec<[f64; 4]>>
 fn main() -> Result<()> {
     env_logger::init();
     let args = Args::parse();
-    if !(args.x0.is_finite() && (0.0..=1.0).contains(&args.x0)) {
-        bail!("--x0 {} must lie in [0, 1]", args.x0);
-    }
-    if !(args.t_end.is_finite() && args.t_end > 0.0) {
-        bail!("--t-end {} must be finite and > 0", args.t_end);
-    }
-    if args.cells < 2 {
-        bail!("--cells {} must be at least 2", args.cells);
-    }
-    let scheme = Scheme::from_names(&args.scheme, args.limiter.as_deref())?;
+    let scheme = Scheme::from_names(&args.scheme, args.limiter.as_deref()).map_err(|e| {
+        let option = if Scheme::from_names(&args.scheme, None).is_err() {
+            "--scheme"
+        } else {
+            "--limiter"
+        };
+        anyhow!("{option}: {e}")
+    })?;
     let solver = Solver::new(scheme, Gas::ideal(args.gamma))?;
     let cfl = args.cfl.unwrap_or(0.8 * scheme.cfl_limit());
     if !(cfl > 0.0 && cfl <= scheme.cfl_limit()) {
