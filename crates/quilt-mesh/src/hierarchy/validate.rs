@@ -177,9 +177,14 @@ fn check_disjoint(
 
 fn check_covers_domain(lg: &LevelGeometry, boxes: &[IndexBox]) -> Result<(), MeshError> {
     // Boxes are disjoint and inside the domain, so equal cell counts mean
-    // full cover; only on failure is the uncovered part located.
-    let covered: i64 = boxes.iter().map(IndexBox::num_cells).sum();
-    if covered == lg.domain.num_cells() {
+    // full cover; only on failure is the uncovered part located. Counted
+    // in i128: a domain of 2^30 cells per axis has 2^90.
+    let cells = |b: &IndexBox| {
+        let s = b.size();
+        i128::from(s.x) * i128::from(s.y) * i128::from(s.z)
+    };
+    let covered: i128 = boxes.iter().map(cells).sum();
+    if covered == cells(&lg.domain) {
         return Ok(());
     }
     let mut rest = BoxList::from_box(lg.domain);
