@@ -19,12 +19,13 @@
 //! starts from quilt's defaults (`quilt::integrator::deck::DEFAULT_DECK`,
 //! which is this sphere problem to t = 0.2), not from this example's. Checkpoints go to
 //! `DIR/sphere.checkpoint.h5` (replaced atomically) every
-//! `output.checkpoint_interval` steps and on Ctrl-C, after which the run
-//! exits cleanly; `--restart` continues from one with the stored deck (the
+//! `output.checkpoint_interval` steps and when SIGINT (Ctrl-C), SIGTERM or
+//! SIGHUP arrives, after which the run exits with 128 + the signal number
+//! (130, 143, 129); `--restart` continues from one with the stored deck (the
 //! command-line overrides still apply).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -32,6 +33,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use quilt::integrator::cli::DeckArgs;
 use quilt::integrator::deck::{Deck, InitialKind, Precision};
+use quilt::integrator::stop::StopRequest;
 use quilt::integrator::{Integrator, Real, SolveBackend, backend_for};
 use quilt::mesh::write_hierarchy;
 use quilt_io::{CellFields, CheckpointReal, VtkHdfSeries, euler_output, read_checkpoint_info};
@@ -68,9 +70,6 @@ struct Cli {
     summary_json: Option<PathBuf>,
 }
 
-/// Set by the Ctrl-C handler; the step loop checkpoints and stops.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
 /// Patch states (megabytes each) are allocated and freed at every regrid.
 /// After the first such free, glibc raises its mmap threshold and serves
 /// them from the heap, where freed pages stay with the process. A fixed
@@ -92,7 +91,7 @@ fn fix_mmap_threshold() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn fix_mmap_threshold() {}
 
-fn main() -> Result<()> {
+fn main() -> Result<ExitCode> {
     fix_mmap_threshold();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
@@ -107,16 +106,27 @@ fn main() -> Result<()> {
         ),
     };
     let deck = cli.deck.load_over(base)?;
-    ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst))
-        .context("installing the Ctrl-C handler")?;
+    let stop = StopRequest::install().context("installing the signal handlers")?;
+    if !cli.no_output {
+        // A run killed earlier (SIGKILL, power loss) may have left
+        // temporaries of its atomic writes behind.
+        let removed = quilt_io::remove_stale_temporaries(&deck.output.dir)?;
+        if !removed.is_empty() {
+            log::info!(
+                "removed {} temporary files of earlier runs from {}",
+                removed.len(),
+                deck.output.dir.display()
+            );
+        }
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(deck.run.threads)
         .build()
         .context("building the thread pool")?;
     let json = cli.summary_json.as_deref();
     pool.install(|| match deck.run.precision {
-        Precision::F64 => run::<f64>(&deck, !cli.no_output, cli.restart.as_deref(), json),
-        Precision::F32 => run::<f32>(&deck, !cli.no_output, cli.restart.as_deref(), json),
+        Precision::F64 => run::<f64>(&deck, !cli.no_output, cli.restart.as_deref(), json, &stop),
+        Precision::F32 => run::<f32>(&deck, !cli.no_output, cli.restart.as_deref(), json, &stop),
     })
 }
 
@@ -125,7 +135,8 @@ fn run<T: Real + CheckpointReal>(
     write: bool,
     restart: Option<&Path>,
     json: Option<&Path>,
-) -> Result<()> {
+    stop: &StopRequest,
+) -> Result<ExitCode> {
     let backend: Box<dyn SolveBackend<T>> = backend_for(deck)?;
     log::info!("solve backend: {}", backend.device());
     let t0 = Instant::now();
@@ -215,18 +226,24 @@ fn run<T: Real + CheckpointReal>(
         if write && every > 0 && info.step % every == 0 {
             checkpoint(&mut it)?;
         }
-        if INTERRUPTED.load(Ordering::SeqCst) {
+        if let Some(sig) = stop.signal() {
             bar.abandon();
             if write {
                 checkpoint(&mut it)?;
                 eprintln!(
-                    "interrupted at step {} (t = {}): checkpoint {}; continue with --restart",
+                    "interrupted by {} at step {} (t = {}): checkpoint {}; continue with --restart",
+                    sig.name(),
                     it.steps(),
                     it.time(),
                     checkpoint_path.display()
                 );
             } else {
-                eprintln!("interrupted at step {} (t = {})", it.steps(), it.time());
+                eprintln!(
+                    "interrupted by {} at step {} (t = {})",
+                    sig.name(),
+                    it.steps(),
+                    it.time()
+                );
             }
             summary(
                 &it,
@@ -234,7 +251,7 @@ fn run<T: Real + CheckpointReal>(
                 shock_radius(&it, deck),
                 write.then_some(dir.as_path()),
             );
-            return Ok(());
+            return Ok(ExitCode::from(sig.exit_code() as u8));
         }
         let frac = if end > 0.0 {
             it.time() / end
@@ -259,7 +276,7 @@ fn run<T: Real + CheckpointReal>(
     if let Some(path) = json {
         write_summary_json(&it, setup, radius, path)?;
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The summary as JSON: what `scripts/sphere-bench.sh` tabulates.
