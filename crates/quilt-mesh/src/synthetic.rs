@@ -124,6 +124,17 @@ fn check_spec(spec: &SyntheticSpec) -> Result<(i32, usize), MeshError> {
             ),
         ));
     }
+    // Patch ids are 32-bit.
+    if spec.patches > u32::MAX as usize {
+        return Err(MeshError::invalid(
+            "synthetic patch count",
+            format!(
+                "{} patches requested, but patch ids allow at most {}",
+                spec.patches,
+                u32::MAX
+            ),
+        ));
+    }
     if spec.max_attempts == 0 {
         return Err(MeshError::invalid(
             "synthetic max_attempts",
@@ -175,7 +186,17 @@ pub fn generate(spec: &SyntheticSpec) -> Result<Hierarchy, MeshError> {
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
     // Flat list of (level, interior, parent index), in creation order:
     // creation order is also the id.
-    let mut made: Vec<(usize, IndexBox, Option<usize>)> = Vec::with_capacity(spec.patches);
+    let mut made: Vec<(usize, IndexBox, Option<usize>)> = Vec::new();
+    made.try_reserve_exact(spec.patches)
+        .map_err(|_| MeshError::OutOfMemory {
+            what: format!("the records of {} synthetic patches", spec.patches),
+            need: (spec.patches as u64).saturating_mul(std::mem::size_of::<(
+                usize,
+                IndexBox,
+                Option<usize>,
+            )>() as u64),
+            available: crate::memory::available_bytes(),
+        })?;
     let mut bins: Vec<BoxBins> = vec![BoxBins::new(spec.base_patch)];
     for k in 0..per_axis {
         for j in 0..per_axis {
@@ -327,6 +348,16 @@ mod tests {
             let again = generate(&spec).unwrap();
             prop_assert_eq!(h.specs(), again.specs());
         }
+    }
+
+    #[test]
+    fn patch_counts_beyond_the_ids_are_errors() {
+        let e = generate(&SyntheticSpec {
+            patches: u32::MAX as usize + 1,
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("patch ids"), "{e}");
     }
 
     #[test]
