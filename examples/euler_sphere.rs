@@ -91,7 +91,11 @@ fn fix_mmap_threshold() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn fix_mmap_threshold() {}
 
-fn main() -> Result<ExitCode> {
+fn main() -> std::process::ExitCode {
+    quilt::integrator::cli::exit_status(run_main())
+}
+
+fn run_main() -> Result<ExitCode> {
     fix_mmap_threshold();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();

@@ -481,7 +481,11 @@ fn print_table(scheme: Scheme, prec: &str, rows: &[Row], copy_gbs: f64) {
     );
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    quilt::integrator::cli::exit_status(run_main().map(|()| std::process::ExitCode::SUCCESS))
+}
+
+fn run_main() -> anyhow::Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let args = Args::parse();
     if args.patches.is_empty() || args.seeds == 0 || args.steps == 0 {

@@ -80,7 +80,11 @@ fn parse_sort(text: &str) -> Result<SortOrder, String> {
     }
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    quilt::integrator::cli::exit_status(run_main().map(|()| std::process::ExitCode::SUCCESS))
+}
+
+fn run_main() -> Result<()> {
     env_logger::init();
     let args = Args::parse();
     let text = std::fs::read_to_string(&args.items)

@@ -278,7 +278,11 @@ fn run<T: Real>(args: &Args, solver: &Solver, cfl: f64) -> Result<Vec<[f64; 4]>>
     Ok(rows)
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    quilt::integrator::cli::exit_status(run_main().map(|()| std::process::ExitCode::SUCCESS))
+}
+
+fn run_main() -> Result<()> {
     env_logger::init();
     let args = Args::parse();
     let scheme = Scheme::from_names(&args.scheme, args.limiter.as_deref()).map_err(|e| {

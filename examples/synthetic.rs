@@ -116,7 +116,11 @@ fn with_heartbeat<R>(what: &str, work: impl FnOnce() -> R) -> R {
     })
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    quilt::integrator::cli::exit_status(run_main().map(|()| std::process::ExitCode::SUCCESS))
+}
+
+fn run_main() -> anyhow::Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let args = Args::parse();
     let spec = SyntheticSpec {

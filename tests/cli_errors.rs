@@ -65,9 +65,9 @@ fn run(bin: &str, args: &[String], env: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new(&path);
     cmd.args(args)
         .env("QUILT_MEMORY_LIMIT", MEMORY)
-        // Short messages: anyhow appends a backtrace when these are set.
-        .env_remove("RUST_BACKTRACE")
-        .env_remove("RUST_LIB_BACKTRACE")
+        // The examples print errors without a backtrace even when asked
+        // for one (`cli::exit_status`): a test below holds that.
+        .env("RUST_BACKTRACE", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -774,4 +774,29 @@ fn small_valid_runs_succeed() {
     let sod = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(sod.lines().count(), 21, "{sod}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Errors are one `error: ...` line per failure, with no `Debug` form and
+/// no backtrace, even with `RUST_BACKTRACE=1` (which every run here sets).
+#[test]
+fn errors_print_as_one_line_without_backtrace() {
+    for (bin, args) in [
+        ("euler_sphere", vec!["--levels", "0", "--no-output"]),
+        ("riemann", vec!["--cells", "-5"]),
+        ("synthetic", vec!["--patches", "1"]),
+        ("pack", vec!["--items", "/nonexistent/items.csv"]),
+    ] {
+        let args: Vec<String> = args.into_iter().map(String::from).collect();
+        let r = run(bin, &args, &[]);
+        assert!(!r.status.success(), "{bin} {args:?} succeeded");
+        let text = &r.stderr;
+        assert!(
+            !text.contains("backtrace") && !text.contains(" { ") && !text.contains("panicked"),
+            "{bin} {args:?}:\n{text}"
+        );
+        assert!(
+            text.lines().any(|l| l.starts_with("error")),
+            "{bin} {args:?}:\n{text}"
+        );
+    }
 }

@@ -19,6 +19,7 @@
 //! ```
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use clap::Args;
 
@@ -135,6 +136,22 @@ impl DeckArgs {
             ));
         }
         o
+    }
+}
+
+/// The exit status of an application whose work returned `result`: the
+/// code on success; on error the message with its causes on one line
+/// (`error: reading x: y`) to stderr and status 1. Returning the error
+/// from `main` instead would print its `Debug` form, and a backtrace
+/// whenever `RUST_BACKTRACE` is set.
+pub fn exit_status<E: std::fmt::Display>(result: Result<ExitCode, E>) -> ExitCode {
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            // `{:#}` joins an anyhow chain with ": "; other errors print as usual.
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 
