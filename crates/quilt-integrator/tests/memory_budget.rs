@@ -1,5 +1,6 @@
-//! A hierarchy that outgrows the memory budget stops the run with an error
-//! naming what needed the memory, before it is allocated. One test per
+//! A hierarchy that outgrows the memory budget (a regrid, a deck's level 0,
+//! a checkpoint's state) is refused with an error naming what needed the
+//! memory, before it is allocated. One test per
 //! binary: it sets the process's budget (`QUILT_MEMORY_LIMIT`).
 
 use quilt_integrator::deck::Deck;
@@ -7,7 +8,7 @@ use quilt_integrator::{CpuBackend, Integrator, IntegratorError};
 use quilt_mesh::memory::MEMORY_LIMIT_VAR;
 
 #[test]
-fn a_regrid_beyond_the_budget_is_refused_before_allocating() {
+fn states_beyond_the_budget_are_refused_before_allocating() {
     // A sphere filling most of the domain, tagged with a tiny tolerance
     // and buffered, refines all of it: level 1 holds 8 times the cells of
     // level 0.
@@ -29,6 +30,10 @@ radius = 0.3
     let it = Integrator::<f64, _>::new(&unlimited, CpuBackend::new(unlimited.solver().unwrap()))
         .unwrap();
     assert_eq!(it.hierarchy().level_cells(1), 8 * 16 * 16 * 16);
+    let dir = std::env::temp_dir().join(format!("quilt-memory-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ck = dir.join("ck.h5");
+    it.write_checkpoint(&ck).unwrap();
     drop(it);
     let level0 = unlimited.level0_bytes(unlimited.ghost().unwrap());
     // SAFETY: the only test of this binary; no other thread reads the
@@ -48,5 +53,11 @@ radius = 0.3
     unsafe { std::env::set_var(MEMORY_LIMIT_VAR, (level0 / 2).to_string()) };
     let e = Deck::parse(text).unwrap_err();
     assert_eq!(e.key(), Some("domain.base_cells"), "{e}");
+    // A checkpoint whose state exceeds the budget is refused before its
+    // state is allocated, naming the file.
+    let e = quilt_io::read_checkpoint::<f64>(&ck).unwrap_err();
+    let s = e.to_string();
+    assert!(s.contains("ck.h5") && s.contains(MEMORY_LIMIT_VAR), "{s}");
+    std::fs::remove_dir_all(&dir).ok();
     unsafe { std::env::remove_var(MEMORY_LIMIT_VAR) };
 }

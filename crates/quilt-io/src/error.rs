@@ -22,6 +22,17 @@ pub enum IoError {
         detail: String,
     },
 
+    /// Reading a file would need more memory than the budget allows
+    /// (`quilt_mesh::memory`).
+    #[error("{}: {source}", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// What needs how much, and what is available.
+        #[source]
+        source: quilt_mesh::MeshError,
+    },
+
     /// The HDF5 library refused an operation on a file.
     #[error("{}: {what}: {detail}", path.display())]
     Hdf5 {

@@ -413,6 +413,17 @@ fn read_state<T: CheckpointReal>(
             ));
         }
     }
+    // A valid checkpoint may still be larger than this machine allows.
+    let values = offsets[h.num_patches()];
+    let bytes = values.saturating_mul(2 * std::mem::size_of::<T>() as u64);
+    quilt_mesh::memory::check_fits(
+        bytes,
+        &format!("its state ({} patches, both time levels)", h.num_patches()),
+    )
+    .map_err(|source| IoError::TooLarge {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut data = HierarchyData::<T>::new(h, ncomp)
         .map_err(|e| corrupt(path, format!("/state@ncomp = {ncomp}: {e}")))?;
     debug_assert!(
