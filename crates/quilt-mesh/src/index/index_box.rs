@@ -104,11 +104,14 @@ impl IndexBox {
         }
     }
 
-    /// Number of cells in the box.
+    /// Number of cells in the box; `i64::MAX` for a box of more (one of
+    /// 2^30 cells per axis, as level domains may be, has 2^90).
     #[inline]
     pub fn num_cells(&self) -> i64 {
         let s = self.size();
-        s.x as i64 * s.y as i64 * s.z as i64
+        (s.x as i64)
+            .saturating_mul(s.y as i64)
+            .saturating_mul(s.z as i64)
     }
 
     /// Whether cell `p` lies in the box.
@@ -393,6 +396,8 @@ mod tests {
         assert_eq!(b.num_cells(), 8);
         assert!(IndexBox::empty().is_empty());
         assert_eq!(IndexBox::empty().num_cells(), 0);
+        let huge = IndexBox::new(iv(0, 0, 0), iv(1 << 30, 1 << 30, 1 << 30));
+        assert_eq!(huge.num_cells(), i64::MAX);
         let cells: Vec<_> = b.iter().collect();
         assert_eq!(cells.len(), 8);
         assert_eq!(cells[1], iv(1, 0, 0));
