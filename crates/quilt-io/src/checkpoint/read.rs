@@ -35,7 +35,7 @@ const HDF5_SIGNATURE: [u8; 8] = [0x89, b'H', b'D', b'F', b'\r', b'\n', 0x1a, b'\
 pub fn read_checkpoint_info(path: &Path) -> Result<CheckpointInfo, IoError> {
     let file = open(path)?;
     let version = check_format(&file, path)?;
-    let real_type = read_fixed_string(&file, path, "real_type", "/")?;
+    let real_type = read_real_type(&file, path)?;
     let run = read_run(&file, path)?;
     let hg = group(&file, path, "hierarchy")?;
     let num_levels = read_num_levels(&hg, path)?;
@@ -69,7 +69,7 @@ pub fn read_checkpoint_info(path: &Path) -> Result<CheckpointInfo, IoError> {
 pub fn read_checkpoint<T: CheckpointReal>(path: &Path) -> Result<Checkpoint<T>, IoError> {
     let file = open(path)?;
     check_format(&file, path)?;
-    let real_type = read_fixed_string(&file, path, "real_type", "/")?;
+    let real_type = read_real_type(&file, path)?;
     if real_type != T::NAME {
         return Err(IoError::PrecisionMismatch {
             path: path.to_path_buf(),
@@ -174,6 +174,18 @@ fn check_format(file: &hdf5::File, path: &Path) -> Result<u32, IoError> {
     Ok(version)
 }
 
+/// `@real_type`: `"f32"` or `"f64"`, anything else is damage.
+fn read_real_type(file: &hdf5::File, path: &Path) -> Result<String, IoError> {
+    let t = read_fixed_string(file, path, "real_type", "/")?;
+    if t != "f32" && t != "f64" {
+        return Err(corrupt(
+            path,
+            format!("attribute /@real_type is {t:?}, expected \"f32\" or \"f64\""),
+        ));
+    }
+    Ok(t)
+}
+
 fn read_fixed_string(
     loc: &hdf5::Location,
     path: &Path,
@@ -188,10 +200,21 @@ fn read_fixed_string(
         .and_then(|t| t.to_descriptor())
         .damaged(path, format_args!("attribute {at}@{name}"))?;
     match desc {
-        TypeDescriptor::FixedAscii(n) if n <= 64 => attr
-            .read_scalar::<FixedAscii<64>>()
-            .map(|s| s.as_str().to_string())
-            .damaged(path, format_args!("attribute {at}@{name}")),
+        TypeDescriptor::FixedAscii(n) if n <= 64 => {
+            let s = attr
+                .read_scalar::<FixedAscii<64>>()
+                .damaged(path, format_args!("attribute {at}@{name}"))?;
+            // The bytes are not checked by the reader: a damaged file may
+            // hold any, and only ASCII makes a valid `str`.
+            let bytes = s.as_bytes();
+            if !bytes.is_ascii() {
+                return Err(corrupt(
+                    path,
+                    format!("attribute {at}@{name} holds non-ASCII bytes {bytes:?}"),
+                ));
+            }
+            Ok(String::from_utf8_lossy(bytes).into_owned())
+        }
         other => Err(corrupt(
             path,
             format!("attribute {at}@{name} has type {other}, expected a short fixed-length string"),
@@ -229,9 +252,12 @@ fn vec_attr<A: hdf5::H5Type>(
     at: &str,
     len: Option<usize>,
 ) -> Result<Vec<A>, IoError> {
-    let v = loc
+    let attr = loc
         .attr(name)
-        .and_then(|a| a.read_raw::<A>())
+        .damaged(path, format_args!("attribute {at}@{name}"))?;
+    check_stored_size::<A>(path, &format!("attribute {at}@{name}"), attr.size())?;
+    let v = attr
+        .read_raw::<A>()
         .damaged(path, format_args!("attribute {at}@{name}"))?;
     if let Some(n) = len {
         if v.len() != n {
@@ -249,8 +275,28 @@ fn read_vec<A: hdf5::H5Type>(
     path: &Path,
     what: &str,
 ) -> Result<Vec<A>, IoError> {
+    check_stored_size::<A>(path, what, ds.size())?;
     ds.read_raw::<A>()
         .damaged(path, format_args!("cannot read {what}"))
+}
+
+/// Refuses an array whose claimed size exceeds the file: quilt writes
+/// every value it stores, so a larger dataspace is damage (or a forgery),
+/// and reading it would allocate what the file never held.
+fn check_stored_size<A>(path: &Path, what: &str, elements: usize) -> Result<(), IoError> {
+    let file_len = std::fs::metadata(path)
+        .map_err(|e| IoError::fs(path, "read checkpoint", e))?
+        .len();
+    let bytes = (elements as u128) * std::mem::size_of::<A>() as u128;
+    if bytes > u128::from(file_len) {
+        return Err(corrupt(
+            path,
+            format!(
+                "{what} claims {elements} values ({bytes} bytes), more than the file's {file_len} bytes"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn read_run(file: &hdf5::File, path: &Path) -> Result<RunState, IoError> {
