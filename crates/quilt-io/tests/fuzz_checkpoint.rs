@@ -520,22 +520,28 @@ fn patch(o: &Original, path: &Path, from: &[u8], to: &[u8]) {
 /// UTF-8 (`FixedAscii::as_str` does not check): read_checkpoint_info
 /// returns it as Ok, whose Debug form then panics, and read_checkpoint
 /// reports a precision `zI\u{f7}` instead of a damaged file. Neither
-/// reader checks that @real_type is `f32` or `f64`.
+/// reader checks that @real_type is `f32` or `f64`. The attribute is
+/// rewritten through HDF5: a patched byte in the file now fails the object
+/// header's checksum before the reader sees the value.
 #[test]
 fn a_damaged_real_type_is_refused() {
-    let edit = |o: &Original, path: &Path| patch(o, path, b"f64\0", b"f\xf74\0");
+    let edit = |_: &Original, path: &Path| {
+        let f = hdf5::File::open_rw(path).unwrap();
+        // SAFETY: the point of the test is a non-ASCII byte in the string.
+        let bad = unsafe { hdf5::types::FixedAscii::<3>::from_ascii_unchecked(b"f\xf74") };
+        let a = f.attr("real_type").unwrap();
+        a.write_scalar(&bad).unwrap();
+    };
     on_a_copy("real-type", edit, |_, path| both_refuse(path, "real_type"));
 }
 
-/// HDF5 metadata carries no checksum in the file format quilt writes
-/// (the library's default, earliest format): one flipped bit in an
-/// attribute value reads back as another value. Here /run@time 0.25
-/// becomes 0.25000000000000006 and both readers return it. In the wider
-/// search, damage to counters, patch boxes, and bytes outside the state's
-/// checksummed chunks (the datasets' own metadata) that changes the state
-/// read all pass the same way.
+/// One flipped bit in an attribute value: /run@time 0.25 would read back as
+/// 0.25000000000000006. Checkpoints are written in the HDF5 1.10 file
+/// format, whose object headers (attributes included) carry checksums, so
+/// both readers refuse the file instead (before that, in the library's
+/// earliest format, counters, patch boxes and the datasets' own metadata
+/// read back changed the same way).
 #[test]
-#[ignore = "quilt-io bug (reported): metadata damage reads back as other values"]
 fn a_flipped_bit_in_the_run_time_is_detected() {
     let time = 0.25f64.to_le_bytes();
     let mut flipped = time;

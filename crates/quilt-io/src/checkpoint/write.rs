@@ -40,7 +40,14 @@ pub fn write_checkpoint<T: CheckpointReal>(
         field,
     })?;
     replace_atomically(path, |tmp| {
-        let file = hdf5::File::create(tmp).at(path, "create HDF5 file")?;
+        // The 1.10 file format: superblock, object headers (attributes
+        // included), B-trees and heaps carry checksums that HDF5 verifies
+        // on every read, so damaged metadata is an error, not other values.
+        // Readers open it with their defaults (HDF5 1.10 or later).
+        let file = hdf5::File::with_options()
+            .with_fapl(|p| p.libver_v110())
+            .create(tmp)
+            .at(path, "create HDF5 file")?;
         write_contents(&file, path, run, h, data)?;
         file.close().at(path, "close HDF5 file")
     })?;
@@ -98,12 +105,7 @@ fn write_run(file: &hdf5::File, path: &Path, run: &RunState) -> Result<(), IoErr
         .create("step")
         .and_then(|a| a.write_scalar(&run.step))
         .at(path, "write /run@step")?;
-    let deck = run.deck.as_bytes();
-    g.new_dataset::<u8>()
-        .shape(deck.len())
-        .create("deck")
-        .and_then(|d| d.write_raw(deck))
-        .at(path, "write /run/deck")?;
+    write_checked(&g, path, "deck", &[run.deck.len()], run.deck.as_bytes())?;
     let c = g
         .create_group("counters")
         .at(path, "create group /run/counters")?;
@@ -169,21 +171,9 @@ fn write_hierarchy(file: &hdf5::File, path: &Path, h: &Hierarchy) -> Result<(), 
         for s in specs {
             boxes.extend(s.interior.lo.iter().chain(s.interior.hi.iter()).copied());
         }
-        lg.new_dataset::<u32>()
-            .shape(ids.len())
-            .create("ids")
-            .and_then(|d| d.write_raw(&ids[..]))
-            .at(path, &format!("write /hierarchy/{name}/ids"))?;
-        lg.new_dataset::<i64>()
-            .shape(parents.len())
-            .create("parents")
-            .and_then(|d| d.write_raw(&parents[..]))
-            .at(path, &format!("write /hierarchy/{name}/parents"))?;
-        lg.new_dataset::<i32>()
-            .shape([specs.len(), 6])
-            .create("boxes")
-            .and_then(|d| d.write_raw(&boxes[..]))
-            .at(path, &format!("write /hierarchy/{name}/boxes"))?;
+        write_checked(&lg, path, "ids", &[ids.len()], &ids)?;
+        write_checked(&lg, path, "parents", &[parents.len()], &parents)?;
+        write_checked(&lg, path, "boxes", &[specs.len(), 6], &boxes)?;
     }
     Ok(())
 }
@@ -206,11 +196,7 @@ fn write_state<T: CheckpointReal>(
         total += s.old.as_slice().len() as u64;
         offsets.push(total);
     }
-    g.new_dataset::<u64>()
-        .shape(offsets.len())
-        .create("offsets")
-        .and_then(|d| d.write_raw(&offsets[..]))
-        .at(path, "write /state/offsets")?;
+    write_checked(&g, path, "offsets", &[offsets.len()], &offsets)?;
     let total = total as usize;
     let chunk = STATE_CHUNK.min(total.max(1));
     for slot in ["old", "new"] {
@@ -231,6 +217,29 @@ fn write_state<T: CheckpointReal>(
         debug_assert_eq!(n, total);
     }
     Ok(())
+}
+
+/// A small dataset of `shape`, written whole as one chunk with the
+/// Fletcher-32 filter: HDF5 checks the chunk's checksum on every read, as
+/// it does for the state's chunks. Raw data is outside the metadata
+/// checksums, so a contiguous dataset would read damage back as values.
+fn write_checked<T: hdf5::H5Type>(
+    g: &hdf5::Group,
+    path: &Path,
+    name: &str,
+    shape: &[usize],
+    v: &[T],
+) -> Result<(), IoError> {
+    debug_assert_eq!(shape.iter().product::<usize>(), v.len());
+    // Chunk dimensions must be at least 1, also for an empty dataset.
+    let chunk: Vec<usize> = shape.iter().map(|&n| n.max(1)).collect();
+    g.new_dataset::<T>()
+        .chunk(chunk)
+        .fletcher32()
+        .shape(shape)
+        .create(name)
+        .and_then(|d| if v.is_empty() { Ok(()) } else { d.write_raw(v) })
+        .at(path, &format!("write {}/{name}", g.name()))
 }
 
 fn write_attr_vec<T: hdf5::H5Type>(
