@@ -28,6 +28,11 @@
 //!     new      T[total]   chunked, Fletcher-32 checksummed
 //! ```
 //!
+//! Written in the HDF5 1.10 file format, whose metadata (object headers
+//! with their attributes, group links, chunk indices) carries checksums;
+//! every dataset above is chunked with the Fletcher-32 filter (the small
+//! ones as one chunk), so HDF5 refuses damaged bytes on read.
+//!
 //! Patches appear in hierarchy order (level by level, in the order the
 //! hierarchy holds them), each as its whole ghost-grown array in
 //! quilt-mesh's layout (component-major, then `z`, `y`, `x` fastest), so the
