@@ -147,7 +147,11 @@ fn check_format(file: &hdf5::File, path: &Path) -> Result<u32, IoError> {
         path: path.to_path_buf(),
         detail,
     };
-    let names = file.attr_names().unwrap_or_default();
+    // Attributes that cannot be listed mean a damaged root header (its
+    // checksum failed), not a foreign file.
+    let names = file
+        .attr_names()
+        .damaged(path, "the root group's attributes cannot be read")?;
     if !names.iter().any(|n| n == "format") {
         return Err(not(
             "an HDF5 file without the root attribute `format`, so not written by quilt".into(),
@@ -223,15 +227,29 @@ fn read_fixed_string(
 }
 
 fn group(loc: &hdf5::Group, path: &Path, name: &str) -> Result<hdf5::Group, IoError> {
+    let at = loc.name();
+    let at = at.trim_end_matches('/');
     loc.group(name).damaged(
         path,
-        format_args!("missing group {}/{name}", loc.name().trim_end_matches('/')),
+        format_args!("{} group {at}/{name}", missing_or_damaged(loc, name)),
     )
 }
 
 fn dataset(loc: &hdf5::Group, path: &Path, name: &str, at: &str) -> Result<hdf5::Dataset, IoError> {
-    loc.dataset(name)
-        .damaged(path, format_args!("missing dataset {at}/{name}"))
+    loc.dataset(name).damaged(
+        path,
+        format_args!("{} dataset {at}/{name}", missing_or_damaged(loc, name)),
+    )
+}
+
+/// Whether an object that cannot be opened is absent or there but
+/// damaged (its header's checksum failed).
+fn missing_or_damaged(loc: &hdf5::Group, name: &str) -> &'static str {
+    if loc.link_exists(name) {
+        "damaged"
+    } else {
+        "missing"
+    }
 }
 
 fn scalar_attr<A: hdf5::H5Type>(
