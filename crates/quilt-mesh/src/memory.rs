@@ -60,10 +60,16 @@ pub fn parse_bytes(text: &str) -> Option<u64> {
     (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then_some(bytes as u64)
 }
 
-/// `bytes` for people: `"144 GB"`, `"3.2 MB"` (decimal units).
-pub fn format_bytes(bytes: u64) -> String {
+/// `bytes` for people: `"144 GB"`, `"3.2 MB"` (decimal units; any
+/// unsigned integer, so that estimates beyond any machine print as what
+/// they are).
+pub fn format_bytes(bytes: impl Into<u128>) -> String {
+    let bytes: u128 = bytes.into();
     let b = bytes as f64;
     let units = [
+        (1e24, "YB"),
+        (1e21, "ZB"),
+        (1e18, "EB"),
         (1e15, "PB"),
         (1e12, "TB"),
         (1e9, "GB"),
@@ -156,10 +162,11 @@ mod tests {
 
     #[test]
     fn byte_counts_format_in_decimal_units() {
-        assert_eq!(format_bytes(512), "512 B");
-        assert_eq!(format_bytes(3_200_000), "3.2 MB");
-        assert_eq!(format_bytes(144_000_000_000), "144 GB");
-        assert_eq!(format_bytes(6_700_000_000_000_000), "6.7 PB");
+        assert_eq!(format_bytes(512u64), "512 B");
+        assert_eq!(format_bytes(3_200_000u64), "3.2 MB");
+        assert_eq!(format_bytes(144_000_000_000u64), "144 GB");
+        assert_eq!(format_bytes(6_700_000_000_000_000u64), "6.7 PB");
+        assert_eq!(format_bytes(130_000_000_000_000_000_000u128), "130 EB");
     }
 
     #[test]

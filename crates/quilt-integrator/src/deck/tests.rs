@@ -287,7 +287,7 @@ fn a_deck_too_large_for_memory_is_refused_in_deck_terms() {
     let d = Deck::parse_unchecked(text, "huge.toml").unwrap();
     let loc = Locator::new("huge.toml", text, &[]);
     let e = validate::validate_with_budget(&d, &loc, Some(1 << 40)).unwrap_err();
-    assert!(e.to_string().contains("PB"), "{e}");
+    assert!(e.to_string().contains(" EB "), "{e}");
     // Fits: accepted; and no budget known: no memory check.
     validate::validate_with_budget(&Deck::default(), &loc, Some(1 << 30)).unwrap();
     let e = validate::validate_with_budget(&d, &loc, None).unwrap_err();

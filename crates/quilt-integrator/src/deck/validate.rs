@@ -231,7 +231,6 @@ pub(crate) fn validate_with_budget(
     let need = d.level0_bytes(ghost);
     if let Some(avail) = available {
         if need > u128::from(avail) {
-            let need = u64::try_from(need).unwrap_or(u64::MAX);
             return Err(c.fail(
                 "domain.base_cells",
                 format!(
