@@ -131,17 +131,37 @@ fn meminfo_available() -> Option<u64> {
 }
 
 /// What the process's cgroup (v2, else v1) still allows, if it sets a limit.
+/// The cgroup's usage counts the page cache, which the kernel reclaims
+/// before it fails an allocation: the inactive part of it counts as free
+/// (the "working set" measure of container runtimes), or a build that
+/// filled the cache would make every deck look too large.
 fn cgroup_headroom() -> Option<u64> {
     let read = |p: &str| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
-    let (limit, used) = match read("/sys/fs/cgroup/memory.max") {
-        Some(l) => (l, read("/sys/fs/cgroup/memory.current")?),
+    let stat = |p: &str, key: &str| -> u64 {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|t| {
+                t.lines().find_map(|l| {
+                    let (k, v) = l.split_once(' ')?;
+                    (k == key).then(|| v.trim().parse().ok())?
+                })
+            })
+            .unwrap_or(0)
+    };
+    let (limit, used, cache) = match read("/sys/fs/cgroup/memory.max") {
+        Some(l) => (
+            l,
+            read("/sys/fs/cgroup/memory.current")?,
+            stat("/sys/fs/cgroup/memory.stat", "inactive_file"),
+        ),
         None => (
             read("/sys/fs/cgroup/memory/memory.limit_in_bytes")?,
             read("/sys/fs/cgroup/memory/memory.usage_in_bytes")?,
+            stat("/sys/fs/cgroup/memory/memory.stat", "total_inactive_file"),
         ),
     };
     // v1 reports "no limit" as a number near 2^63.
-    (limit < 1 << 60).then(|| limit.saturating_sub(used))
+    (limit < 1 << 60).then(|| limit.saturating_sub(used.saturating_sub(cache)))
 }
 
 #[cfg(test)]
