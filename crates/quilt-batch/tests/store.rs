@@ -45,6 +45,28 @@ fn round_trip_preserves_every_bit() {
     std::fs::remove_dir_all(d).unwrap();
 }
 
+/// Runs sharing a coefficients directory may save the same file at once:
+/// every save succeeds and the file is always one complete save.
+#[test]
+fn concurrent_saves_of_one_file_all_succeed() {
+    let d = dir("concurrent");
+    let path = d.join(coefficient_file_name("cpu", "host"));
+    let file = CoefficientFile::new(provenance(), Coefficients::cpu_default());
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                for _ in 0..20 {
+                    file.save(&path).unwrap();
+                    assert_eq!(CoefficientFile::load(&path).unwrap().unwrap(), file);
+                }
+            });
+        }
+    });
+    let names: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
+    assert_eq!(names.len(), 1);
+    std::fs::remove_dir_all(d).unwrap();
+}
+
 #[test]
 fn missing_file_gives_defaults_not_an_error() {
     let path = dir("missing").join("cpu-none.json");
