@@ -118,30 +118,10 @@ impl CoefficientFile {
             fs::create_dir_all(dir).map_err(io)?;
         }
         let text = serde_json::to_string_pretty(self).expect("coefficient files always serialise");
-        // Unique per process and call (runs sharing a coefficients
-        // directory may save at once), in quilt's `.NAME.tmp-PID-N` form so
-        // that the sweep of stale temporaries recognises it; synced before
-        // the rename so that a crash never leaves an empty file behind the
-        // final name.
-        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let name = path
-            .file_name()
-            .map(|f| f.to_string_lossy())
-            .unwrap_or_default();
-        let tmp = path.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()));
-        let written = fs::File::create(&tmp).and_then(|mut f| {
-            use std::io::Write;
-            f.write_all((text + "\n").as_bytes())?;
-            f.sync_all()
-        });
-        match written.and_then(|()| fs::rename(&tmp, path)) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                Err(io(e))
-            }
-        }
+        // Runs sharing a coefficients directory may save at once: each
+        // writes its own temporary and renames it into place.
+        quilt_mesh::atomic_file::write_bytes(path, (text + "\n").as_bytes())
+            .map_err(|(path, source)| BatchError::Io { path, source })
     }
 
     /// The cost model of these coefficients.

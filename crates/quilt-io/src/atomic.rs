@@ -15,12 +15,12 @@
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use quilt_mesh::atomic_file::{self, parent_dir};
+
+pub use quilt_mesh::atomic_file::parse_temp_name;
 
 use crate::error::IoError;
-
-/// Distinguishes temporary files of concurrent writers within one process.
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Removes the temporary file unless the write succeeded, also when the
 /// writer panics.
@@ -44,45 +44,16 @@ impl Drop for TempGuard {
     }
 }
 
-/// The temporary name used while `target` is written: hidden, in the same
-/// directory (so the rename stays within one file system), unique per
-/// process and call. [`parse_temp_name`] reads it back.
+/// The temporary used while `target` is written
+/// ([`quilt_mesh::atomic_file::temp_path_for`]), or an error when `target`
+/// names no file.
 pub(crate) fn temp_path_for(target: &Path) -> Result<PathBuf, IoError> {
-    let name = target.file_name().ok_or_else(|| {
+    atomic_file::temp_path_for(target).ok_or_else(|| {
         IoError::invalid(
             "output path",
             format!("{} has no file name", target.display()),
         )
-    })?;
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp_name = format!(".{}.tmp-{}-{n}", name.to_string_lossy(), std::process::id());
-    Ok(target.with_file_name(tmp_name))
-}
-
-/// Splits the name of a temporary file left by an atomic write into the
-/// name of the file being written and the id of the process writing it.
-///
-/// Temporary names are `.NAME.tmp-PID-N` (quilt-io's atomic writes, and
-/// quilt-mesh's hierarchy files, which cannot use this crate and so repeat
-/// the form) or `.NAME.tmp-PID` (hierarchy files of earlier versions); PID
-/// and N are decimal digits. Any other name gives `None`.
-///
-/// ```
-/// assert_eq!(quilt_io::parse_temp_name(".chk.h5.tmp-4242-7"), Some(("chk.h5", 4242)));
-/// assert_eq!(quilt_io::parse_temp_name(".h.json.tmp-99"), Some(("h.json", 99)));
-/// assert_eq!(quilt_io::parse_temp_name("chk.h5"), None);
-/// ```
-pub fn parse_temp_name(file_name: &str) -> Option<(&str, u32)> {
-    let (target, tail) = file_name.strip_prefix('.')?.rsplit_once(".tmp-")?;
-    let (pid, n) = match tail.split_once('-') {
-        Some((pid, n)) => (pid, Some(n)),
-        None => (tail, None),
-    };
-    let decimal = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if target.is_empty() || !decimal(pid) || !n.is_none_or(decimal) {
-        return None;
-    }
-    Some((target, pid.parse().ok()?))
+    })
 }
 
 /// Removes, from `dir` only (not its subdirectories), the temporary files
@@ -194,7 +165,7 @@ where
         .map_err(|e| IoError::fs(&tmp, "sync temporary file", e))?;
     fs::rename(&tmp, target).map_err(|e| IoError::fs(target, "rename temporary file", e))?;
     guard.armed = false;
-    sync_parent_dir(target);
+    atomic_file::sync_dir(parent_dir(target));
     Ok(())
 }
 
@@ -203,23 +174,6 @@ pub(crate) fn write_bytes_atomically(target: &Path, bytes: &[u8]) -> Result<(), 
     replace_atomically(target, |tmp| {
         fs::write(tmp, bytes).map_err(|e| IoError::fs(tmp, "write temporary file", e))
     })
-}
-
-/// The directory `target` is in (`.` for a bare file name).
-fn parent_dir(target: &Path) -> &Path {
-    match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    }
-}
-
-/// Makes the rename itself durable. Failure only weakens durability after a
-/// power loss (the file is already complete), so it is logged, not returned.
-fn sync_parent_dir(target: &Path) {
-    let dir = parent_dir(target);
-    if let Err(e) = File::open(dir).and_then(|d| d.sync_all()) {
-        log::debug!("could not sync directory {}: {e}", dir.display());
-    }
 }
 
 #[cfg(test)]
@@ -267,37 +221,6 @@ mod tests {
         assert!(err.to_string().contains("simulated failure"));
         assert_eq!(fs::read(&f).unwrap(), b"old");
         assert_eq!(entries(&dir), vec!["a.txt".to_string()]);
-        fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn temp_names_parse_back() {
-        let dir = scratch("names");
-        let tmp = temp_path_for(&dir.join("chk.h5")).unwrap();
-        assert_eq!(tmp.parent(), Some(dir.as_path()));
-        let name = tmp.file_name().unwrap().to_str().unwrap();
-        assert_eq!(parse_temp_name(name), Some(("chk.h5", std::process::id())));
-        // The legacy form of hierarchy files, and targets containing the
-        // marker themselves.
-        assert_eq!(parse_temp_name(".h.json.tmp-12"), Some(("h.json", 12)));
-        assert_eq!(parse_temp_name(".a.tmp-1.tmp-2-3"), Some(("a.tmp-1", 2)));
-        for other in [
-            "chk.h5",
-            "chk.h5.tmp-12-0",
-            ".chk.h5",
-            ".tmp-12-0",
-            "..tmp-12",
-            ".x.tmp-",
-            ".x.tmp-12a",
-            ".x.tmp-+12",
-            ".x.tmp-12-",
-            ".x.tmp--3",
-            ".x.tmp-1-2-3",
-            ".x.tmp-1-2a",
-            ".x.tmp-99999999999-0",
-        ] {
-            assert_eq!(parse_temp_name(other), None, "{other}");
-        }
         fs::remove_dir_all(&dir).unwrap();
     }
 

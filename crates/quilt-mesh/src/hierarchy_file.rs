@@ -17,9 +17,7 @@
 //! periodic axis.
 
 use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -235,45 +233,15 @@ pub fn write_hierarchy(h: &Hierarchy, path: impl AsRef<Path>) -> Result<(), Mesh
     write_atomically(path, text.as_bytes())
 }
 
-/// The temporary name under which file `name` is written:
-/// `.NAME.tmp-PID-N`, unique per process and call (two threads writing the
-/// same file must not share one). It is the form of quilt-io's atomic
-/// writes, whose `parse_temp_name` and `remove_stale_temporaries` (quilt-io
-/// depends on this crate, not the reverse) recognise it and remove what a
-/// killed process left; keep the two in step.
-fn temp_name(name: &str) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!(".{name}.tmp-{}-{n}", std::process::id())
-}
-
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), MeshError> {
-    let io = |p: &Path| {
-        let p: PathBuf = p.to_path_buf();
-        move |source| MeshError::Io { path: p, source }
-    };
-    let name = path.file_name().ok_or_else(|| {
-        MeshError::invalid(
+    if path.file_name().is_none() {
+        return Err(MeshError::invalid(
             "hierarchy file path",
             format!("{} names no file", path.display()),
-        )
-    })?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let tmp = dir.join(temp_name(&name.to_string_lossy()));
-    let result = (|| {
-        let mut f = fs::File::create(&tmp).map_err(io(&tmp))?;
-        f.write_all(bytes).map_err(io(&tmp))?;
-        f.sync_all().map_err(io(&tmp))?;
-        fs::rename(&tmp, path).map_err(io(path))
-    })();
-    if result.is_err() {
-        // Best effort: the temporary file is garbage whatever went wrong.
-        let _ = fs::remove_file(&tmp);
+        ));
     }
-    result
+    crate::atomic_file::write_bytes(path, bytes)
+        .map_err(|(path, source)| MeshError::Io { path, source })
 }
 
 #[cfg(test)]
@@ -281,6 +249,7 @@ mod tests {
     use super::*;
     use crate::synthetic::{SyntheticSpec, generate};
     use proptest::prelude::*;
+    use std::path::PathBuf;
 
     fn tmp_dir() -> PathBuf {
         let d = std::env::temp_dir().join(format!("quilt-mesh-file-tests-{}", std::process::id()));
@@ -343,20 +312,6 @@ mod tests {
             })
             .count();
         assert_eq!(leftovers, 0);
-    }
-
-    #[test]
-    fn temporary_names_are_unique_and_in_the_shared_form() {
-        let (a, b) = (temp_name("h.json"), temp_name("h.json"));
-        assert_ne!(a, b);
-        let prefix = format!(".h.json.tmp-{}-", std::process::id());
-        for t in [a, b] {
-            let n = t.strip_prefix(&prefix).unwrap_or_else(|| panic!("{t}"));
-            assert!(
-                !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()),
-                "{t}"
-            );
-        }
     }
 
     proptest! {

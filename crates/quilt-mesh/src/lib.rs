@@ -6,6 +6,7 @@
 //! hierarchies of Raghavan & Vadhiyar (2015, section 4.1).
 #![warn(missing_docs)]
 
+pub mod atomic_file;
 pub mod cluster;
 pub mod error;
 pub mod fill;
