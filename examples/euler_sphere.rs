@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! cargo run --release --example euler_sphere -- [--config DECK.toml] [--levels N]
-//!     [--max-steps N] [--end-time T] [--out DIR] [--backend auto|cpu|cuda]
+//!     [--max-steps N] [--end-time T] [--out DIR] [--backend auto|cpu|cuda] [--residency host|device]
 //!     [--output-interval N] [--checkpoint-interval N] [--restart FILE] [--no-output]
 //! ```
 //!
@@ -183,6 +183,7 @@ fn run<T: Real + CheckpointReal>(
             return Ok(());
         };
         let t = Instant::now();
+        it.sync_host()?;
         let out = euler_output(
             it.hierarchy(),
             |i| it.data().old(i),
@@ -249,6 +250,7 @@ fn run<T: Real + CheckpointReal>(
                     it.time()
                 );
             }
+            it.sync_host()?;
             summary(
                 &it,
                 setup,
@@ -275,6 +277,7 @@ fn run<T: Real + CheckpointReal>(
     }
     output(&mut it, &mut series)?;
     bar.finish();
+    it.sync_host()?;
     let radius = shock_radius(&it, deck);
     summary(&it, setup, radius, write.then_some(dir.as_path()));
     if let Some(path) = json {

@@ -75,36 +75,80 @@ fn patch_rate<T: Real>(
             for (n, i) in (b.lo.x..=b.hi.x).enumerate() {
                 let o = row + n;
                 let u: [f64; 5] = std::array::from_fn(|c| quilt_mesh::Real::as_f64(comps[c][o]));
-                let bad = |what, value| BadCell {
+                let rate = cell_rate(u, dx, gas).map_err(|(what, value)| BadCell {
                     patch: index,
                     cell: iv(i, j, k),
                     what,
                     value,
-                };
-                if let Some(c) = (0..5).find(|&c| !u[c].is_finite()) {
-                    return Err(bad(NONFINITE[c], u[c]));
-                }
-                if u[0] <= 0.0 {
-                    return Err(bad("density is not positive", u[0]));
-                }
-                let vel = [u[1] / u[0], u[2] / u[0], u[3] / u[0]];
-                let ke = 0.5 * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]);
-                let p = (gas.gamma - 1.0) * (u[4] - ke);
-                if p.is_nan() || p <= 0.0 {
-                    return Err(bad("pressure is not positive", p));
-                }
-                let cs = gas.sound_speed(u[0], p);
-                let rate = (0..3)
-                    .map(|a| (vel[a].abs() + cs) / dx[a])
-                    .fold(0.0f64, f64::max);
-                if !rate.is_finite() {
-                    return Err(bad("the signal speed over the cell size overflows", rate));
-                }
+                })?;
                 best = best.max(rate);
             }
         }
     }
     Ok(best)
+}
+
+/// The signal rate `max_d (|v_d| + c_s) / dx_d` of one cell's conserved
+/// state, or what is wrong with it: the one statement of the scan, for
+/// hierarchy data and resident batches alike (and the GPU's CFL kernel).
+#[inline(always)]
+pub(crate) fn cell_rate(u: [f64; 5], dx: [f64; 3], gas: &Gas) -> Result<f64, (&'static str, f64)> {
+    if let Some(c) = (0..5).find(|&c| !u[c].is_finite()) {
+        return Err((NONFINITE[c], u[c]));
+    }
+    if u[0] <= 0.0 {
+        return Err(("density is not positive", u[0]));
+    }
+    let vel = [u[1] / u[0], u[2] / u[0], u[3] / u[0]];
+    let ke = 0.5 * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]);
+    let p = (gas.gamma - 1.0) * (u[4] - ke);
+    if p.is_nan() || p <= 0.0 {
+        return Err(("pressure is not positive", p));
+    }
+    let cs = gas.sound_speed(u[0], p);
+    let rate = (0..3)
+        .map(|a| (vel[a].abs() + cs) / dx[a])
+        .fold(0.0f64, f64::max);
+    if !rate.is_finite() {
+        return Err(("the signal speed over the cell size overflows", rate));
+    }
+    Ok(rate)
+}
+
+/// The largest signal rate over the interiors of descriptors `descs` of a
+/// batch, or `None` if any of those cells is bad (the hierarchy scan then
+/// names it).
+pub(crate) fn batch_rate<T: Real>(
+    batch: &quilt_sweep::Batch<T>,
+    descs: std::ops::Range<usize>,
+    gas: &Gas,
+) -> Option<f64> {
+    let l = batch.layout();
+    let (b, nc) = (l.bin_edge() as usize, l.ncomp() as usize);
+    let data = batch.data();
+    let rates: Vec<Option<f64>> = l.patches()[descs]
+        .par_iter()
+        .map(|d| {
+            let g = d.ghost as usize;
+            let n = d.interior().map(|v| v as usize);
+            let mut best = 0.0f64;
+            for k in 0..n[2] {
+                for j in 0..n[1] {
+                    for i in 0..n[0] {
+                        let cell = [0, 1, 2].map(|a| d.offset[a] as usize + g + [i, j, k][a]);
+                        let u: [f64; 5] = std::array::from_fn(|c| {
+                            let at =
+                                quilt_sweep::layout::data_index(b, nc, d.bin as usize, c, cell);
+                            quilt_mesh::Real::as_f64(data[at])
+                        });
+                        best = best.max(cell_rate(u, d.dx, gas).ok()?);
+                    }
+                }
+            }
+            Some(best)
+        })
+        .collect();
+    rates.into_iter().try_fold(0.0f64, |a, r| Some(a.max(r?)))
 }
 
 /// The first interior cell (finest level first, then patch order, z, y, x)

@@ -23,10 +23,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::deck::{BackendChoice, Deck, DeckError};
+use crate::deck::{BackendChoice, Deck, DeckError, Residency};
 
 /// `--config`, `--max-steps`, `--end-time`, `--out`, `--backend`,
-/// `--levels`, `--output-interval`, `--checkpoint-interval`.
+/// `--residency`, `--levels`, `--output-interval`, `--checkpoint-interval`.
 ///
 /// Numeric options take values that start with `-`, so that `--max-steps -1`
 /// is reported as an invalid value of `--max-steps` rather than as an
@@ -51,6 +51,9 @@ pub struct DeckArgs {
     /// Overrides `run.backend`: auto, cpu or cuda.
     #[arg(long, value_name = "NAME", value_parser = parse_backend)]
     pub backend: Option<BackendChoice>,
+    /// Overrides `run.residency`: host or device.
+    #[arg(long, value_name = "WHERE", value_parser = parse_residency)]
+    pub residency: Option<Residency>,
     /// Overrides `amr.max_levels` (1 ..= 8).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub levels: Option<usize>,
@@ -70,6 +73,14 @@ fn parse_backend(s: &str) -> Result<BackendChoice, String> {
         _ => Err(format!(
             "unknown backend `{s}` (expected auto, cpu or cuda)"
         )),
+    }
+}
+
+fn parse_residency(s: &str) -> Result<Residency, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "host" => Ok(Residency::Host),
+        "device" => Ok(Residency::Device),
+        _ => Err(format!("unknown residency `{s}` (expected host or device)")),
     }
 }
 
@@ -119,6 +130,10 @@ impl DeckArgs {
         if let Some(b) = self.backend {
             deck.run.backend = b;
             o.push(("run.backend".into(), "--backend".into()));
+        }
+        if let Some(r) = self.residency {
+            deck.run.residency = r;
+            o.push(("run.residency".into(), "--residency".into()));
         }
         if let Some(n) = self.levels {
             deck.amr.max_levels = n;

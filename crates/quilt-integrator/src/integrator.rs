@@ -37,11 +37,14 @@ use crate::calibration::{
     CalibrationReport, Calibrator, coefficient_path, load_coefficients, save_coefficients,
 };
 use crate::cfl;
-use crate::deck::{BatchLayoutKind, BatchMode, Boundary, Deck, FloorAction, Interpolation};
+use crate::deck::{
+    BatchLayoutKind, BatchMode, Boundary, Deck, FloorAction, Interpolation, Residency,
+};
 use crate::error::IntegratorError;
 use crate::init::InitialCondition;
-use crate::pipeline::{LoopInputs, run_batches};
+use crate::pipeline::{LoopInputs, run_batches, solve_error};
 use crate::plan::{Probe, StepPlan};
+use crate::resident::{ResidentPlan, load_state, resident_plan, store_state};
 use crate::ring::BatchRing;
 use crate::schedule::Scheduler;
 use crate::tagging::{Criterion, criteria, tag_patches};
@@ -129,6 +132,12 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     pipelined: bool,
     totals: RunTotals,
     version: u64,
+    /// The resident plan while the state lives in the backend (device
+    /// residency).
+    resident: Option<ResidentPlan>,
+    /// Whether the host copy of the state is the current one (always so in
+    /// host residency).
+    host_current: bool,
 }
 
 fn limiter_of(i: Interpolation) -> Limiter {
@@ -321,6 +330,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             pipelined: deck.batching.pipelined,
             totals: RunTotals::default(),
             version: 0,
+            resident: None,
+            host_current: true,
         })
     }
 
@@ -344,11 +355,18 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .expect("data is present unless a regrid failed")
     }
 
-    /// The data, mutably (e.g. to impose a state in tests).
+    /// The data, mutably (e.g. to impose a state in tests). In device
+    /// residency the backend's state is copied back first and dropped, so
+    /// that the next step starts from what the caller leaves here.
     ///
     /// # Panics
-    /// Only after a failed regrid.
+    /// After a failed regrid, or when the backend cannot hand its resident
+    /// state back.
     pub fn data_mut(&mut self) -> &mut HierarchyData<T> {
+        if let Err(e) = self.sync_host() {
+            panic!("the resident state could not be copied back: {e}");
+        }
+        self.unload_resident();
         self.data
             .as_mut()
             .expect("data is present unless a regrid failed")
@@ -527,7 +545,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// `run.end_time`.
     pub fn step(&mut self) -> Result<StepInfo, IntegratorError> {
         let t = Instant::now();
-        let mut dt = self.cfl_dt()?;
+        let mut dt = if self.device_resident() {
+            self.resident_dt()?
+        } else {
+            self.cfl_dt()?
+        };
         let end = self.deck.run.end_time;
         if end > self.time && self.time + dt > end {
             dt = end - self.time;
@@ -552,6 +574,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// One coarse step of `dt` (which the solver checks against its CFL
     /// limit).
     pub fn advance(&mut self, dt: f64) -> Result<StepInfo, IntegratorError> {
+        if self.device_resident() {
+            return self.advance_resident(dt);
+        }
         let t_step = Instant::now();
         let step = self.step + 1;
         let order = SweepOrder::for_step(self.step);
@@ -594,64 +619,29 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         self.time += dt;
         self.step = step;
         self.calibrate_after_step()?;
-        let (cells, patches, levels) = (
-            self.h.total_cells() as u64,
-            self.h.num_patches(),
-            self.h.num_levels(),
-        );
-        let bins = self.plan.layout.bins.len();
-
-        let interval = self.deck.amr.regrid_interval;
-        let regridded = self.deck.amr.max_levels > 1 && interval > 0 && step % interval == 0;
-        let t = Instant::now();
-        if regridded {
-            self.regrid_now()?;
-        }
-        let regrid = t.elapsed().as_secs_f64();
-        let phases = PhaseTimes {
+        let mut phases = PhaseTimes {
             prepare: stats.prepare,
             solve: stats.solve,
             close: stats.close,
             reflux_restrict,
-            regrid,
-            output: 0.0,
             idle: (stats.wall - stats.solve).max(0.0),
-            other: 0.0,
             batch_loop: stats.wall,
-            wall: t_step.elapsed().as_secs_f64(),
+            ..Default::default()
         };
-        let info = StepInfo {
-            step,
-            time: self.time,
+        let info = self.finish_step(
             dt,
-            cells,
-            solved_cells: stats.report.cells,
-            patches,
-            levels,
-            batches: stats.batches,
-            bins,
-            courant: stats.report.courant,
-            floors: stats.report.floors,
-            regridded,
-            phases,
-            estimates: stats.estimates,
-        };
-        let t = &mut self.totals;
-        t.steps += 1;
-        t.cells += cells;
-        t.solved_cells += stats.report.cells;
-        t.batches += stats.batches as u64;
-        t.regrids += u64::from(regridded);
-        t.floors += stats.report.floors;
-        t.phases += phases;
-        if calibrated {
-            t.estimates += stats.estimates;
-        }
+            stats.report,
+            stats.batches,
+            stats.estimates,
+            calibrated,
+            t_step,
+            &mut phases,
+        )?;
         log::debug!(
             "step {step}: t = {:.6e}, dt = {dt:.3e}, {} batches, {:.3} s",
             self.time,
             stats.batches,
-            phases.wall
+            info.phases.wall
         );
         Ok(info)
     }
@@ -705,9 +695,227 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         Ok(())
     }
 
+    /// Whether the deck keeps the state in the backend between regrids.
+    fn device_resident(&self) -> bool {
+        self.deck.run.residency == Residency::Device
+    }
+
+    /// Whether the host copy of the state ([`Integrator::data`]) is the
+    /// current one. In device residency it is brought up to date by
+    /// [`Integrator::sync_host`] (which regrids, checkpoints and
+    /// [`Integrator::fill_ghosts`] call themselves); until then it holds
+    /// the state of the last such call.
+    pub fn host_is_current(&self) -> bool {
+        self.host_current
+    }
+
+    /// Copies the backend's resident state back into the host copy
+    /// ([`Integrator::data`]); nothing to do in host residency.
+    pub fn sync_host(&mut self) -> Result<(), IntegratorError> {
+        if self.host_current {
+            return Ok(());
+        }
+        let plan = self.resident.as_ref().ok_or_else(|| {
+            IntegratorError::Internal("the host copy is stale but nothing is resident".into())
+        })?;
+        let name = self.backend.name().to_string();
+        let mut batch = quilt_sweep::Batch::new(plan.layout.clone());
+        let ex = self
+            .backend
+            .resident()
+            .ok_or_else(|| no_resident_mode(&name))?;
+        ex.store(&mut batch)
+            .map_err(|source| IntegratorError::Solve {
+                step: self.step,
+                backend: name,
+                source,
+            })?;
+        let data = self.data.as_mut().ok_or_else(poisoned)?;
+        store_state(&batch, data, plan.patches);
+        self.host_current = true;
+        Ok(())
+    }
+
+    /// Drops the backend's resident state (the host copy must be current).
+    fn unload_resident(&mut self) {
+        if self.resident.take().is_some()
+            && let Some(ex) = self.backend.resident()
+        {
+            ex.unload();
+        }
+    }
+
+    /// Loads the current hierarchy and state into the backend unless they
+    /// are there.
+    fn ensure_resident(&mut self) -> Result<(), IntegratorError> {
+        if self.resident.is_some() {
+            return Ok(());
+        }
+        let t = Instant::now();
+        let plan = resident_plan(&self.h, &self.plan)?;
+        let data = self.data.as_ref().ok_or_else(poisoned)?;
+        let batch = load_state(&plan, data)?;
+        let name = self.backend.name().to_string();
+        let ex = self
+            .backend
+            .resident()
+            .ok_or_else(|| no_resident_mode(&name))?;
+        ex.load(&plan, &batch)
+            .map_err(|source| IntegratorError::Solve {
+                step: self.step + 1,
+                backend: name,
+                source,
+            })?;
+        log::info!(
+            "resident state: {} patches and {} probes in {} bins, {:.1} MB with fluxes and scratch, loaded in {:.3} s",
+            plan.patches,
+            plan.layout.patches().len() - plan.patches,
+            plan.layout.nbins(),
+            (plan.values() * std::mem::size_of::<T>() as u64) as f64 / 1e6,
+            t.elapsed().as_secs_f64()
+        );
+        self.resident = Some(plan);
+        Ok(())
+    }
+
+    /// The CFL time step of the resident state.
+    fn resident_dt(&mut self) -> Result<f64, IntegratorError> {
+        self.ensure_resident()?;
+        let name = self.backend.name().to_string();
+        let ex = self
+            .backend
+            .resident()
+            .ok_or_else(|| no_resident_mode(&name))?;
+        let rate = ex
+            .max_rate(&self.gas)
+            .map_err(|source| IntegratorError::Solve {
+                step: self.step + 1,
+                backend: name,
+                source,
+            })?;
+        match rate {
+            Some(rate) if rate > 0.0 && rate.is_finite() => Ok(self.cfl / rate),
+            // A bad cell, or no finite step: the host scan says which.
+            _ => {
+                self.sync_host()?;
+                self.cfl_dt()
+            }
+        }
+    }
+
+    /// [`Integrator::advance`] in device residency.
+    fn advance_resident(&mut self, dt: f64) -> Result<StepInfo, IntegratorError> {
+        let t_step = Instant::now();
+        let step = self.step + 1;
+        let order = SweepOrder::for_step(self.step);
+        self.ensure_resident()?;
+        let name = self.backend.name().to_string();
+        let t = Instant::now();
+        let res = self
+            .backend
+            .resident()
+            .ok_or_else(|| no_resident_mode(&name))?
+            .step(dt, order);
+        let solve = t.elapsed().as_secs_f64();
+        let report = match res {
+            Ok(r) => r,
+            Err(e) => {
+                // The resident state is past its old time level: the step
+                // cannot be repeated from it, nor from a stale host copy.
+                let err = solve_error(e, &self.h, &self.plan.layout, step, self.time, &name);
+                self.unload_resident();
+                if !self.host_current {
+                    self.data = None;
+                }
+                return Err(err);
+            }
+        };
+        self.host_current = false;
+        if report.floors.total() > 0 {
+            self.sync_host()?;
+            self.report_floors(step, report.floors)?;
+        }
+        self.time += dt;
+        self.step = step;
+        let mut phases = PhaseTimes {
+            solve,
+            batch_loop: solve,
+            ..Default::default()
+        };
+        self.finish_step(
+            dt,
+            report,
+            1,
+            EstimateErrors::default(),
+            false,
+            t_step,
+            &mut phases,
+        )
+    }
+
+    /// The end of a step of either residency: the regrid when one is due,
+    /// the step's report and the run's totals.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_step(
+        &mut self,
+        dt: f64,
+        report: quilt_sweep::StepReport,
+        batches: usize,
+        estimates: EstimateErrors,
+        count_estimates: bool,
+        t_step: Instant,
+        phases: &mut PhaseTimes,
+    ) -> Result<StepInfo, IntegratorError> {
+        let step = self.step;
+        let (cells, patches, levels) = (
+            self.h.total_cells() as u64,
+            self.h.num_patches(),
+            self.h.num_levels(),
+        );
+        let bins = self.plan.layout.bins.len();
+        let interval = self.deck.amr.regrid_interval;
+        let regridded = self.deck.amr.max_levels > 1 && interval > 0 && step % interval == 0;
+        let t = Instant::now();
+        if regridded {
+            self.regrid_now()?;
+        }
+        phases.regrid = t.elapsed().as_secs_f64();
+        phases.wall = t_step.elapsed().as_secs_f64();
+        let info = StepInfo {
+            step,
+            time: self.time,
+            dt,
+            cells,
+            solved_cells: report.cells,
+            patches,
+            levels,
+            batches,
+            bins,
+            courant: report.courant,
+            floors: report.floors,
+            regridded,
+            phases: *phases,
+            estimates,
+        };
+        let t = &mut self.totals;
+        t.steps += 1;
+        t.cells += cells;
+        t.solved_cells += report.cells;
+        t.batches += batches as u64;
+        t.regrids += u64::from(regridded);
+        t.floors += report.floors;
+        t.phases += *phases;
+        if count_estimates {
+            t.estimates += estimates;
+        }
+        Ok(info)
+    }
+
     /// Rebuilds the hierarchy from the current old state: ghost fill,
     /// tagging, clustering, regrid, new step plan.
     pub fn regrid_now(&mut self) -> Result<(), IntegratorError> {
+        self.sync_host()?;
+        self.unload_resident();
         let step = self.step;
         let mut data = self.data.take().ok_or_else(poisoned)?;
         let t0 = Instant::now();
@@ -794,6 +1002,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// Fills the ghost cells of the old state (for output or analysis); the
     /// new state's contents are lost.
     pub fn fill_ghosts(&mut self) -> Result<(), IntegratorError> {
+        self.sync_host()?;
         let time = self.time;
         let data = self.data.as_mut().ok_or_else(poisoned)?;
         fill_old_ghosts(&self.plan.layout.fill, data, time)
@@ -810,7 +1019,8 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
     /// Writes a checkpoint (atomically) holding everything a bitwise
     /// restart needs: time, step, run totals, the deck, the hierarchy and
     /// the state.
-    pub fn write_checkpoint(&self, path: &Path) -> Result<(), IntegratorError> {
+    pub fn write_checkpoint(&mut self, path: &Path) -> Result<(), IntegratorError> {
+        self.sync_host()?;
         let t = &self.totals;
         let counters = [
             ("steps_taken", t.steps),
@@ -886,6 +1096,12 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
         }
         Ok(me)
     }
+}
+
+fn no_resident_mode(backend: &str) -> IntegratorError {
+    IntegratorError::Config(format!(
+        "run.residency = \"device\": the {backend} backend has no resident mode (use \"host\")"
+    ))
 }
 
 /// Bytes of both time levels of `h`'s state, ghost cells included.

@@ -30,6 +30,7 @@ pub mod init;
 mod integrator;
 mod pipeline;
 mod plan;
+pub mod resident;
 mod ring;
 mod schedule;
 mod stages;

@@ -27,8 +27,9 @@ tol = 1e-12
 radius = 0.3
 "#;
     let unlimited = Deck::parse(text).unwrap();
-    let it = Integrator::<f64, _>::new(&unlimited, CpuBackend::new(unlimited.solver().unwrap()))
-        .unwrap();
+    let mut it =
+        Integrator::<f64, _>::new(&unlimited, CpuBackend::new(unlimited.solver().unwrap()))
+            .unwrap();
     assert_eq!(it.hierarchy().level_cells(1), 8 * 16 * 16 * 16);
     let dir = std::env::temp_dir().join(format!("quilt-memory-budget-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -58,6 +58,7 @@
 use rayon::prelude::*;
 
 use crate::error::MeshError;
+use crate::flat::{FlatReflux, RefluxItem, Strided};
 use crate::hierarchy::{Hierarchy, HierarchyData};
 use crate::index::{IndexBox, IntVect, Side, coarsen_vect, iv};
 use crate::patch_data::PatchData;
@@ -376,27 +377,10 @@ impl FluxRegister {
         weight: f64,
     ) -> Result<usize, MeshError> {
         self.check_ncomp("coarse", fluxes)?;
-        let n = coarse_patch
-            .checked_sub(self.coarse_start)
-            .filter(|&n| n < self.coarse_pieces.len())
-            .ok_or_else(|| self.not_on_level(coarse_patch, self.level - 1))?;
         let mut count = 0;
-        for pc in &self.coarse_pieces[n] {
-            let b = &self.blocks[pc.block];
-            if b.axis != axis || !share.blocks.contains(&pc.block) {
-                continue;
-            }
-            let pf = self.piece_faces(pc);
-            let region = pf.intersect(&fluxes.faces);
-            if region.is_empty() {
-                continue;
-            }
-            let to_cell = pc.shift
-                - if b.sign > 0.0 {
-                    unit(axis)
-                } else {
-                    iv(0, 0, 0)
-                };
+        for (b, region, to_cell) in
+            self.coarse_matches(coarse_patch, axis, &share.blocks, &fluxes.faces)?
+        {
             let ncell = b.cells.num_cells() as usize;
             for c in 0..self.ncomp {
                 for f in region.iter() {
@@ -407,6 +391,41 @@ impl FluxRegister {
             count += region.num_cells() as usize;
         }
         Ok(count)
+    }
+
+    /// The blocks among `blocks` whose pieces in coarse patch
+    /// `coarse_patch` have faces normal to `axis` within `faces`: each
+    /// block, those faces, and the shift from a face to its block cell.
+    fn coarse_matches(
+        &self,
+        coarse_patch: usize,
+        axis: usize,
+        blocks: &std::ops::Range<usize>,
+        faces: &IndexBox,
+    ) -> Result<Vec<(&Block, IndexBox, IntVect)>, MeshError> {
+        let n = coarse_patch
+            .checked_sub(self.coarse_start)
+            .filter(|&n| n < self.coarse_pieces.len())
+            .ok_or_else(|| self.not_on_level(coarse_patch, self.level - 1))?;
+        let mut out = Vec::new();
+        for pc in &self.coarse_pieces[n] {
+            let b = &self.blocks[pc.block];
+            if b.axis != axis || !blocks.contains(&pc.block) {
+                continue;
+            }
+            let region = self.piece_faces(pc).intersect(faces);
+            if region.is_empty() {
+                continue;
+            }
+            let to_cell = pc.shift
+                - if b.sign > 0.0 {
+                    unit(axis)
+                } else {
+                    iv(0, 0, 0)
+                };
+            out.push((b, region, to_cell));
+        }
+        Ok(out)
     }
 
     /// Adds `weight ×` the fine fluxes `fluxes` through faces normal to
@@ -701,6 +720,174 @@ impl FineShare<'_> {
                 .add_fine_into(self.acc, &self.share, self.n, axis, &faces, weight)?;
         }
         Ok(count)
+    }
+}
+
+/// Builds a [`FlatReflux`] from a register: where each face's coarse flux
+/// lives is recorded by [`FlatRegister::add_coarse`] (the calls
+/// [`FineShare::add_coarse`] receives with values), the rest comes from
+/// the register.
+#[derive(Debug)]
+pub struct FlatRegister<'a> {
+    reg: &'a FluxRegister,
+    coarse: Vec<[u64; 2]>,
+    hits: Vec<u32>,
+}
+
+impl FluxRegister {
+    /// A builder of the register's flat form.
+    pub fn flat(&self) -> FlatRegister<'_> {
+        let n = self.num_faces();
+        FlatRegister {
+            reg: self,
+            coarse: vec![[u64::MAX; 2]; n],
+            hits: vec![0; n],
+        }
+    }
+}
+
+impl FlatRegister<'_> {
+    /// Records that the coarse fluxes through `faces` (normal to `axis`)
+    /// of coarse patch `coarse_patch`, for the blocks of fine patch
+    /// `fine_patch` (both hierarchy indices), lie at `src` (component 0 of
+    /// `faces.lo`, `x` stride 1). Returns the register faces named, as
+    /// [`FineShare::add_coarse`] counts them.
+    pub fn add_coarse(
+        &mut self,
+        fine_patch: usize,
+        coarse_patch: usize,
+        axis: usize,
+        faces: IndexBox,
+        src: Strided,
+    ) -> Result<usize, MeshError> {
+        let reg = self.reg;
+        let n = reg.fine_index(fine_patch)?;
+        let blocks = reg.fine_blocks[n]..reg.fine_blocks[n + 1];
+        let mut count = 0;
+        for (b, region, to_cell) in reg.coarse_matches(coarse_patch, axis, &blocks, &faces)? {
+            for f in region.iter() {
+                let face = b.offset / reg.ncomp + b.cells.offset(&(f + to_cell));
+                let d = [0, 1, 2].map(|e| (f[e] - faces.lo[e]) as u64);
+                self.coarse[face] = [src.index(d, 0), src.sc];
+                self.hits[face] += 1;
+            }
+            count += region.num_cells() as usize;
+        }
+        Ok(count)
+    }
+
+    /// The items, with patch `i`'s ghost-grown box at `places[i]` and the
+    /// flux block of fine patch `f` (its six face arrays in quilt-sweep's
+    /// order: `x` low, `x` high, `y` low ..., each component after
+    /// component over the interior's boundary faces) from index
+    /// `fine_flux(f)` of the flux array. Errors unless every register face
+    /// was given exactly one coarse flux.
+    pub fn finish(
+        self,
+        h: &Hierarchy,
+        places: &[Strided],
+        fine_flux: &dyn Fn(usize) -> Option<u64>,
+    ) -> Result<FlatReflux, MeshError> {
+        let reg = self.reg;
+        if let Some(face) = self.hits.iter().position(|&k| k != 1) {
+            return Err(MeshError::invalid(
+                format!("flat register of level {}", reg.level),
+                format!(
+                    "register face {face} was given {} coarse fluxes (one is needed)",
+                    self.hits[face]
+                ),
+            ));
+        }
+        if places.len() != h.num_patches() {
+            return Err(MeshError::LayoutMismatch {
+                why: format!(
+                    "{} placements for a hierarchy of {} patches",
+                    places.len(),
+                    h.num_patches()
+                ),
+            });
+        }
+        let mut owner = vec![0usize; reg.blocks.len()];
+        for n in 0..reg.fine_interiors.len() {
+            owner[reg.fine_blocks[n]..reg.fine_blocks[n + 1]].fill(n);
+        }
+        let nc = reg.ncomp as u64;
+        let mut out = FlatReflux {
+            ncomp: reg.ncomp as u32,
+            ..Default::default()
+        };
+        for (cn, pieces) in reg.coarse_pieces.iter().enumerate() {
+            let ci = reg.coarse_start + cn;
+            let cgb = h.patches()[ci].ghost_box();
+            let mut passes: Vec<u32> = Vec::with_capacity(pieces.len());
+            for (k, pc) in pieces.iter().enumerate() {
+                let b = &reg.blocks[pc.block];
+                let pass = pieces[..k]
+                    .iter()
+                    .zip(&passes)
+                    .filter(|(q, _)| {
+                        q.cells
+                            .shift(&-q.shift)
+                            .intersects(&pc.cells.shift(&-pc.shift))
+                    })
+                    .map(|(_, &p)| p + 1)
+                    .max()
+                    .unwrap_or(0);
+                passes.push(pass);
+                out.passes = out.passes.max(pass + 1);
+                let n = owner[pc.block];
+                let fi = reg.fine_start + n;
+                let interior = reg.fine_interiors[n];
+                let side = if b.sign > 0.0 { Side::Lo } else { Side::Hi };
+                let sz = interior.size();
+                let area = [sz.y * sz.z, sz.x * sz.z, sz.x * sz.y].map(|v| v as u64);
+                let before: u64 = (0..2 * b.axis + side.index())
+                    .map(|k| area[k / 2])
+                    .sum::<u64>()
+                    * nc;
+                let fb = interior.boundary_faces(b.axis, side);
+                let fs = fb.size();
+                let base = fine_flux(fi).ok_or_else(|| {
+                    MeshError::invalid(
+                        format!("flat register of level {}", reg.level),
+                        format!("fine patch index {fi} has no flux block"),
+                    )
+                })?;
+                let arr = Strided {
+                    base: base + before,
+                    sy: fs.x as u64,
+                    sz: fs.x as u64 * fs.y as u64,
+                    sc: area[b.axis],
+                };
+                let mut first = pc.cells.lo;
+                for e in 0..3 {
+                    first[e] = if e == b.axis {
+                        b.fine_faces.lo[e]
+                    } else {
+                        first[e] * reg.ratio
+                    };
+                }
+                let rel = |p: &IntVect, lo: &IntVect| [0, 1, 2].map(|a| (p[a] - lo[a]) as u64);
+                let s = pc.cells.size();
+                out.items.push(RefluxItem {
+                    dst: places[ci].at(rel(&(pc.cells.lo - pc.shift), &cgb.lo)),
+                    fine: arr.at(rel(&first, &fb.lo)),
+                    factor: b.sign / reg.dx[b.axis],
+                    coarse: out.coarse.len() as u64,
+                    n: [s.x as u32, s.y as u32, s.z as u32],
+                    axis: b.axis as u32,
+                    ratio: reg.ratio as u32,
+                    pass,
+                });
+                let ncell = b.offset / reg.ncomp;
+                out.coarse.extend(
+                    pc.cells
+                        .iter()
+                        .map(|q| self.coarse[ncell + b.cells.offset(&q)]),
+                );
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -10,6 +10,7 @@ pub mod atomic_file;
 pub mod cluster;
 pub mod error;
 pub mod fill;
+pub mod flat;
 pub mod flux_register;
 pub mod geometry;
 pub mod hierarchy;

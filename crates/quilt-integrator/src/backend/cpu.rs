@@ -1,16 +1,32 @@
 //! The CPU backend: quilt-sweep's reference solver on rayon.
 
+use std::sync::Arc;
+
+use quilt_mesh::flat::StepItems;
+use quilt_sweep::physics::Gas;
 use quilt_sweep::{Batch, Real, Solver, StepReport, SweepOrder, Workspace};
 
-use super::{SolveBackend, SolveError};
+use super::{ResidentSolve, SolveBackend, SolveError, mesh_failure};
+use crate::resident::ResidentPlan;
 
 /// The CPU backend: [`Solver::advance`] with rayon over (patch, column)
 /// work items, in the rayon pool the integrator runs in, with one reused
-/// [`Workspace`].
-#[derive(Clone, Debug)]
-pub struct CpuBackend<T> {
+/// [`Workspace`]. In device residency it keeps the resident batch in host
+/// memory and runs the plan's items as stated (the reference the GPU's
+/// resident steps are held to).
+#[derive(Debug)]
+pub struct CpuBackend<T: Real> {
     solver: Solver,
     workspace: Workspace<T>,
+    resident: Option<CpuResident<T>>,
+}
+
+#[derive(Debug)]
+struct CpuResident<T: Real> {
+    batch: Batch<T>,
+    items: Arc<StepItems>,
+    patches: usize,
+    scratch: Vec<T>,
 }
 
 impl<T: Real> CpuBackend<T> {
@@ -19,7 +35,16 @@ impl<T: Real> CpuBackend<T> {
         Self {
             solver,
             workspace: Workspace::new(),
+            resident: None,
         }
+    }
+
+    fn resident_state(&mut self) -> Result<&mut CpuResident<T>, SolveError> {
+        self.resident.as_mut().ok_or_else(|| SolveError::Device {
+            backend: "cpu".into(),
+            message: "no resident state is loaded".into(),
+            source: None,
+        })
     }
 
     /// The solver.
@@ -28,7 +53,7 @@ impl<T: Real> CpuBackend<T> {
     }
 }
 
-impl<T: Real> SolveBackend<T> for CpuBackend<T> {
+impl<T: crate::Real> SolveBackend<T> for CpuBackend<T> {
     fn name(&self) -> &str {
         "cpu"
     }
@@ -38,7 +63,7 @@ impl<T: Real> SolveBackend<T> for CpuBackend<T> {
             "CPU, {} rayon threads, {} scheme in {}",
             rayon::current_num_threads(),
             self.solver.scheme().name(),
-            T::NAME
+            <T as Real>::NAME
         )
     }
 
@@ -49,6 +74,62 @@ impl<T: Real> SolveBackend<T> for CpuBackend<T> {
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
         Ok(self.solver.advance(batch, dt, order, &mut self.workspace)?)
+    }
+
+    fn resident(&mut self) -> Option<&mut dyn ResidentSolve<T>> {
+        Some(self)
+    }
+}
+
+impl<T: crate::Real> ResidentSolve<T> for CpuBackend<T> {
+    fn load(&mut self, plan: &ResidentPlan, state: &Batch<T>) -> Result<(), SolveError> {
+        self.solver.check_layout(&plan.layout)?;
+        let mut batch = Batch::new(plan.layout.clone());
+        batch.data_mut().copy_from_slice(state.data());
+        self.resident = Some(CpuResident {
+            batch,
+            items: plan.items.clone(),
+            patches: plan.patches,
+            scratch: vec![T::zero(); plan.items.fill.scratch_len as usize],
+        });
+        Ok(())
+    }
+
+    fn max_rate(&mut self, gas: &Gas) -> Result<Option<f64>, SolveError> {
+        let r = self.resident_state()?;
+        Ok(crate::cfl::batch_rate(&r.batch, 0..r.patches, gas))
+    }
+
+    fn step(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, SolveError> {
+        let r = self.resident.as_mut().ok_or_else(|| SolveError::Device {
+            backend: "cpu".into(),
+            message: "no resident state is loaded".into(),
+            source: None,
+        })?;
+        {
+            let (_, data, _) = r.batch.buffers_mut();
+            r.items
+                .run_fill(data, &mut r.scratch)
+                .map_err(|e| mesh_failure("cpu", "resident ghost fill", e))?;
+        }
+        let report = self
+            .solver
+            .advance(&mut r.batch, dt, order, &mut self.workspace)?;
+        let (_, data, flux) = r.batch.buffers_mut();
+        r.items
+            .run_levels(data, flux)
+            .map_err(|e| mesh_failure("cpu", "resident refluxing and restriction", e))?;
+        Ok(report)
+    }
+
+    fn store(&mut self, state: &mut Batch<T>) -> Result<(), SolveError> {
+        let r = self.resident_state()?;
+        state.data_mut().copy_from_slice(r.batch.data());
+        Ok(())
+    }
+
+    fn unload(&mut self) {
+        self.resident = None;
     }
 }
 

@@ -17,6 +17,15 @@ mod select;
 
 pub use cpu::CpuBackend;
 pub use cuda::CudaBackend;
+
+/// The error of a mesh operation a resident executor ran.
+pub(crate) fn mesh_failure(backend: &str, what: &str, e: quilt_mesh::MeshError) -> SolveError {
+    SolveError::Device {
+        backend: backend.to_string(),
+        message: format!("{what}: {e}"),
+        source: Some(Box::new(e)),
+    }
+}
 pub use select::backend_for;
 
 use std::error::Error as StdError;
@@ -25,7 +34,10 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use quilt_cuda::SolveTotals;
+use quilt_sweep::physics::Gas;
 use quilt_sweep::{Batch, HostAlloc, Real, StepReport, SweepError, SweepOrder, VecAlloc};
+
+use crate::resident::ResidentPlan;
 
 /// Why a backend could not advance a batch.
 #[derive(Debug)]
@@ -115,6 +127,38 @@ pub trait SolveBackend<T: Real>: Send {
     fn solve_totals(&self) -> Option<SolveTotals> {
         None
     }
+
+    /// The backend's executor of whole resident steps, if it has one
+    /// (`run.residency = "device"` needs it).
+    fn resident(&mut self) -> Option<&mut dyn ResidentSolve<T>> {
+        None
+    }
+}
+
+/// Runs whole steps of a hierarchy kept in the backend between regrids
+/// (see [`crate::resident`]): the ghost fill, the probe copies, the solve,
+/// refluxing and restriction of every patch, from the items of a
+/// [`ResidentPlan`] and nothing else. Results must be those of the
+/// host-staged step bit for bit.
+pub trait ResidentSolve<T: Real> {
+    /// Takes a new hierarchy's plan and its state: `state` has the plan's
+    /// layout with every patch's interior set.
+    fn load(&mut self, plan: &ResidentPlan, state: &Batch<T>) -> Result<(), SolveError>;
+
+    /// The largest signal rate `max_d (|v_d| + c_s) / dx_d` over the
+    /// interiors of the hierarchy's patches, computed as the host's scan
+    /// does; `None` if a cell is bad (the host scan then names it).
+    fn max_rate(&mut self, gas: &Gas) -> Result<Option<f64>, SolveError>;
+
+    /// One step of `dt` with the sweeps in `order`.
+    fn step(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, SolveError>;
+
+    /// Writes the patches' interiors into `state` (the plan's layout).
+    fn store(&mut self, state: &mut Batch<T>) -> Result<(), SolveError>;
+
+    /// Drops the resident state (after a regrid, or to fall back to host
+    /// residency).
+    fn unload(&mut self);
 }
 
 impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
@@ -145,5 +189,9 @@ impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
 
     fn solve_totals(&self) -> Option<SolveTotals> {
         (**self).solve_totals()
+    }
+
+    fn resident(&mut self) -> Option<&mut dyn ResidentSolve<T>> {
+        (**self).resident()
     }
 }

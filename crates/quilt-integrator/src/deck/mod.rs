@@ -31,8 +31,8 @@ pub use resolve::base_patches;
 pub use sections::{
     AmrSection, Axis, BackendChoice, BatchLayoutKind, BatchMode, BatchingSection, Boundary,
     BoundarySection, Detector, DomainSection, FloorAction, HydroSection, InitialKind,
-    InitialSection, Interpolation, OutputSection, Precision, RiemannIc, RunSection, SedovIc,
-    SphereIc, TagField, TagSection, UniformIc, default_tagging,
+    InitialSection, Interpolation, OutputSection, Precision, Residency, RiemannIc, RunSection,
+    SedovIc, SphereIc, TagField, TagSection, UniformIc, default_tagging,
 };
 
 use locate::Locator;

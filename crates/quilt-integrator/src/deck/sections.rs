@@ -57,6 +57,21 @@ pub enum BackendChoice {
     Cuda,
 }
 
+/// Where the hierarchy's state lives between steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Residency {
+    /// In host memory: every step prepares batches of patches on the CPU,
+    /// solves them on the backend and closes them back (the mode for
+    /// problems larger than device memory).
+    Host,
+    /// In the backend for the whole step: the ghost fill, the solve,
+    /// refluxing and restriction run there over all patches at once; the
+    /// host copy is brought up to date only at regrids, outputs and
+    /// checkpoints.
+    Device,
+}
+
 /// How batches are chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -529,6 +544,9 @@ pub struct RunSection {
     pub backend: BackendChoice,
     /// CPU threads; 0 for one per core. Default 0.
     pub threads: usize,
+    /// `host` (batches staged through host memory every step) or `device`
+    /// (the state stays in the backend between regrids). Default `host`.
+    pub residency: Residency,
 }
 
 impl Default for RunSection {
@@ -539,6 +557,7 @@ impl Default for RunSection {
             precision: Precision::F64,
             backend: BackendChoice::Auto,
             threads: 0,
+            residency: Residency::Host,
         }
     }
 }

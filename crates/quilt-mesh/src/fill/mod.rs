@@ -25,7 +25,7 @@
 //! boundary conditions and the limiter; it is `Sync`, and each filling
 //! thread passes its own [`FillScratch`].
 
-mod boundary;
+pub(crate) mod boundary;
 mod plan;
 mod prepare;
 mod target;

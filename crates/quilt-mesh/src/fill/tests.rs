@@ -246,3 +246,117 @@ fn prepare_matches_reference_bitwise_periodic() {
         check_hierarchy::<f32>(&h, bc32, Limiter::MinMod);
     }
 }
+
+/// The flat items over one store of all patches (each patch's arrays one
+/// after another, ghost cells poisoned) against prepare, bit for bit.
+fn check_flat<T: Real>(h: &Hierarchy, bc: BoundaryConditions<T>, limiter: Limiter) {
+    let ncomp = 3;
+    let old = old_data::<T>(h, ncomp);
+    let fill = GhostFill::new(h, bc, limiter).unwrap();
+    let mut places = Vec::new();
+    let mut store = Vec::new();
+    for (i, p) in h.patches().iter().enumerate() {
+        let d = &old[i];
+        let [_, sy, sz] = d.strides();
+        places.push(crate::flat::Strided {
+            base: store.len() as u64,
+            sy: sy as u64,
+            sz: sz as u64,
+            sc: d.comp_len() as u64,
+        });
+        let mut poisoned = d.clone();
+        let interior = p.interior();
+        for c in 0..ncomp {
+            poisoned.fill_with(c, |q| {
+                if interior.contains(q) {
+                    d.get(c, q)
+                } else {
+                    T::from_f64(f64::NAN)
+                }
+            });
+        }
+        store.extend_from_slice(poisoned.as_slice());
+    }
+    let items = crate::flat::FlatFill::new(&fill, &places, ncomp).unwrap();
+    assert!(!items.interp.is_empty() && !items.copies.is_empty());
+    let mut scratch = vec![T::zero(); items.scratch_len as usize];
+    items.run(&mut store, &mut scratch).unwrap();
+    let mut fs = FillScratch::new();
+    for (i, p) in h.patches().iter().enumerate() {
+        let mut want = PatchData::<T>::new(p.interior(), h.ghost(), ncomp).unwrap();
+        fill.prepare(&old, i, 0.0, &mut FillTarget::patch(&mut want), &mut fs)
+            .unwrap();
+        let base = places[i].base as usize;
+        let got = &store[base..base + want.as_slice().len()];
+        let (a, b) = (
+            bytemuck::cast_slice::<T, u8>(got),
+            bytemuck::cast_slice::<T, u8>(want.as_slice()),
+        );
+        if a != b {
+            let k = got
+                .iter()
+                .zip(want.as_slice())
+                .position(|(x, y)| x.to_bits_u64() != y.to_bits_u64())
+                .unwrap();
+            panic!(
+                "patch {i} (level {}), {limiter:?}, {}: value {k} of its box is {:?}, prepare wrote {:?}",
+                p.level(),
+                T::NAME,
+                got[k],
+                want.as_slice()[k]
+            );
+        }
+    }
+}
+
+trait Bits {
+    fn to_bits_u64(self) -> u64;
+}
+
+impl<T: Real> Bits for T {
+    fn to_bits_u64(self) -> u64 {
+        let b = bytemuck::bytes_of(&self);
+        b.iter().rev().fold(0, |a, &x| a << 8 | u64::from(x))
+    }
+}
+
+#[test]
+fn flat_items_fill_as_prepare_does_bitwise() {
+    let h = synthetic(2, 22, 3);
+    check_flat::<f64>(&h, walls(), Limiter::MonotonizedCentral);
+    check_flat::<f32>(&h, BoundaryConditions::outflow(), Limiter::MinMod);
+    let h = synthetic(4, 18, 5);
+    check_flat::<f32>(&h, walls(), Limiter::MonotonizedCentral);
+    check_flat::<f64>(
+        &h,
+        BoundaryConditions::outflow(),
+        Limiter::PiecewiseConstant,
+    );
+}
+
+#[test]
+fn flat_items_refuse_user_boundaries_and_wrong_placements() {
+    #[derive(Debug)]
+    struct Nothing;
+    impl UserBoundary<f64> for Nothing {
+        fn fill(&self, _: &BoundaryFace<'_>, _: &mut FillTarget<'_, f64>) {}
+    }
+    let h = synthetic(2, 22, 3);
+    let bc = BoundaryConditions::outflow()
+        .with_face(
+            1,
+            crate::index::Side::Hi,
+            PhysicalBc::User(std::sync::Arc::new(Nothing)),
+        )
+        .unwrap();
+    let fill = GhostFill::new(&h, bc, Limiter::MinMod).unwrap();
+    let places = vec![crate::flat::Strided::default(); h.num_patches()];
+    let e = crate::flat::FlatFill::new(&fill, &places, 3)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("user boundary"), "{e}");
+    let e = crate::flat::FlatFill::new(&fill, &places[1..], 3)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("placements"), "{e}");
+}

@@ -1,0 +1,421 @@
+//! [`FlatFill`]: the ghost fill of every patch as flat items.
+//!
+//! Every patch's ghost-grown box lives somewhere in the store (a
+//! [`Strided`] placement); its interior already holds the old state.
+//! [`FlatFill`] turns a [`GhostFill`]'s plans into items that read only
+//! interiors and write only ghost cells, in five phases:
+//!
+//! 1. **copies** ([`CopyItem`]): sibling copy tags (periodic images
+//!    included) into the ghost cells, and the coarse cells that
+//!    interpolation needs gathered into a scratch array, one region per
+//!    patch (the CPU's [`crate::fill::FillScratch`] made permanent);
+//! 2. **interpolation** ([`InterpItem`]): the coarse–fine ghost boxes from
+//!    the scratch, with the plan's stencil flags;
+//! 3. – 5. **physical boundaries** ([`BoundaryItem`]) along `x`, then `y`,
+//!    then `z`: each phase reads cells set by the ones before it (the
+//!    CPU's corner rule).
+//!
+//! Within a phase no item reads what another writes. Every cell is
+//! computed with the operations of the CPU fill in the same order
+//! ([`FlatFill::run`] states them), so a fill through these items is the
+//! CPU's bit for bit. User boundary conditions run host code and have no
+//! item form: [`FlatFill::new`] refuses them.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{CopyItem, Strided, ext, last_index, rel};
+use crate::error::MeshError;
+use crate::fill::boundary::PhysicalSlab;
+use crate::fill::{GhostFill, PhysicalBc};
+use crate::index::{IndexBox, Side};
+use crate::real::Real;
+
+/// A box of coarse–fine ghost cells interpolated from a gathered coarse
+/// region (see [`crate::interp`] for the scheme).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct InterpItem {
+    /// The box's first fine cell in the store.
+    pub dst: Strided,
+    /// The gathered region's first coarse cell (`clo`) in the scratch.
+    pub src: Strided,
+    /// Index in [`FlatFill::flags`] of the flags of coarse cell `flo`.
+    pub flags: u64,
+    /// First fine cell (the level's index space).
+    pub lo: [i32; 3],
+    /// Fine cells along `x`, `y`, `z`.
+    pub n: [u32; 3],
+    /// The gathered region's first coarse cell.
+    pub clo: [i32; 3],
+    /// First coarse cell of the flags' box (`x` fastest).
+    pub flo: [i32; 3],
+    /// Coarse cells of the flags' box along `x` and `y`.
+    pub fn_: [u32; 2],
+    /// Refinement ratio (2 or 4).
+    pub ratio: u32,
+    /// 1 if the slope terms are summed `y, x, z` (the CPU's thin-box
+    /// kernel), 0 for `x, y, z`.
+    pub thin: u32,
+}
+
+/// A slab of physical ghost cells of one patch set from cells of the same
+/// patch's box.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct BoundaryItem {
+    /// The patch's ghost-grown box (its low corner) in the store.
+    pub bx: Strided,
+    /// The slab's first cell, from the box's low corner.
+    pub lo: [u32; 3],
+    /// Cells along `x`, `y`, `z`.
+    pub n: [u32; 3],
+    /// Axis normal to the domain face.
+    pub axis: u32,
+    /// [`BoundaryItem::OUTFLOW`] or [`BoundaryItem::REFLECTING`].
+    pub kind: u32,
+    /// The domain's edge cell along `axis`, from the box's low corner.
+    pub edge: i32,
+    /// 0 for the low face, 1 for the high one.
+    pub side: u32,
+    /// Bit `c` set: component `c` changes sign (reflecting walls).
+    pub negate: u32,
+    /// Padding (zero).
+    pub pad: u32,
+}
+
+impl BoundaryItem {
+    /// Zero gradient: copies the edge cell.
+    pub const OUTFLOW: u32 = 0;
+    /// Mirror across the face, vector components negated.
+    pub const REFLECTING: u32 = 1;
+
+    /// The cell (along `axis`, from the box's corner) that cell `x` copies.
+    #[inline(always)]
+    pub fn source(&self, x: i64) -> i64 {
+        let e = i64::from(self.edge);
+        match (self.kind, self.side) {
+            (Self::OUTFLOW, _) => e,
+            (_, 0) => 2 * e - 1 - x,
+            _ => 2 * e + 1 - x,
+        }
+    }
+}
+
+/// The ghost fill of every patch of a hierarchy as flat item lists (see
+/// the module docs).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlatFill {
+    /// Components per cell.
+    pub ncomp: u32,
+    /// The interpolation limiter ([`limiter_code`]).
+    pub limiter: u32,
+    /// Phase 1: sibling copies and coarse gathers.
+    pub copies: Vec<CopyItem>,
+    /// Phase 2: interpolated boxes.
+    pub interp: Vec<InterpItem>,
+    /// Phases 3–5: physical boundary slabs along `x`, `y`, `z`.
+    pub boundary: [Vec<BoundaryItem>; 3],
+    /// Stencil flags of the interpolated boxes' coarse cells (bit `2d`: the
+    /// low neighbour along `d` holds data, bit `2d + 1`: the high one).
+    pub flags: Vec<u8>,
+    /// Values of scratch the gathers need.
+    pub scratch_len: u64,
+    /// Values of store the items touch (the largest index plus one).
+    pub store_len: u64,
+}
+
+impl FlatFill {
+    /// The items of `fill`'s plans with patch `i`'s ghost-grown box at
+    /// `places[i]`, `ncomp` components. Errors if `places` does not hold
+    /// one placement per patch, or a face with physical ghost cells has a
+    /// user boundary condition.
+    pub fn new<T: Real>(
+        fill: &GhostFill<T>,
+        places: &[Strided],
+        ncomp: usize,
+    ) -> Result<Self, MeshError> {
+        let plan = fill.plan();
+        if places.len() != plan.len() {
+            return Err(MeshError::LayoutMismatch {
+                why: format!(
+                    "{} placements for a hierarchy of {} patches",
+                    places.len(),
+                    plan.len()
+                ),
+            });
+        }
+        fill.boundary_conditions().check_ncomp(ncomp)?;
+        let nc = u32::try_from(ncomp)
+            .ok()
+            .filter(|&n| (1..=32).contains(&n))
+            .ok_or_else(|| {
+                MeshError::invalid(
+                    "flat fill components",
+                    format!("{ncomp} (1 to 32 are supported)"),
+                )
+            })?;
+        let bc = fill.boundary_conditions();
+        let mut out = FlatFill {
+            ncomp: nc,
+            limiter: limiter_code(fill.limiter()),
+            ..Default::default()
+        };
+        let mut store_len = 0u64;
+        for (i, p) in plan.patches().iter().enumerate() {
+            let place = places[i];
+            let gb = p.ghost_box;
+            store_len = store_len.max(last_index(&place, ext(&gb), nc) + 1);
+            for o in &p.copies {
+                let src_gb = plan.patches()[o.source].ghost_box;
+                out.copies.push(CopyItem {
+                    src: places[o.source].at(rel(&(o.region.lo - o.shift), &src_gb.lo)),
+                    dst: place.at(rel(&o.region.lo, &gb.lo)),
+                    n: ext(&o.region),
+                    to_scratch: 0,
+                });
+            }
+            if p.interp.is_empty() {
+                continue;
+            }
+            let cb = p.coarse_box;
+            let cn = cb.size();
+            let len = cb.num_cells() as u64;
+            let scratch = Strided {
+                base: out.scratch_len,
+                sy: cn.x as u64,
+                sz: cn.x as u64 * cn.y as u64,
+                sc: len,
+            };
+            out.scratch_len += len * u64::from(nc);
+            for o in &p.gather {
+                let src_gb = plan.patches()[o.source].ghost_box;
+                out.copies.push(CopyItem {
+                    src: places[o.source].at(rel(&(o.region.lo - o.shift), &src_gb.lo)),
+                    dst: scratch.at(rel(&o.region.lo, &cb.lo)),
+                    n: ext(&o.region),
+                    to_scratch: 1,
+                });
+            }
+            for g in &p.interp {
+                let at = out.flags.len() as u64;
+                out.flags.extend_from_slice(&g.flags);
+                let fs = g.fine.size();
+                out.interp.push(InterpItem {
+                    dst: place.at(rel(&g.fine.lo, &gb.lo)),
+                    src: scratch,
+                    flags: at,
+                    lo: [g.fine.lo.x, g.fine.lo.y, g.fine.lo.z],
+                    n: ext(&g.fine),
+                    clo: [cb.lo.x, cb.lo.y, cb.lo.z],
+                    flo: [g.coarse.lo.x, g.coarse.lo.y, g.coarse.lo.z],
+                    fn_: [g.coarse.size().x as u32, g.coarse.size().y as u32],
+                    ratio: p.ratio as u32,
+                    thin: u32::from(fs.x <= 4 && fs.y > 4),
+                });
+            }
+        }
+        for (i, p) in plan.patches().iter().enumerate() {
+            for s in &p.physical {
+                out.boundary[s.axis].push(boundary_item(bc, s, &places[i], &p.ghost_box, p)?);
+            }
+        }
+        out.store_len = store_len;
+        Ok(out)
+    }
+
+    /// Cells of every item of phase `phase` (0 copies, 1 interpolation,
+    /// 2–4 boundaries along `x`, `y`, `z`), as prefix sums (see
+    /// [`super::starts`]).
+    pub fn starts(&self, phase: usize) -> Vec<u64> {
+        match phase {
+            0 => super::starts(self.copies.iter().map(|c| c.n)),
+            1 => super::starts(self.interp.iter().map(|c| c.n)),
+            2..=4 => super::starts(self.boundary[phase - 2].iter().map(|c| c.n)),
+            _ => vec![0],
+        }
+    }
+
+    /// Runs every phase on the CPU: `store` holds the patches' boxes (their
+    /// interiors set), `scratch` at least [`FlatFill::scratch_len`] values.
+    /// The statement of what each item computes, and the CPU reference of
+    /// other executors.
+    pub fn run<T: Real>(&self, store: &mut [T], scratch: &mut [T]) -> Result<(), MeshError> {
+        if (store.len() as u64) < self.store_len || (scratch.len() as u64) < self.scratch_len {
+            return Err(MeshError::invalid(
+                "flat fill",
+                format!(
+                    "store of {} and scratch of {} values, the items need {} and {}",
+                    store.len(),
+                    scratch.len(),
+                    self.store_len,
+                    self.scratch_len
+                ),
+            ));
+        }
+        super::run_copies(&self.copies, self.ncomp, store, scratch)?;
+        let nc = u64::from(self.ncomp);
+        for it in &self.interp {
+            for_cells(it.n, |d| {
+                let f = [0, 1, 2].map(|a| it.lo[a] + d[a] as i32);
+                for c in 0..nc {
+                    store[it.dst.index(d, c) as usize] =
+                        interp_cell(it, self.limiter, &self.flags, scratch, f, c);
+                }
+            });
+        }
+        for phase in &self.boundary {
+            for it in phase {
+                let a = it.axis as usize;
+                for c in 0..nc {
+                    let neg = it.negate >> c & 1 == 1;
+                    for_cells(it.n, |d| {
+                        let mut at = [0, 1, 2].map(|e| u64::from(it.lo[e]) + d[e]);
+                        let to = it.bx.index(at, c) as usize;
+                        at[a] = it.source(at[a] as i64) as u64;
+                        let v = store[it.bx.index(at, c) as usize];
+                        store[to] = if neg { -v } else { v };
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn boundary_item<T: Real>(
+    bc: &crate::fill::BoundaryConditions<T>,
+    s: &PhysicalSlab,
+    place: &Strided,
+    gb: &IndexBox,
+    p: &crate::fill::PatchPlan,
+) -> Result<BoundaryItem, MeshError> {
+    let a = s.axis;
+    let (kind, negate) = match bc.face(a, s.side) {
+        PhysicalBc::Outflow => (BoundaryItem::OUTFLOW, 0),
+        PhysicalBc::Reflecting => (
+            BoundaryItem::REFLECTING,
+            bc.vectors().iter().fold(0u32, |m, v| m | 1 << v[a]),
+        ),
+        PhysicalBc::Periodic => {
+            return Err(MeshError::invalid(
+                format!("boundary of patch {} (level {})", p.id, p.level),
+                format!("physical ghost cells on the periodic axis {a}"),
+            ));
+        }
+        PhysicalBc::User(_) => {
+            return Err(MeshError::invalid(
+                format!("boundary on axis {a}, {:?} face", s.side),
+                "a user boundary condition runs host code and cannot be filled from flat items",
+            ));
+        }
+    };
+    Ok(BoundaryItem {
+        bx: *place,
+        lo: rel(&s.region.lo, &gb.lo).map(|v| v as u32),
+        n: ext(&s.region),
+        axis: a as u32,
+        kind,
+        edge: s.edge - gb.lo[a],
+        side: match s.side {
+            Side::Lo => 0,
+            Side::Hi => 1,
+        },
+        negate,
+        pad: 0,
+    })
+}
+
+/// Calls `f` for every cell of an `n` box, `x` fastest.
+#[inline(always)]
+fn for_cells(n: [u32; 3], mut f: impl FnMut([u64; 3])) {
+    for z in 0..u64::from(n[2]) {
+        for y in 0..u64::from(n[1]) {
+            for x in 0..u64::from(n[0]) {
+                f([x, y, z]);
+            }
+        }
+    }
+}
+
+/// The limited slope of [`crate::interp`] (limiter code `limiter`) from
+/// the two one-sided differences.
+#[inline(always)]
+fn slope<T: Real>(limiter: u32, dl: T, dr: T) -> T {
+    let p = dl * dr;
+    if p.is_nan() || p <= T::zero() {
+        return T::zero();
+    }
+    let lesser = |a: T, b: T| if b < a { b } else { a };
+    match limiter {
+        LIMITER_MINMOD => lesser(dl.abs(), dr.abs()).copysign(dl),
+        LIMITER_MC => {
+            let two = T::from_f64(2.0);
+            let dc = (dl + dr) * T::from_f64(0.5);
+            lesser(lesser(dc.abs(), two * dl.abs()), two * dr.abs()).copysign(dc)
+        }
+        _ => T::zero(),
+    }
+}
+
+/// Limiter codes of the items' executors.
+pub const LIMITER_CONSTANT: u32 = 0;
+/// minmod.
+pub const LIMITER_MINMOD: u32 = 1;
+/// van Leer's monotonized central.
+pub const LIMITER_MC: u32 = 2;
+
+/// The code of `limiter` for executors.
+pub fn limiter_code(limiter: crate::interp::Limiter) -> u32 {
+    use crate::interp::Limiter;
+    match limiter {
+        Limiter::PiecewiseConstant => LIMITER_CONSTANT,
+        Limiter::MinMod => LIMITER_MINMOD,
+        Limiter::MonotonizedCentral => LIMITER_MC,
+    }
+}
+
+/// Fine cell `f`, component `c` of an interpolation item.
+#[inline(always)]
+fn interp_cell<T: Real>(
+    it: &InterpItem,
+    limiter: u32,
+    flags: &[u8],
+    scratch: &[T],
+    f: [i32; 3],
+    c: u64,
+) -> T {
+    let r = it.ratio as i32;
+    let q = f.map(|v| v.div_euclid(r));
+    let off = |t: i32| T::from_f64(((t & (r - 1)) as f64 + 0.5) / f64::from(r) - 0.5);
+    let o = f.map(off);
+    let fi = ((q[2] - it.flo[2]) as u64 * u64::from(it.fn_[1]) + (q[1] - it.flo[1]) as u64)
+        * u64::from(it.fn_[0])
+        + (q[0] - it.flo[0]) as u64;
+    let fl = flags[(it.flags + fi) as usize];
+    let d = [0, 1, 2].map(|a| (q[a] - it.clo[a]) as u64);
+    let stride = [1, it.src.sy, it.src.sz];
+    let at = it.src.index(d, c) as usize;
+    let u = scratch[at];
+    let s: [T; 3] = std::array::from_fn(|a| {
+        let hl = fl >> (2 * a) & 1 != 0;
+        let hr = fl >> (2 * a) & 2 != 0;
+        let dl = if hl {
+            u - scratch[at - stride[a] as usize]
+        } else {
+            T::zero()
+        };
+        let dr = if hr {
+            scratch[at + stride[a] as usize] - u
+        } else {
+            T::zero()
+        };
+        let x = if hl { dl } else { dr };
+        let y = if hr { dr } else { dl };
+        slope(limiter, x, y)
+    });
+    if it.thin == 1 {
+        u + s[1] * o[1] + s[0] * o[0] + s[2] * o[2]
+    } else {
+        u + s[0] * o[0] + s[1] * o[1] + s[2] * o[2]
+    }
+}

@@ -1,0 +1,208 @@
+//! A hierarchy's step as flat lists of work items over one store of
+//! patches, for executors that run every patch at once: the GPU of a
+//! device-resident run, where one launch per phase covers all patches of
+//! all levels, and the CPU statement of the same items that tests hold it
+//! to.
+//!
+//! Every patch's ghost-grown box lives somewhere in a flat store of values
+//! ([`Strided`]: base, row, plane and component strides). A step's
+//! operations on it are:
+//!
+//! - the ghost fill ([`FlatFill`]): copies, gathers, interpolation,
+//!   physical boundaries;
+//! - copies between boxes of the store ([`CopyItem`], e.g. the flux probes
+//!   of a step, copied from their coarse patches after the fill);
+//! - refluxing ([`FlatReflux`], built by
+//!   [`crate::flux_register::FluxRegister::flat`]) and restriction
+//!   ([`RestrictItem`]) level by level, finest first.
+//!
+//! Each item states the operations of quilt-mesh's own routine on the same
+//! cells in the same order, so an executor that follows an item's `run`
+//! reproduces the CPU bit for bit. Within a phase (a pass, for
+//! refluxing) no item reads what another writes.
+
+mod fill;
+mod reflux;
+mod restrict;
+
+pub use fill::{
+    BoundaryItem, FlatFill, InterpItem, LIMITER_CONSTANT, LIMITER_MC, LIMITER_MINMOD, limiter_code,
+};
+pub use reflux::{FlatReflux, RefluxItem};
+pub use restrict::{RestrictItem, restrict_items, run_restrict_items};
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::index::{IndexBox, IntVect};
+
+/// Where one box's values live in a flat array: component `c` of the cell
+/// at `(x, y, z)` from the box's low corner at
+/// `base + x + sy·y + sz·z + sc·c`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct Strided {
+    /// Index of component 0 of the low corner.
+    pub base: u64,
+    /// Stride between rows (`y`).
+    pub sy: u64,
+    /// Stride between planes (`z`).
+    pub sz: u64,
+    /// Stride between components.
+    pub sc: u64,
+}
+
+impl Strided {
+    /// The same strides with the base moved to cell `d` of the box.
+    pub fn at(&self, d: [u64; 3]) -> Self {
+        Self {
+            base: self.base + d[0] + self.sy * d[1] + self.sz * d[2],
+            ..*self
+        }
+    }
+
+    /// Index of component `c` of cell `d` (from the base).
+    #[inline(always)]
+    pub fn index(&self, d: [u64; 3], c: u64) -> u64 {
+        self.base + d[0] + self.sy * d[1] + self.sz * d[2] + self.sc * c
+    }
+}
+
+/// A box of values copied unchanged: `n` cells from `src` (in the store)
+/// to `dst` (in the store, or in the scratch when `to_scratch` is 1).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct CopyItem {
+    /// The first source cell.
+    pub src: Strided,
+    /// The first destination cell.
+    pub dst: Strided,
+    /// Cells along `x`, `y`, `z`.
+    pub n: [u32; 3],
+    /// 1 if `dst` indexes the scratch, 0 for the store.
+    pub to_scratch: u32,
+}
+
+pub(crate) fn ext(b: &IndexBox) -> [u32; 3] {
+    let s = b.size();
+    [s.x, s.y, s.z].map(|v| v.max(0) as u32)
+}
+
+/// `p − lo` as unsigned offsets (`p` inside a box with corner `lo`).
+pub(crate) fn rel(p: &IntVect, lo: &IntVect) -> [u64; 3] {
+    [0, 1, 2].map(|a| (p[a] - lo[a]) as u64)
+}
+
+/// Largest store index of `n` cells from `s` (all components).
+pub(crate) fn last_index(s: &Strided, n: [u32; 3], ncomp: u32) -> u64 {
+    let m = n.map(|v| u64::from(v.max(1) - 1));
+    s.index(m, u64::from(ncomp.max(1) - 1))
+}
+
+/// Cells of each item of boxes `n`, as prefix sums: item `k` covers cells
+/// `starts[k] .. starts[k + 1]` (what an executor bisects to find the item
+/// of a cell).
+pub fn starts(n: impl Iterator<Item = [u32; 3]>) -> Vec<u64> {
+    let mut out = vec![0u64];
+    let mut at = 0u64;
+    for e in n {
+        at += e.iter().map(|&v| u64::from(v)).product::<u64>();
+        out.push(at);
+    }
+    out
+}
+
+/// Runs copy items on the CPU: every component of every cell, from the
+/// store into the store or the scratch.
+pub fn run_copies<T: Copy>(
+    items: &[CopyItem],
+    ncomp: u32,
+    store: &mut [T],
+    scratch: &mut [T],
+) -> Result<(), crate::MeshError> {
+    for it in items {
+        let src_last = last_index(&it.src, it.n, ncomp);
+        let dst_last = last_index(&it.dst, it.n, ncomp);
+        let dst_len = if it.to_scratch == 1 {
+            scratch.len()
+        } else {
+            store.len()
+        };
+        if src_last >= store.len() as u64 || dst_last >= dst_len as u64 {
+            return Err(crate::MeshError::invalid(
+                "copy item",
+                format!(
+                    "reads up to {src_last} of a store of {} and writes up to {dst_last} of {dst_len}",
+                    store.len()
+                ),
+            ));
+        }
+        for c in 0..u64::from(ncomp) {
+            for z in 0..u64::from(it.n[2]) {
+                for y in 0..u64::from(it.n[1]) {
+                    for x in 0..u64::from(it.n[0]) {
+                        let v = store[it.src.index([x, y, z], c) as usize];
+                        let d = it.dst.index([x, y, z], c) as usize;
+                        if it.to_scratch == 1 {
+                            scratch[d] = v;
+                        } else {
+                            store[d] = v;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refluxing and restriction of one fine level.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LevelItems {
+    /// The fine level.
+    pub level: usize,
+    /// Corrections of the coarse cells next to the level's patches.
+    pub reflux: FlatReflux,
+    /// The level restricted onto the one below.
+    pub restrict: Vec<RestrictItem>,
+}
+
+/// A whole step of a hierarchy as items over one store: the fill, copies
+/// after it, the solve (by the executor), then each level's refluxing and
+/// restriction, finest level first.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepItems {
+    /// Components per cell.
+    pub ncomp: u32,
+    /// The ghost fill.
+    pub fill: FlatFill,
+    /// Copies between boxes of the store after the fill (store to store).
+    pub after: Vec<CopyItem>,
+    /// Fine levels, finest first.
+    pub levels: Vec<LevelItems>,
+}
+
+impl StepItems {
+    /// The fill and the copies after it, on the CPU.
+    pub fn run_fill<T: crate::Real>(
+        &self,
+        store: &mut [T],
+        scratch: &mut [T],
+    ) -> Result<(), crate::MeshError> {
+        self.fill.run(store, scratch)?;
+        run_copies(&self.after, self.ncomp, store, scratch)
+    }
+
+    /// Refluxing and restriction of every level, finest first, on the CPU:
+    /// `flux` holds the solve's fluxes.
+    pub fn run_levels<T: crate::Real>(
+        &self,
+        store: &mut [T],
+        flux: &[T],
+    ) -> Result<(), crate::MeshError> {
+        for l in &self.levels {
+            l.reflux.run(store, flux)?;
+            run_restrict_items(&l.restrict, self.ncomp as usize, store)?;
+        }
+        Ok(())
+    }
+}
