@@ -11,6 +11,10 @@
 #   cuda-default    the paper's default scheme: every patch in its own bin,
 #                   per-patch kernels, static batching of n_fixed patches
 #   cpu             the CPU backend on all cores, adaptive batching
+#   cuda-resident   CUDA backend, device residency: the hierarchy stays on
+#                   the GPU between regrids (run.residency = "device")
+#   cpu-resident    the CPU backend in device residency (flat items on the
+#                   host; the reference of cuda-resident)
 # Environment:
 #   QUILT_BENCH_RUNS   runs of each configuration (median reported; default 1)
 #   QUILT_BIN          directory holding euler_sphere (default .device-bin,
@@ -50,12 +54,22 @@ for deck in "${decks[@]}"; do
     fi
     for cfg in $configs; do
         backend=cuda
+        residency=host
         case "$cfg" in
         cuda-adaptive) extra='mode = "adaptive"' ;;
         cuda-static) extra='mode = "static"' ;;
         cuda-default) extra=$'mode = "static"\nlayout = "per_patch"\nmax_bins = 0' ;;
         cpu)
             backend=cpu
+            extra='mode = "adaptive"'
+            ;;
+        cuda-resident)
+            residency=device
+            extra='mode = "adaptive"'
+            ;;
+        cpu-resident)
+            backend=cpu
+            residency=device
             extra='mode = "adaptive"'
             ;;
         *)
@@ -69,7 +83,8 @@ for deck in "${decks[@]}"; do
             tag="$name.$cfg.$r"
             echo "== $tag"
             t0=$SECONDS
-            if "$bin/euler_sphere" --config "$cfg_deck" --backend "$backend" --no-output \
+            if "$bin/euler_sphere" --config "$cfg_deck" --backend "$backend" \
+                --residency "$residency" --no-output \
                 --summary-json "$out/$tag.json" >"$out/$tag.log" 2>&1; then
                 echo "   $((SECONDS - t0)) s"
             else
@@ -173,6 +188,8 @@ ratio("cuda-adaptive", "cpu", "CUDA adaptive / CPU (cell updates/s)")
 ratio("cuda-static", "cpu", "CUDA static / CPU")
 ratio("cuda-adaptive", "cuda-static", "adaptive / static (CUDA)")
 ratio("cuda-adaptive", "cuda-default", "CUDA adaptive / paper's default scheme")
+ratio("cuda-resident", "cpu", "CUDA resident / CPU")
+ratio("cuda-resident", "cuda-adaptive", "CUDA resident / CUDA host-staged")
 radii = {c: med(c, "shock_radius") for c in cols}
 if len(set(radii.values())) > 1:
     print(f"shock radii differ: {radii}")

@@ -101,6 +101,7 @@ pub(crate) fn slot_words(file: crate::source::KernelFile) -> usize {
     match file {
         Rtvd | Tvd => 15 * e,
         Waf => 13 * e,
+        Amr => 0,
     }
 }
 

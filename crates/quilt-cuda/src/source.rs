@@ -56,11 +56,24 @@ pub enum KernelFile {
     Tvd,
     /// `kernels/waf.cu`.
     Waf,
+    /// `kernels/amr.cu`: the AMR operations of device-resident steps
+    /// (fill, restriction, refluxing, CFL scan over flat items).
+    Amr,
 }
 
 impl KernelFile {
-    /// Every kernel file.
+    /// Every scheme file (the files [`KernelShape`]s are instantiated in).
     pub const ALL: [KernelFile; 3] = [Self::Rtvd, Self::Tvd, Self::Waf];
+
+    /// The entry points of `kernels/amr.cu`, without their precision.
+    pub const AMR_KERNELS: [&'static str; 6] = [
+        "flat_copy",
+        "flat_interp",
+        "flat_boundary",
+        "flat_restrict",
+        "flat_reflux",
+        "flat_rate",
+    ];
 
     /// File name inside `kernels/`.
     pub const fn file_name(self) -> &'static str {
@@ -68,6 +81,7 @@ impl KernelFile {
             Self::Rtvd => "rtvd.cu",
             Self::Tvd => "tvd.cu",
             Self::Waf => "waf.cu",
+            Self::Amr => "amr.cu",
         }
     }
 
@@ -77,15 +91,17 @@ impl KernelFile {
             Self::Rtvd => "kernels/rtvd.cu",
             Self::Tvd => "kernels/tvd.cu",
             Self::Waf => "kernels/waf.cu",
+            Self::Amr => "kernels/amr.cu",
         }
     }
 
-    /// Prefix of the kernel names (`rtvd`, `tvd`, `waf`).
+    /// Prefix of the kernel names (`rtvd`, `tvd`, `waf`, `flat`).
     pub const fn prefix(self) -> &'static str {
         match self {
             Self::Rtvd => "rtvd",
             Self::Tvd => "tvd",
             Self::Waf => "waf",
+            Self::Amr => "flat",
         }
     }
 
@@ -95,12 +111,19 @@ impl KernelFile {
             Self::Rtvd => include_str!("../../../kernels/rtvd.cu"),
             Self::Tvd => include_str!("../../../kernels/tvd.cu"),
             Self::Waf => include_str!("../../../kernels/waf.cu"),
+            Self::Amr => include_str!("../../../kernels/amr.cu"),
         }
     }
 
     /// Every entry point the file defines.
     pub fn entry_points(self) -> Vec<String> {
         let mut out = Vec::new();
+        if self == Self::Amr {
+            for prec in ["f32", "f64"] {
+                out.extend(Self::AMR_KERNELS.iter().map(|k| format!("{k}_{prec}")));
+            }
+            return out;
+        }
         for prec in ["f32", "f64"] {
             for shape in KernelShape::ALL {
                 out.push(kernel_name(self, shape, prec));

@@ -148,3 +148,30 @@ fn a_broken_kernel_reports_the_nvrtc_log() {
         "{msg}"
     );
 }
+
+/// The AMR kernels of device-resident steps: every entry point in both
+/// precisions, and no contracted multiply-add with `--fmad=false` (their
+/// bitwise agreement with the CPU's items depends on it).
+#[test]
+fn the_amr_kernels_compile_without_contraction() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let file = KernelFile::Amr;
+    let out = compile(file, &CompileOptions::new("compute_90", false))
+        .unwrap_or_else(|e| panic!("{}: {e}", file.path()));
+    let names = file.entry_points();
+    assert_eq!(names.len(), 2 * KernelFile::AMR_KERNELS.len());
+    for name in names {
+        assert!(
+            out.ptx.contains(&format!(".entry {name}(")),
+            "{} lacks the entry point {name}",
+            file.path()
+        );
+    }
+    assert!(
+        !out.ptx.contains("fma.rn"),
+        "{} contracted a multiply-add",
+        file.path()
+    );
+}

@@ -56,3 +56,95 @@ fn cuda_backend_reproduces_the_cpu_run_in_f64() {
 fn cuda_backend_reproduces_the_cpu_run_in_f32() {
     cpu_and_gpu_agree::<f32>(Precision::F32);
 }
+
+/// The hierarchy kept on the GPU (device residency: fill, probes, sweeps,
+/// refluxing and restriction as kernels over flat items) against the CPU
+/// staging batches through host memory, after every regrid and at the end.
+fn resident_gpu_matches_host_cpu<T: Real>(mut deck: Deck, steps: usize) {
+    use quilt_integrator::deck::Residency;
+    deck.run.backend = BackendChoice::Cpu;
+    deck.run.residency = Residency::Host;
+    let (cpu, cpu_boxes, _) = run::<T>(&deck, steps);
+    deck.run.backend = BackendChoice::Cuda;
+    deck.run.residency = Residency::Device;
+    let backend = backend_for::<T>(&deck).expect("backend");
+    assert_eq!(backend.name(), "cuda");
+    let mut it: Integrator<T, Box<dyn SolveBackend<T>>> =
+        Integrator::new(&deck, backend).expect("integrator");
+    for _ in 0..steps {
+        it.step().expect("resident step");
+    }
+    it.sync_host().expect("copy back");
+    let h = it.hierarchy();
+    let boxes: Vec<String> = h
+        .patches()
+        .iter()
+        .map(|p| format!("{} {}", p.level(), p.interior()))
+        .collect();
+    assert_eq!(cpu_boxes, boxes, "hierarchies differ");
+    let d = it.data();
+    let mut gpu = Vec::new();
+    for (i, p) in h.patches().iter().enumerate() {
+        for c in 0..5 {
+            for q in p.interior().iter() {
+                gpu.push(quilt_mesh::Real::as_f64(d.old(i).get(c, &q)).to_bits());
+            }
+        }
+    }
+    let diff = cpu.iter().zip(&gpu).filter(|(a, b)| a != b).count();
+    assert_eq!(diff, 0, "{diff} of {} values differ", cpu.len());
+}
+
+fn periodic_three_levels() -> Deck {
+    Deck::parse(
+        r#"
+[domain]
+base_cells = [20, 20, 20]
+[amr]
+max_levels = 3
+base_patch = 10
+max_patch = 28
+min_patch = 12
+regrid_interval = 2
+tag_buffer = 1
+interpolation = "minmod"
+[[tagging]]
+field = "pressure"
+detector = "gradient"
+tol = 6.0
+[boundary]
+x_lo = "periodic"
+x_hi = "periodic"
+y_lo = "reflecting"
+y_hi = "outflow"
+z_lo = "periodic"
+z_hi = "periodic"
+[initial.sphere]
+center = [0.06, 0.5, 0.47]
+radius = 0.15
+rho_in = 2.0
+p_in = 6.0
+[run]
+end_time = 10.0
+[batching]
+bin_edge = 32
+"#,
+    )
+    .expect("deck")
+}
+
+#[test]
+#[ignore = "needs a CUDA device and NVRTC"]
+fn resident_gpu_steps_reproduce_the_cpu_run() {
+    resident_gpu_matches_host_cpu::<f64>(common::closed_box(), 12);
+    let mut d32 = common::closed_box();
+    d32.run.precision = Precision::F32;
+    resident_gpu_matches_host_cpu::<f32>(d32, 12);
+    resident_gpu_matches_host_cpu::<f64>(periodic_three_levels(), 6);
+    for scheme in ["tvd", "waf"] {
+        let mut d = periodic_three_levels();
+        d.hydro.scheme = scheme.to_string();
+        d.hydro.cfl = 0.4;
+        resident_gpu_matches_host_cpu::<f64>(d, 4);
+    }
+}

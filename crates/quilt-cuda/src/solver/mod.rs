@@ -11,6 +11,7 @@
 //! reports (input errors are reproduced on the CPU from the untouched
 //! batch).
 
+mod hierarchy;
 mod kept;
 mod kernels;
 mod report;
@@ -32,6 +33,7 @@ use crate::probe::DeviceInfo;
 use crate::real::GpuReal;
 use crate::source::KernelFile;
 
+pub use hierarchy::HierarchyTiming;
 pub(crate) use kernels::BLOCK;
 pub use kernels::KernelInfo;
 
@@ -304,6 +306,9 @@ pub struct CudaSolver<T: GpuReal> {
     copies: rayon::ThreadPool,
     /// The device holds a batch uploaded by [`CudaSolver::upload`].
     resident: bool,
+    /// The items of a resident hierarchy ([`CudaSolver::load_hierarchy`]).
+    hierarchy: Option<hierarchy::Hierarchy>,
+    hierarchy_timing: HierarchyTiming,
     timing: StepTiming,
     totals: SolveTotals,
 }
@@ -355,6 +360,8 @@ impl<T: GpuReal> CudaSolver<T> {
             spare: spare::SpareBuffers::new(),
             copies,
             resident: false,
+            hierarchy: None,
+            hierarchy_timing: HierarchyTiming::default(),
             timing: StepTiming::default(),
             totals: SolveTotals::default(),
         })
@@ -440,6 +447,7 @@ impl<T: GpuReal> CudaSolver<T> {
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
         self.resident = false;
+        self.hierarchy = None;
         let t = Instant::now();
         let r = self.run_io(batch, dt, order);
         self.totals.batches += 1;
@@ -450,6 +458,7 @@ impl<T: GpuReal> CudaSolver<T> {
     /// Copies `batch` to the device and keeps it there for
     /// [`CudaSolver::step_resident`] (benchmarks: steps without transfers).
     pub fn upload(&mut self, batch: &Batch<T>) -> Result<(), CudaError> {
+        self.resident = false;
         self.upload_resident(batch)?;
         self.resident = true;
         Ok(())

@@ -4,7 +4,8 @@ use quilt_cuda::{CudaConfig, CudaError, CudaSolver, GpuReal, SolveTotals, StepTi
 use quilt_sweep::physics::Gas;
 use quilt_sweep::{Batch, Scheme, StepReport, SweepOrder};
 
-use super::{SolveBackend, SolveError};
+use super::{ResidentSolve, SolveBackend, SolveError};
+use crate::resident::ResidentPlan;
 
 /// Advances batches on a CUDA device: each `solve` copies the batch to
 /// the device, runs the input scan and the sweeps of the configured kernel
@@ -93,5 +94,35 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
 
     fn solve_totals(&self) -> Option<SolveTotals> {
         Some(self.solver.totals())
+    }
+
+    fn resident(&mut self) -> Option<&mut dyn ResidentSolve<T>> {
+        Some(self)
+    }
+}
+
+/// Device residency on the GPU: the hierarchy's batch and the items of
+/// its step stay in device memory ([`CudaSolver::load_hierarchy`]).
+impl<T: GpuReal> ResidentSolve<T> for CudaBackend<T> {
+    fn load(&mut self, plan: &ResidentPlan, state: &Batch<T>) -> Result<(), SolveError> {
+        Ok(self
+            .solver
+            .load_hierarchy(state, &plan.items, plan.patches)?)
+    }
+
+    fn max_rate(&mut self, gas: &Gas) -> Result<Option<f64>, SolveError> {
+        Ok(self.solver.hierarchy_rate(gas.gamma)?)
+    }
+
+    fn step(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, SolveError> {
+        Ok(self.solver.step_hierarchy(dt, order)?)
+    }
+
+    fn store(&mut self, state: &mut Batch<T>) -> Result<(), SolveError> {
+        Ok(self.solver.store_hierarchy(state)?)
+    }
+
+    fn unload(&mut self) {
+        self.solver.unload_hierarchy();
     }
 }

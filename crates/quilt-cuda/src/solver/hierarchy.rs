@@ -1,0 +1,412 @@
+//! Device-resident hierarchies: a whole hierarchy's batch kept on the
+//! device with the flat items of its step ([`StepItems`]), so that a step
+//! is the fill, the probe copies, the sweeps, refluxing and restriction,
+//! all launched from the host with nothing but the step's constants and
+//! its verdicts crossing the bus.
+//!
+//! Every item phase is one launch of a `kernels/amr.cu` entry point with
+//! one thread per cell of the phase; phases and levels run in order on
+//! stream 0, which the sweeps' streams wait for.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use quilt_mesh::flat::{CopyItem, RefluxItem, StepItems, starts};
+use quilt_sweep::layout::data_index;
+use quilt_sweep::{Batch, StepReport, SweepOrder};
+
+use super::CudaSolver;
+use crate::buffer::DeviceBuffer;
+use crate::device::{self, Build};
+use crate::error::{CudaError, DriverContext};
+use crate::real::GpuReal;
+use crate::source::KernelFile;
+
+/// Threads per block of the item kernels.
+const ITEM_BLOCK: u32 = 256;
+
+/// One interior box of the CFL scan (`RateItem` of `kernels/amr.cu`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct RateItem {
+    base: u64,
+    n: [u32; 3],
+    pad: u32,
+    dx: [f64; 3],
+}
+
+/// One phase's items on the device: their bytes, the prefix sums of their
+/// cells, and the counts a launch needs.
+struct Phase {
+    items: DeviceBuffer<u8>,
+    starts: DeviceBuffer<u64>,
+    n: u32,
+    total: u64,
+}
+
+impl Phase {
+    fn new<I: bytemuck::Pod>(
+        ctx: &Arc<cudarc::driver::CudaContext>,
+        stream: &CudaStream,
+        items: &[I],
+        cells: impl Iterator<Item = [u32; 3]>,
+    ) -> Result<Self, CudaError> {
+        let s = starts(cells);
+        let bytes: &[u8] = bytemuck::cast_slice(items);
+        let d_items = DeviceBuffer::new(ctx, bytes.len())?;
+        d_items.upload(0, bytes, stream)?;
+        let d_starts = DeviceBuffer::new(ctx, s.len())?;
+        d_starts.upload(0, &s, stream)?;
+        let n = u32::try_from(items.len())
+            .map_err(|_| CudaError::Config(format!("{} items in one phase", items.len())))?;
+        Ok(Self {
+            items: d_items,
+            starts: d_starts,
+            n,
+            total: *s.last().unwrap_or(&0),
+        })
+    }
+
+    fn config(&self) -> Option<LaunchConfig> {
+        (self.total > 0).then(|| LaunchConfig {
+            grid_dim: (self.total.div_ceil(u64::from(ITEM_BLOCK)) as u32, 1, 1),
+            block_dim: (ITEM_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        })
+    }
+}
+
+/// One fine level's refluxing passes and restriction.
+struct LevelPhases {
+    reflux: Vec<Phase>,
+    coarse: DeviceBuffer<u64>,
+    restrict: Phase,
+}
+
+/// The entry points of `kernels/amr.cu` for one precision.
+struct AmrKernels {
+    copy: CudaFunction,
+    interp: CudaFunction,
+    boundary: CudaFunction,
+    restrict: CudaFunction,
+    reflux: CudaFunction,
+    rate: CudaFunction,
+}
+
+/// What a resident hierarchy keeps on the device besides its batch.
+pub(crate) struct Hierarchy {
+    kernels: AmrKernels,
+    ncomp: u32,
+    limiter: u32,
+    copies: Phase,
+    interp: Phase,
+    flags: DeviceBuffer<u8>,
+    boundary: [Phase; 3],
+    after: Phase,
+    levels: Vec<LevelPhases>,
+    scratch: DeviceBuffer<u8>,
+    rates: Phase,
+    rate_out: DeviceBuffer<u64>,
+    bin_edge: u64,
+}
+
+/// Seconds of the last resident step's parts, measured on the host
+/// around synchronised launches.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HierarchyTiming {
+    /// Fill and probe copies.
+    pub fill: f64,
+    /// Scan and sweeps.
+    pub sweeps: f64,
+    /// Refluxing and restriction.
+    pub levels: f64,
+}
+
+impl<T: GpuReal> CudaSolver<T> {
+    /// Keeps the hierarchy of `batch` (every patch's interior set; the
+    /// first `patches` descriptors are the hierarchy's patches, the rest
+    /// its flux probes) on the device with the items of its step.
+    pub fn load_hierarchy(
+        &mut self,
+        batch: &Batch<T>,
+        items: &StepItems,
+        patches: usize,
+    ) -> Result<(), CudaError> {
+        self.hierarchy = None;
+        self.upload(batch)?;
+        let ctx = self.dev.ctx.clone();
+        let s0 = self.streams[0].clone();
+        let module = device::module(
+            &self.dev,
+            KernelFile::Amr,
+            Build {
+                fma: self.config.fma,
+                ..Build::default()
+            },
+        )?;
+        let f = |name: &str| device::function(&module, &format!("{name}_{}", T::NAME));
+        let kernels = AmrKernels {
+            copy: f("flat_copy")?,
+            interp: f("flat_interp")?,
+            boundary: f("flat_boundary")?,
+            restrict: f("flat_restrict")?,
+            reflux: f("flat_reflux")?,
+            rate: f("flat_rate")?,
+        };
+        let fill = &items.fill;
+        let copy_phase = |list: &[CopyItem]| Phase::new(&ctx, &s0, list, list.iter().map(|c| c.n));
+        let copies = copy_phase(&fill.copies)?;
+        let after = copy_phase(&items.after)?;
+        let interp = Phase::new(&ctx, &s0, &fill.interp, fill.interp.iter().map(|c| c.n))?;
+        let flags = DeviceBuffer::new(&ctx, fill.flags.len())?;
+        flags.upload(0, &fill.flags, &s0)?;
+        let boundary = [0, 1, 2].map(|a| {
+            let b = &fill.boundary[a];
+            Phase::new(&ctx, &s0, b, b.iter().map(|c| c.n))
+        });
+        let [bx, by, bz] = boundary;
+        let boundary = [bx?, by?, bz?];
+        let mut levels = Vec::with_capacity(items.levels.len());
+        for l in &items.levels {
+            let r = &l.reflux;
+            // Items of a pass share no cell; each pass keeps the items'
+            // order, and its cells index the coarse list from the item.
+            let mut reflux = Vec::with_capacity(r.passes as usize);
+            for pass in 0..r.passes {
+                let list: Vec<RefluxItem> =
+                    r.items.iter().filter(|i| i.pass == pass).copied().collect();
+                reflux.push(Phase::new(&ctx, &s0, &list, list.iter().map(|i| i.n))?);
+            }
+            let coarse: Vec<u64> = r.coarse.iter().flat_map(|c| [c[0], c[1]]).collect();
+            let d_coarse = DeviceBuffer::new(&ctx, coarse.len())?;
+            d_coarse.upload(0, &coarse, &s0)?;
+            levels.push(LevelPhases {
+                reflux,
+                coarse: d_coarse,
+                restrict: Phase::new(&ctx, &s0, &l.restrict, l.restrict.iter().map(|i| i.n))?,
+            });
+        }
+        let scratch_bytes = usize::try_from(fill.scratch_len)
+            .ok()
+            .and_then(|n| n.checked_mul(std::mem::size_of::<T>()))
+            .ok_or_else(|| CudaError::Config("fill scratch overflows".into()))?;
+        let scratch = DeviceBuffer::new(&ctx, scratch_bytes)?;
+        let layout = batch.layout();
+        let b = layout.bin_edge() as usize;
+        let nc = layout.ncomp() as usize;
+        let rate_items: Vec<RateItem> = layout.patches()[..patches]
+            .iter()
+            .map(|d| {
+                let g = d.ghost as usize;
+                RateItem {
+                    base: data_index(b, nc, d.bin as usize, 0, d.offset.map(|v| v as usize + g))
+                        as u64,
+                    n: d.interior(),
+                    pad: 0,
+                    dx: d.dx,
+                }
+            })
+            .collect();
+        let rates = Phase::new(&ctx, &s0, &rate_items, rate_items.iter().map(|r| r.n))?;
+        let rate_out = DeviceBuffer::new(&ctx, 2)?;
+        s0.synchronize().call("cuStreamSynchronize")?;
+        self.hierarchy = Some(Hierarchy {
+            kernels,
+            ncomp: items.ncomp,
+            limiter: fill.limiter,
+            copies,
+            interp,
+            flags,
+            boundary,
+            after,
+            levels,
+            scratch,
+            rates,
+            rate_out,
+            bin_edge: b as u64,
+        });
+        Ok(())
+    }
+
+    fn hierarchy(&self) -> Result<&Hierarchy, CudaError> {
+        self.hierarchy
+            .as_ref()
+            .ok_or_else(|| CudaError::Config("no hierarchy is loaded on the device".into()))
+    }
+
+    /// The largest signal rate over the interiors of the hierarchy's
+    /// patches (as quilt-integrator's CFL scan computes it), or `None` if
+    /// a cell is bad.
+    pub fn hierarchy_rate(&mut self, gamma: f64) -> Result<Option<f64>, CudaError> {
+        self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let h = self.hierarchy()?;
+        let st = self.state.as_ref().expect("a loaded hierarchy has a state");
+        let s0 = &self.streams[0];
+        h.rate_out.fill_bytes(0, 2, 0, s0)?;
+        if let Some(cfg) = h.rates.config() {
+            let b = h.bin_edge;
+            let (sy, sz, sc) = (b, b * b, b * b * b);
+            let (items, starts, data, out) = (
+                h.rates.items.at(0),
+                h.rates.starts.at(0),
+                st.d_data.at(0),
+                h.rate_out.at(0),
+            );
+            let mut l = s0.launch_builder(&h.kernels.rate);
+            l.arg(&items)
+                .arg(&starts)
+                .arg(&h.rates.n)
+                .arg(&h.rates.total)
+                .arg(&sy)
+                .arg(&sz)
+                .arg(&sc)
+                .arg(&gamma)
+                .arg(&data)
+                .arg(&out);
+            // SAFETY: arguments match `flat_rate_T`; the items address the
+            // interiors of the uploaded batch.
+            unsafe { l.launch(cfg) }.call("cuLaunchKernel(flat_rate)")?;
+        }
+        let mut out = [0u64; 2];
+        h.rate_out.download(0, &mut out, s0)?;
+        s0.synchronize().call("cuStreamSynchronize")?;
+        Ok((out[1] == 0).then(|| f64::from_bits(out[0])))
+    }
+
+    /// One step of the resident hierarchy: the fill, the probe copies, the
+    /// sweeps (as [`CudaSolver::step_resident`]) and, finest level first,
+    /// refluxing and restriction.
+    pub fn step_hierarchy(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, CudaError> {
+        self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let t0 = Instant::now();
+        self.launch_fill()?;
+        let t1 = Instant::now();
+        let report = self.step_resident(dt, order)?;
+        let t2 = Instant::now();
+        self.launch_levels()?;
+        self.streams[0].synchronize().call("cuStreamSynchronize")?;
+        self.hierarchy_timing = HierarchyTiming {
+            fill: (t1 - t0).as_secs_f64(),
+            sweeps: (t2 - t1).as_secs_f64(),
+            levels: t2.elapsed().as_secs_f64(),
+        };
+        Ok(report)
+    }
+
+    /// Host-side times of the last [`CudaSolver::step_hierarchy`] (the
+    /// fill is launched asynchronously: its time shows in the sweeps').
+    pub fn hierarchy_timing(&self) -> HierarchyTiming {
+        self.hierarchy_timing
+    }
+
+    /// Copies the hierarchy's batch back into `batch` (its layout).
+    pub fn store_hierarchy(&mut self, batch: &mut Batch<T>) -> Result<(), CudaError> {
+        self.hierarchy()?;
+        self.download(batch)
+    }
+
+    /// Frees the resident hierarchy's items (the batch stays cached as the
+    /// solver's last layout).
+    pub fn unload_hierarchy(&mut self) {
+        self.hierarchy = None;
+    }
+
+    fn launch_fill(&self) -> Result<(), CudaError> {
+        let h = self.hierarchy()?;
+        let st = self.state.as_ref().expect("a loaded hierarchy has a state");
+        let s0 = &self.streams[0];
+        let (data, scratch) = (st.d_data.at(0), h.scratch.at(0));
+        let copy = |p: &Phase| -> Result<(), CudaError> {
+            let Some(cfg) = p.config() else {
+                return Ok(());
+            };
+            let (items, starts) = (p.items.at(0), p.starts.at(0));
+            let mut l = s0.launch_builder(&h.kernels.copy);
+            l.arg(&items)
+                .arg(&starts)
+                .arg(&p.n)
+                .arg(&p.total)
+                .arg(&h.ncomp)
+                .arg(&data)
+                .arg(&scratch);
+            // SAFETY: arguments match `flat_copy_T`; items address the
+            // batch and the scratch they were built for.
+            unsafe { l.launch(cfg) }.call("cuLaunchKernel(flat_copy)")?;
+            Ok(())
+        };
+        copy(&h.copies)?;
+        if let Some(cfg) = h.interp.config() {
+            let (items, starts, flags) =
+                (h.interp.items.at(0), h.interp.starts.at(0), h.flags.at(0));
+            let mut l = s0.launch_builder(&h.kernels.interp);
+            l.arg(&items)
+                .arg(&starts)
+                .arg(&h.interp.n)
+                .arg(&h.interp.total)
+                .arg(&h.ncomp)
+                .arg(&h.limiter)
+                .arg(&flags)
+                .arg(&scratch)
+                .arg(&data);
+            // SAFETY: arguments match `flat_interp_T`.
+            unsafe { l.launch(cfg) }.call("cuLaunchKernel(flat_interp)")?;
+        }
+        for p in &h.boundary {
+            let Some(cfg) = p.config() else {
+                continue;
+            };
+            let (items, starts) = (p.items.at(0), p.starts.at(0));
+            let mut l = s0.launch_builder(&h.kernels.boundary);
+            l.arg(&items)
+                .arg(&starts)
+                .arg(&p.n)
+                .arg(&p.total)
+                .arg(&h.ncomp)
+                .arg(&data);
+            // SAFETY: arguments match `flat_boundary_T`.
+            unsafe { l.launch(cfg) }.call("cuLaunchKernel(flat_boundary)")?;
+        }
+        copy(&h.after)
+    }
+
+    fn launch_levels(&self) -> Result<(), CudaError> {
+        let h = self.hierarchy()?;
+        let st = self.state.as_ref().expect("a loaded hierarchy has a state");
+        let s0 = &self.streams[0];
+        let (data, flux) = (st.d_data.at(0), st.d_flux.at(0));
+        for l in &h.levels {
+            for p in &l.reflux {
+                let Some(cfg) = p.config() else {
+                    continue;
+                };
+                let (items, starts, coarse) = (p.items.at(0), p.starts.at(0), l.coarse.at(0));
+                let mut b = s0.launch_builder(&h.kernels.reflux);
+                b.arg(&items)
+                    .arg(&starts)
+                    .arg(&p.n)
+                    .arg(&p.total)
+                    .arg(&h.ncomp)
+                    .arg(&coarse)
+                    .arg(&flux)
+                    .arg(&data);
+                // SAFETY: arguments match `flat_reflux_T`.
+                unsafe { b.launch(cfg) }.call("cuLaunchKernel(flat_reflux)")?;
+            }
+            let p = &l.restrict;
+            if let Some(cfg) = p.config() {
+                let (items, starts) = (p.items.at(0), p.starts.at(0));
+                let mut b = s0.launch_builder(&h.kernels.restrict);
+                b.arg(&items)
+                    .arg(&starts)
+                    .arg(&p.n)
+                    .arg(&p.total)
+                    .arg(&h.ncomp)
+                    .arg(&data);
+                // SAFETY: arguments match `flat_restrict_T`.
+                unsafe { b.launch(cfg) }.call("cuLaunchKernel(flat_restrict)")?;
+            }
+        }
+        Ok(())
+    }
+}
