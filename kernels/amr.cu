@@ -19,7 +19,7 @@ struct Strided {
 struct CopyItem {
     Strided src, dst;
     u32 n[3];
-    u32 to_scratch;
+    u32 route;  // 0 store to store, 1 store to scratch, 2 scratch to store
 };
 
 struct InterpItem {
@@ -97,9 +97,10 @@ __device__ void copy_cells(const CopyItem* items, const u64* starts, u32 nitems,
     const CopyItem& it = items[k];
     u64 d[3];
     split(t - starts[k], it.n, d);
-    T* dst = it.to_scratch ? scratch : store;
+    const T* src = it.route == 2 ? scratch : store;
+    T* dst = it.route == 1 ? scratch : store;
     for (u32 c = 0; c < ncomp; ++c)
-        dst[at(it.dst, d[0], d[1], d[2], c)] = store[at(it.src, d[0], d[1], d[2], c)];
+        dst[at(it.dst, d[0], d[1], d[2], c)] = src[at(it.src, d[0], d[1], d[2], c)];
 }
 
 // The limited slope of quilt_mesh::interp (0 constant, 1 minmod, 2 MC).

@@ -44,7 +44,7 @@ use crate::error::IntegratorError;
 use crate::init::InitialCondition;
 use crate::pipeline::{LoopInputs, run_batches, solve_error};
 use crate::plan::{Probe, StepPlan};
-use crate::resident::{ResidentPlan, load_state, resident_plan, store_state};
+use crate::resident::{ResidentPlan, pack_interiors, resident_plan, unpack_interiors};
 use crate::ring::BatchRing;
 use crate::schedule::Scheduler;
 use crate::tagging::{Criterion, criteria, tag_patches};
@@ -719,19 +719,19 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             IntegratorError::Internal("the host copy is stale but nothing is resident".into())
         })?;
         let name = self.backend.name().to_string();
-        let mut batch = quilt_sweep::Batch::new(plan.layout.clone());
+        let mut compact = vec![T::zero(); plan.items.interior_len as usize];
         let ex = self
             .backend
             .resident()
             .ok_or_else(|| no_resident_mode(&name))?;
-        ex.store(&mut batch)
+        ex.store(&mut compact)
             .map_err(|source| IntegratorError::Solve {
                 step: self.step,
                 backend: name,
                 source,
             })?;
         let data = self.data.as_mut().ok_or_else(poisoned)?;
-        store_state(&batch, data, plan.patches);
+        unpack_interiors(plan, &mut compact, data);
         self.host_current = true;
         Ok(())
     }
@@ -753,26 +753,29 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         }
         let t = Instant::now();
         let plan = resident_plan(&self.h, &self.plan)?;
+        let t_plan = t.elapsed().as_secs_f64();
         let data = self.data.as_ref().ok_or_else(poisoned)?;
-        let batch = load_state(&plan, data)?;
+        let compact = pack_interiors(&plan, data);
+        let t_state = t.elapsed().as_secs_f64() - t_plan;
         let name = self.backend.name().to_string();
         let ex = self
             .backend
             .resident()
             .ok_or_else(|| no_resident_mode(&name))?;
-        ex.load(&plan, &batch)
+        ex.load(&plan, &compact)
             .map_err(|source| IntegratorError::Solve {
                 step: self.step + 1,
                 backend: name,
                 source,
             })?;
         log::info!(
-            "resident state: {} patches and {} probes in {} bins, {:.1} MB with fluxes and scratch, loaded in {:.3} s",
+            "resident state: {} patches and {} probes in {} bins, {:.1} MB with fluxes and scratch, loaded in {:.3} s (items {t_plan:.3} s, interiors {t_state:.3} s, backend {:.3} s)",
             plan.patches,
             plan.layout.patches().len() - plan.patches,
             plan.layout.nbins(),
             (plan.values() * std::mem::size_of::<T>() as u64) as f64 / 1e6,
-            t.elapsed().as_secs_f64()
+            t.elapsed().as_secs_f64(),
+            t.elapsed().as_secs_f64() - t_plan - t_state
         );
         self.resident = Some(plan);
         Ok(())
@@ -878,6 +881,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let t = Instant::now();
         if regridded {
             self.regrid_now()?;
+            if self.device_resident() {
+                // The new hierarchy goes to the backend now, so that its
+                // cost counts as part of the regrid.
+                self.ensure_resident()?;
+            }
         }
         phases.regrid = t.elapsed().as_secs_f64();
         phases.wall = t_step.elapsed().as_secs_f64();

@@ -15,23 +15,23 @@
 //!
 //! These are the host-staged step's operations on the same cells in the
 //! same order, so both residencies give the same state bit for bit. The
-//! host copy of the state is written back ([`store_state`]) only when the
-//! host needs it: regrids, outputs, checkpoints.
+//! state moves as compact interiors ([`pack_interiors`],
+//! [`unpack_interiors`]), and back to the host only when the host needs
+//! it: regrids, outputs, checkpoints.
 
 use std::sync::Arc;
 
 use quilt_mesh::flat::{CopyItem, LevelItems, StepItems, Strided, restrict_items};
 use quilt_mesh::{Hierarchy, HierarchyData, IndexBox, Side, iv};
-use quilt_pack::{PackOptions, pack};
 use quilt_sweep::layout::data_index;
 use quilt_sweep::physics::NCOMP;
-use quilt_sweep::{Batch, BatchLayout, PatchShape};
+use quilt_sweep::{BatchLayout, PatchShape};
 use rayon::prelude::*;
 
 use crate::Real;
 use crate::error::IntegratorError;
 use crate::plan::StepPlan;
-use crate::stages::{PROBE_ID_BASE, SharedRows, copy_interior};
+use crate::stages::PROBE_ID_BASE;
 
 /// The resident batch's layout and the items of its step.
 #[derive(Clone, Debug)]
@@ -62,12 +62,59 @@ fn size_of_box(b: &IndexBox) -> [u32; 3] {
     [s.x, s.y, s.z].map(|v| u32::try_from(v).unwrap_or(0))
 }
 
+/// Places boxes `extents` into bins of edge `edge` on shelves: sorted by
+/// height, rows along `x`, rows stacked along `y`, layers along `z`. The
+/// probes of a large hierarchy number tens of thousands, where the
+/// extreme-point packing of the patches costs seconds; they are small and
+/// solved once, so a simple packing suffices. Returns `(bin, offset)` per
+/// box.
+fn shelves(extents: &[[u32; 3]], edge: u32) -> Result<Vec<(u32, [u32; 3])>, IntegratorError> {
+    if let Some(e) = extents
+        .iter()
+        .find(|e| e.iter().any(|&v| v > edge || v == 0))
+    {
+        return Err(IntegratorError::Internal(format!(
+            "a probe of extent {e:?} does not fit bins of edge {edge}"
+        )));
+    }
+    let mut order: Vec<usize> = (0..extents.len()).collect();
+    order.sort_by_key(|&k| std::cmp::Reverse((extents[k][2], extents[k][1], extents[k][0])));
+    let mut out = vec![(0, [0; 3]); extents.len()];
+    let (mut bin, mut x, mut y, mut z) = (0u32, 0u32, 0u32, 0u32);
+    let (mut row, mut layer) = (0u32, 0u32);
+    for k in order {
+        let [ex, ey, ez] = extents[k];
+        if x + ex > edge {
+            y += row;
+            x = 0;
+            row = 0;
+        }
+        if y + ey > edge {
+            z += layer;
+            y = 0;
+            x = 0;
+            row = 0;
+            layer = 0;
+        }
+        if z + ez > edge {
+            bin += 1;
+            (x, y, z, row, layer) = (0, 0, 0, 0, 0);
+        }
+        out[k] = (bin, [x, y, z]);
+        x += ex;
+        row = row.max(ey);
+        layer = layer.max(ez);
+    }
+    Ok(out)
+}
+
 /// The resident plan of `h` with its step plan `plan` (bins, probes,
 /// registers).
 pub(crate) fn resident_plan<T: Real>(
     h: &Hierarchy,
     plan: &StepPlan<T>,
 ) -> Result<ResidentPlan, IntegratorError> {
+    let t0 = std::time::Instant::now();
     let lay = &plan.layout;
     let g = lay.ghost;
     let edge = lay.bin_edge;
@@ -103,20 +150,12 @@ pub(crate) fn resident_plan<T: Real>(
             .iter()
             .map(|q| size_of_box(&q.interior.grow(g)))
             .collect();
-        let packing = pack(&extents, [edge; 3], &PackOptions::default())?;
         let first = lay.bins.len() as u32;
-        for (k, q) in lay.probes.iter().enumerate() {
+        for (k, (q, at)) in lay.probes.iter().zip(shelves(&extents, edge)?).enumerate() {
             let level = h.patches()[q.coarse].level();
             let lg = h.level_geometry(level).ok_or_else(|| {
                 IntegratorError::Internal(format!("probe {k} has no level geometry"))
             })?;
-            let pl = &packing.placements[k];
-            if pl.extent != extents[k] {
-                return Err(IntegratorError::Internal(format!(
-                    "probe {k} was placed rotated ({:?} for {:?})",
-                    pl.extent, extents[k]
-                )));
-            }
             shapes.push(PatchShape {
                 id: PROBE_ID_BASE + k as u64,
                 extent: extents[k],
@@ -125,9 +164,10 @@ pub(crate) fn resident_plan<T: Real>(
                 dx: [lg.dx.x, lg.dx.y, lg.dx.z],
                 user: k as u32,
             });
-            places.push((first + pl.bin as u32, pl.offset));
+            places.push((first + at.0, at.1));
         }
     }
+    let t_pack = t0.elapsed().as_secs_f64();
     let layout = BatchLayout::packed(edge, NCOMP as u32, &shapes, &places)?;
     let b = u64::from(edge);
     let strided = |d: usize| {
@@ -147,8 +187,10 @@ pub(crate) fn resident_plan<T: Real>(
     };
     let patch_places: Vec<Strided> = (0..n).map(strided).collect();
     let mesh = |what: &str| IntegratorError::mesh(format!("resident {what}"));
+    let t_layout = t0.elapsed().as_secs_f64();
     let fill = quilt_mesh::flat::FlatFill::new(&lay.fill, &patch_places, NCOMP)
         .map_err(mesh("ghost fill"))?;
+    let t_fill = t0.elapsed().as_secs_f64();
     let rel = |p: &quilt_mesh::IntVect, lo: &quilt_mesh::IntVect| {
         [0, 1, 2].map(|a| (p[a] - lo[a]) as u64)
     };
@@ -162,7 +204,7 @@ pub(crate) fn resident_plan<T: Real>(
                 src: patch_places[q.coarse].at(rel(&bx.lo, &h.patches()[q.coarse].ghost_box().lo)),
                 dst: strided(n + k),
                 n: size_of_box(&bx),
-                to_scratch: 0,
+                route: CopyItem::IN_STORE,
             }
         })
         .collect();
@@ -214,6 +256,36 @@ pub(crate) fn resident_plan<T: Real>(
             restrict,
         });
     }
+    log::debug!(
+        "resident items: probes placed {t_pack:.3} s, layout {:.3} s, fill {:.3} s, probe copies, refluxing and restriction {:.3} s",
+        t_layout - t_pack,
+        t_fill - t_layout,
+        t0.elapsed().as_secs_f64() - t_fill
+    );
+    let mut interior_len = 0u64;
+    let interiors = h
+        .patches()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let b = p.interior();
+            let s = b.size();
+            let (nx, ny, nz) = (s.x as u64, s.y as u64, s.z as u64);
+            let dst = Strided {
+                base: interior_len,
+                sy: nx,
+                sz: nx * ny,
+                sc: nx * ny * nz,
+            };
+            interior_len += nx * ny * nz * NCOMP as u64;
+            CopyItem {
+                src: patch_places[i].at(rel(&b.lo, &p.ghost_box().lo)),
+                dst,
+                n: size_of_box(&b),
+                route: CopyItem::TO_SCRATCH,
+            }
+        })
+        .collect();
     Ok(ResidentPlan {
         layout,
         items: Arc::new(StepItems {
@@ -221,56 +293,108 @@ pub(crate) fn resident_plan<T: Real>(
             fill,
             after,
             levels,
+            interiors,
+            interior_len,
         }),
         patches: n,
     })
 }
 
-/// A batch of the plan's layout with every patch's old interior (ghost
-/// cells and probes unset).
-pub(crate) fn load_state<T: Real>(
-    plan: &ResidentPlan,
-    data: &HierarchyData<T>,
-) -> Result<Batch<T>, IntegratorError> {
-    let mut batch = Batch::new(plan.layout.clone());
-    let (layout, buf, _) = batch.buffers_mut();
-    let (b, nc) = (layout.bin_edge() as usize, layout.ncomp() as usize);
-    let rows = SharedRows::new(buf);
-    (0..plan.patches).into_par_iter().for_each(|i| {
-        let d = &layout.patches()[i];
-        let src = data.old(i);
-        let g = d.ghost as usize;
-        let n = d.interior().map(|v| v as usize);
-        let lo = src.interior().lo;
-        for c in 0..nc {
-            for k in 0..n[2] {
-                for j in 0..n[1] {
-                    let from = src.index(&(lo + iv(0, j as i32, k as i32))) + c * src.comp_len();
-                    let to = data_index(
-                        b,
-                        nc,
-                        d.bin as usize,
-                        c,
-                        [
-                            d.offset[0] as usize + g,
-                            d.offset[1] as usize + g + j,
-                            d.offset[2] as usize + g + k,
-                        ],
-                    );
-                    // SAFETY: descriptors' boxes are disjoint (validated
-                    // layout), so each task writes its own rows.
-                    unsafe { rows.write_row(&src.as_slice()[from..from + n[0]], to) };
-                }
-            }
-        }
-    });
-    Ok(batch)
+/// Every patch's old interior in the compact order of
+/// [`StepItems::interiors`] (patch after patch, component after component,
+/// then `z`, `y`, `x` fastest).
+pub(crate) fn pack_interiors<T: Real>(plan: &ResidentPlan, data: &HierarchyData<T>) -> Vec<T> {
+    let mut out = vec![T::zero(); plan.items.interior_len as usize];
+    split_parts(plan, &mut out)
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(i, part)| {
+            let d = data.old(i);
+            for_rows(d, |r, from, nx| {
+                part[r * nx..(r + 1) * nx].copy_from_slice(&d.as_slice()[from..from + nx]);
+            });
+        });
+    out
 }
 
-/// The patches' interiors from a resident batch into `data`'s old state.
-pub(crate) fn store_state<T: Real>(batch: &Batch<T>, data: &mut HierarchyData<T>, patches: usize) {
-    data.states_mut()[..patches]
+/// The compact interiors of [`pack_interiors`] back into `data`'s old state.
+pub(crate) fn unpack_interiors<T: Real>(
+    plan: &ResidentPlan,
+    compact: &mut [T],
+    data: &mut HierarchyData<T>,
+) {
+    let parts = split_parts(plan, compact);
+    data.states_mut()[..plan.patches]
         .par_iter_mut()
-        .enumerate()
-        .for_each(|(i, s)| copy_interior(batch, i, &mut s.old));
+        .zip(parts)
+        .for_each(|(s, part)| {
+            let d = &mut s.old;
+            let mut rows = Vec::new();
+            for_rows(d, |r, to, nx| rows.push((r, to, nx)));
+            let buf = d.as_mut_slice();
+            for (r, to, nx) in rows {
+                buf[to..to + nx].copy_from_slice(&part[r * nx..(r + 1) * nx]);
+            }
+        });
+}
+
+/// The compact array cut into each patch's part.
+fn split_parts<'a, T>(plan: &ResidentPlan, out: &'a mut [T]) -> Vec<&'a mut [T]> {
+    let mut parts = Vec::with_capacity(plan.items.interiors.len());
+    let mut rest = out;
+    for it in &plan.items.interiors {
+        let len = it.n.iter().map(|&v| v as usize).product::<usize>() * NCOMP;
+        let (part, tail) = std::mem::take(&mut rest).split_at_mut(len);
+        parts.push(part);
+        rest = tail;
+    }
+    parts
+}
+
+/// Calls `f(row, index in d's values, nx)` for every interior row of `d`,
+/// rows numbered component after component, then `z`, then `y`.
+fn for_rows<T: Real>(d: &quilt_mesh::PatchData<T>, mut f: impl FnMut(usize, usize, usize)) {
+    let (lo, n) = (d.interior().lo, d.interior().size());
+    let nx = n.x as usize;
+    let mut r = 0;
+    for c in 0..d.ncomp() {
+        for z in 0..n.z {
+            for y in 0..n.y {
+                f(r, d.index(&(lo + iv(0, y, z))) + c * d.comp_len(), nx);
+                r += 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shelves_place_boxes_inside_bins_without_overlap() {
+        let mut seed = 7u64;
+        let mut next = |m: u32| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            1 + ((seed >> 33) as u32 % m)
+        };
+        let extents: Vec<[u32; 3]> = (0..3000).map(|_| [next(20), next(20), next(20)]).collect();
+        let at = shelves(&extents, 32).unwrap();
+        let boxes: Vec<(u32, [u32; 3], [u32; 3])> = at
+            .iter()
+            .zip(&extents)
+            .map(|(&(b, o), &e)| (b, o, e))
+            .collect();
+        for (i, &(b, o, e)) in boxes.iter().enumerate() {
+            assert!((0..3).all(|a| o[a] + e[a] <= 32), "box {i} leaves its bin");
+            for &(b2, o2, e2) in &boxes[i + 1..] {
+                let apart =
+                    b != b2 || (0..3).any(|a| o[a] + e[a] <= o2[a] || o2[a] + e2[a] <= o[a]);
+                assert!(apart, "box {i} overlaps another");
+            }
+        }
+        assert!(shelves(&[[33, 1, 1]], 32).is_err());
+    }
 }

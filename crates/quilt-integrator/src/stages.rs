@@ -319,7 +319,7 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
 }
 
 /// A batch's data array shared by tasks that copy disjoint rows.
-pub(crate) struct SharedRows<T> {
+struct SharedRows<T> {
     ptr: *mut T,
     len: usize,
 }
@@ -330,7 +330,7 @@ unsafe impl<T: Send> Send for SharedRows<T> {}
 unsafe impl<T: Send> Sync for SharedRows<T> {}
 
 impl<T: Copy> SharedRows<T> {
-    pub(crate) fn new(data: &mut [T]) -> Self {
+    fn new(data: &mut [T]) -> Self {
         Self {
             ptr: data.as_mut_ptr(),
             len: data.len(),
@@ -349,17 +349,6 @@ impl<T: Copy> SharedRows<T> {
         );
         // SAFETY: in range (checked); disjoint and unshared by the contract.
         unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(from), self.ptr.add(to), n) };
-    }
-
-    /// Writes `src` at `to`.
-    ///
-    /// # Safety
-    /// No other task touches `to .. to + src.len()` meanwhile.
-    pub(crate) unsafe fn write_row(&self, src: &[T], to: usize) {
-        assert!(to + src.len() <= self.len, "row out of range");
-        // SAFETY: in range (checked); unshared by the contract, and `src`
-        // is not part of the array (it is borrowed elsewhere).
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(to), src.len()) };
     }
 }
 
@@ -430,7 +419,7 @@ pub(crate) fn close<T: Real>(
 }
 
 /// Interior rows of descriptor `desc` into `new` (same interior box).
-pub(crate) fn copy_interior<T: Real>(batch: &Batch<T>, desc: usize, new: &mut PatchData<T>) {
+fn copy_interior<T: Real>(batch: &Batch<T>, desc: usize, new: &mut PatchData<T>) {
     let l = batch.layout();
     let d = &l.patches()[desc];
     let (b, nc) = (l.bin_edge() as usize, l.ncomp() as usize);

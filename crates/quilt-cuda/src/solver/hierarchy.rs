@@ -14,10 +14,10 @@ use std::time::Instant;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use quilt_mesh::flat::{CopyItem, RefluxItem, StepItems, starts};
 use quilt_sweep::layout::data_index;
-use quilt_sweep::{Batch, StepReport, SweepOrder};
+use quilt_sweep::{BatchLayout, StepReport, SweepOrder};
 
 use super::CudaSolver;
-use crate::buffer::DeviceBuffer;
+use crate::buffer::{DeviceBuffer, PinnedBuffer};
 use crate::device::{self, Build};
 use crate::error::{CudaError, DriverContext};
 use crate::real::GpuReal;
@@ -109,6 +109,43 @@ pub(crate) struct Hierarchy {
     rates: Phase,
     rate_out: DeviceBuffer<u64>,
     bin_edge: u64,
+    /// Interiors from the compact array into the batch, and back.
+    load: Phase,
+    store: Phase,
+}
+
+/// The compact interiors of loads and stores: page-locked on the host, and
+/// on the device; kept across loads (pinning gigabytes takes long).
+pub(crate) struct IoBuffers<T> {
+    host: PinnedBuffer<T>,
+    device: DeviceBuffer<T>,
+}
+
+impl<T: GpuReal> IoBuffers<T> {
+    fn new(ctx: &Arc<cudarc::driver::CudaContext>, len: usize) -> Result<Self, CudaError> {
+        Ok(Self {
+            host: PinnedBuffer::new(ctx, len)?,
+            device: DeviceBuffer::new(ctx, len)?,
+        })
+    }
+
+    /// These buffers holding `len` values, grown if they are smaller.
+    fn reuse(self, ctx: &Arc<cudarc::driver::CudaContext>, len: usize) -> Result<Self, CudaError> {
+        let host = match self.host.reuse(len) {
+            Some(h) => h,
+            None => PinnedBuffer::new(ctx, len + len / 8)?
+                .reuse(len)
+                .expect("room"),
+        };
+        let device = match self.device.reuse(len) {
+            Ok(d) => d,
+            Err(old) => {
+                drop(old);
+                DeviceBuffer::with_room(ctx, len, len + len / 8)?
+            }
+        };
+        Ok(Self { host, device })
+    }
 }
 
 /// Seconds of the last resident step's parts, measured on the host
@@ -124,17 +161,28 @@ pub struct HierarchyTiming {
 }
 
 impl<T: GpuReal> CudaSolver<T> {
-    /// Keeps the hierarchy of `batch` (every patch's interior set; the
-    /// first `patches` descriptors are the hierarchy's patches, the rest
-    /// its flux probes) on the device with the items of its step.
+    /// Keeps a hierarchy on the device: its batch of `layout` (the first
+    /// `patches` descriptors are the hierarchy's patches, the rest its flux
+    /// probes) with every patch's interior from `interiors` (compact, in
+    /// the order of `items.interiors`), and the items of its step.
     pub fn load_hierarchy(
         &mut self,
-        batch: &Batch<T>,
+        layout: &BatchLayout,
         items: &StepItems,
         patches: usize,
+        interiors: &[T],
     ) -> Result<(), CudaError> {
         self.hierarchy = None;
-        self.upload(batch)?;
+        if interiors.len() as u64 != items.interior_len {
+            return Err(CudaError::Config(format!(
+                "{} interior values given, the items move {}",
+                interiors.len(),
+                items.interior_len
+            )));
+        }
+        let t0 = Instant::now();
+        self.attach_resident(layout)?;
+        let t_attach = t0.elapsed().as_secs_f64();
         let ctx = self.dev.ctx.clone();
         let s0 = self.streams[0].clone();
         let module = device::module(
@@ -192,7 +240,9 @@ impl<T: GpuReal> CudaSolver<T> {
             .and_then(|n| n.checked_mul(std::mem::size_of::<T>()))
             .ok_or_else(|| CudaError::Config("fill scratch overflows".into()))?;
         let scratch = DeviceBuffer::new(&ctx, scratch_bytes)?;
-        let layout = batch.layout();
+        let load_items: Vec<CopyItem> = items.interiors.iter().map(CopyItem::reversed).collect();
+        let load = copy_phase(&load_items)?;
+        let store = copy_phase(&items.interiors)?;
         let b = layout.bin_edge() as usize;
         let nc = layout.ncomp() as usize;
         let rate_items: Vec<RateItem> = layout.patches()[..patches]
@@ -210,7 +260,17 @@ impl<T: GpuReal> CudaSolver<T> {
             .collect();
         let rates = Phase::new(&ctx, &s0, &rate_items, rate_items.iter().map(|r| r.n))?;
         let rate_out = DeviceBuffer::new(&ctx, 2)?;
-        s0.synchronize().call("cuStreamSynchronize")?;
+        let t_items = t0.elapsed().as_secs_f64() - t_attach;
+        let io = match self.hierarchy_io.take() {
+            Some(io) => io.reuse(&ctx, interiors.len())?,
+            None => IoBuffers::new(&ctx, interiors.len())?,
+        };
+        self.hierarchy_io = Some(io);
+        let io = self.hierarchy_io.as_mut().expect("just set");
+        let h_io = io.host.as_mut_slice();
+        self.copies
+            .install(|| super::run::par_copy(h_io, interiors));
+        io.device.upload(0, io.host.as_slice(), &s0)?;
         self.hierarchy = Some(Hierarchy {
             kernels,
             ncomp: items.ncomp,
@@ -225,7 +285,17 @@ impl<T: GpuReal> CudaSolver<T> {
             rates,
             rate_out,
             bin_edge: b as u64,
+            load,
+            store,
         });
+        let h = self.hierarchy.as_ref().expect("just set");
+        let io = self.hierarchy_io.as_ref().expect("just set");
+        self.launch_copy(h, &h.load, io.device.at(0))?;
+        s0.synchronize().call("cuStreamSynchronize")?;
+        log::debug!(
+            "hierarchy loaded: layout state {t_attach:.3} s, items {t_items:.3} s, interiors {:.3} s",
+            t0.elapsed().as_secs_f64() - t_attach - t_items
+        );
         Ok(())
     }
 
@@ -300,10 +370,30 @@ impl<T: GpuReal> CudaSolver<T> {
         self.hierarchy_timing
     }
 
-    /// Copies the hierarchy's batch back into `batch` (its layout).
-    pub fn store_hierarchy(&mut self, batch: &mut Batch<T>) -> Result<(), CudaError> {
-        self.hierarchy()?;
-        self.download(batch)
+    /// Copies every patch's interior back into `interiors` (compact, as
+    /// given to [`CudaSolver::load_hierarchy`]).
+    pub fn store_hierarchy(&mut self, interiors: &mut [T]) -> Result<(), CudaError> {
+        self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let h = self.hierarchy()?;
+        let io = self
+            .hierarchy_io
+            .as_ref()
+            .ok_or_else(|| CudaError::Config("no interior buffers".into()))?;
+        if interiors.len() != io.device.len() {
+            return Err(CudaError::Config(format!(
+                "{} interior values asked for, the hierarchy holds {}",
+                interiors.len(),
+                io.device.len()
+            )));
+        }
+        let s0 = self.streams[0].clone();
+        self.launch_copy(h, &h.store, io.device.at(0))?;
+        let io = self.hierarchy_io.as_mut().expect("checked");
+        io.device.download(0, io.host.as_mut_slice(), &s0)?;
+        s0.synchronize().call("cuStreamSynchronize")?;
+        let src = io.host.as_slice();
+        self.copies.install(|| super::run::par_copy(interiors, src));
+        Ok(())
     }
 
     /// Frees the resident hierarchy's items (the batch stays cached as the
@@ -312,30 +402,35 @@ impl<T: GpuReal> CudaSolver<T> {
         self.hierarchy = None;
     }
 
+    /// Launches the copy items of `p` on stream 0, with `scratch` (a
+    /// device address) as their second array.
+    fn launch_copy(&self, h: &Hierarchy, p: &Phase, scratch: u64) -> Result<(), CudaError> {
+        let Some(cfg) = p.config() else {
+            return Ok(());
+        };
+        let st = self.state.as_ref().expect("a loaded hierarchy has a state");
+        let data = st.d_data.at(0);
+        let (items, starts) = (p.items.at(0), p.starts.at(0));
+        let mut l = self.streams[0].launch_builder(&h.kernels.copy);
+        l.arg(&items)
+            .arg(&starts)
+            .arg(&p.n)
+            .arg(&p.total)
+            .arg(&h.ncomp)
+            .arg(&data)
+            .arg(&scratch);
+        // SAFETY: arguments match `flat_copy_T`; items address the batch
+        // and the second array they were built for.
+        unsafe { l.launch(cfg) }.call("cuLaunchKernel(flat_copy)")?;
+        Ok(())
+    }
+
     fn launch_fill(&self) -> Result<(), CudaError> {
         let h = self.hierarchy()?;
         let st = self.state.as_ref().expect("a loaded hierarchy has a state");
         let s0 = &self.streams[0];
         let (data, scratch) = (st.d_data.at(0), h.scratch.at(0));
-        let copy = |p: &Phase| -> Result<(), CudaError> {
-            let Some(cfg) = p.config() else {
-                return Ok(());
-            };
-            let (items, starts) = (p.items.at(0), p.starts.at(0));
-            let mut l = s0.launch_builder(&h.kernels.copy);
-            l.arg(&items)
-                .arg(&starts)
-                .arg(&p.n)
-                .arg(&p.total)
-                .arg(&h.ncomp)
-                .arg(&data)
-                .arg(&scratch);
-            // SAFETY: arguments match `flat_copy_T`; items address the
-            // batch and the scratch they were built for.
-            unsafe { l.launch(cfg) }.call("cuLaunchKernel(flat_copy)")?;
-            Ok(())
-        };
-        copy(&h.copies)?;
+        self.launch_copy(h, &h.copies, scratch)?;
         if let Some(cfg) = h.interp.config() {
             let (items, starts, flags) =
                 (h.interp.items.at(0), h.interp.starts.at(0), h.flags.at(0));
@@ -367,7 +462,7 @@ impl<T: GpuReal> CudaSolver<T> {
             // SAFETY: arguments match `flat_boundary_T`.
             unsafe { l.launch(cfg) }.call("cuLaunchKernel(flat_boundary)")?;
         }
-        copy(&h.after)
+        self.launch_copy(h, &h.after, scratch)
     }
 
     fn launch_levels(&self) -> Result<(), CudaError> {

@@ -308,6 +308,7 @@ pub struct CudaSolver<T: GpuReal> {
     resident: bool,
     /// The items of a resident hierarchy ([`CudaSolver::load_hierarchy`]).
     hierarchy: Option<hierarchy::Hierarchy>,
+    hierarchy_io: Option<hierarchy::IoBuffers<T>>,
     hierarchy_timing: HierarchyTiming,
     timing: StepTiming,
     totals: SolveTotals,
@@ -361,6 +362,7 @@ impl<T: GpuReal> CudaSolver<T> {
             copies,
             resident: false,
             hierarchy: None,
+            hierarchy_io: None,
             hierarchy_timing: HierarchyTiming::default(),
             timing: StepTiming::default(),
             totals: SolveTotals::default(),

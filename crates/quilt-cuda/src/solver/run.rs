@@ -41,7 +41,7 @@ impl DtSpec<'_> {
 
 /// Copies in parallel: the host side of a step moves hundreds of megabytes
 /// between the batch and pinned memory.
-fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+pub(super) fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
     const PIECE: usize = 1 << 16;
     dst.par_chunks_mut(PIECE)
         .zip(src.par_chunks(PIECE))
@@ -852,6 +852,26 @@ impl<T: GpuReal> CudaSolver<T> {
         let layout =
             BatchLayout::from_descs(st.plan.bin_edge, 5, st.plan.nbins, st.plan.descs.clone())?;
         Ok(Batch::new(layout))
+    }
+
+    /// Makes `layout` the resident one without copying data (its cells are
+    /// set by the caller's kernels); the flux buffer is zeroed.
+    pub(super) fn attach_resident(&mut self, layout: &BatchLayout) -> Result<(), CudaError> {
+        self.cpu.check_layout(layout)?;
+        self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        if self.resident
+            && let Some(old) = self.state.take()
+        {
+            // A resident hierarchy's layout never comes back: its arrays go
+            // to the next one instead of the cache of recent layouts.
+            old.recycle(&mut self.spare);
+        }
+        self.ensure_state(layout)?;
+        let s0 = self.streams[0].clone();
+        let st = self.state.as_ref().expect("state built");
+        st.d_flux.fill_bytes(0, st.d_flux.len(), 0, &s0)?;
+        self.resident = true;
+        Ok(())
     }
 
     pub(super) fn upload_resident(&mut self, batch: &Batch<T>) -> Result<(), CudaError> {

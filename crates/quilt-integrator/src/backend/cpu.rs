@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use quilt_mesh::flat::StepItems;
+use quilt_mesh::flat::{CopyItem, StepItems, run_copies};
 use quilt_sweep::physics::Gas;
 use quilt_sweep::{Batch, Real, Solver, StepReport, SweepOrder, Workspace};
 
@@ -82,10 +82,18 @@ impl<T: crate::Real> SolveBackend<T> for CpuBackend<T> {
 }
 
 impl<T: crate::Real> ResidentSolve<T> for CpuBackend<T> {
-    fn load(&mut self, plan: &ResidentPlan, state: &Batch<T>) -> Result<(), SolveError> {
+    fn load(&mut self, plan: &ResidentPlan, interiors: &[T]) -> Result<(), SolveError> {
         self.solver.check_layout(&plan.layout)?;
         let mut batch = Batch::new(plan.layout.clone());
-        batch.data_mut().copy_from_slice(state.data());
+        let load: Vec<CopyItem> = plan
+            .items
+            .interiors
+            .iter()
+            .map(CopyItem::reversed)
+            .collect();
+        let mut compact = interiors.to_vec();
+        run_copies(&load, plan.items.ncomp, batch.data_mut(), &mut compact)
+            .map_err(|e| mesh_failure("cpu", "resident load", e))?;
         self.resident = Some(CpuResident {
             batch,
             items: plan.items.clone(),
@@ -122,10 +130,11 @@ impl<T: crate::Real> ResidentSolve<T> for CpuBackend<T> {
         Ok(report)
     }
 
-    fn store(&mut self, state: &mut Batch<T>) -> Result<(), SolveError> {
+    fn store(&mut self, interiors: &mut [T]) -> Result<(), SolveError> {
         let r = self.resident_state()?;
-        state.data_mut().copy_from_slice(r.batch.data());
-        Ok(())
+        let items = r.items.clone();
+        run_copies(&items.interiors, items.ncomp, r.batch.data_mut(), interiors)
+            .map_err(|e| mesh_failure("cpu", "resident store", e))
     }
 
     fn unload(&mut self) {

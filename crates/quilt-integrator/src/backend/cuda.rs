@@ -104,10 +104,10 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
 /// Device residency on the GPU: the hierarchy's batch and the items of
 /// its step stay in device memory ([`CudaSolver::load_hierarchy`]).
 impl<T: GpuReal> ResidentSolve<T> for CudaBackend<T> {
-    fn load(&mut self, plan: &ResidentPlan, state: &Batch<T>) -> Result<(), SolveError> {
+    fn load(&mut self, plan: &ResidentPlan, interiors: &[T]) -> Result<(), SolveError> {
         Ok(self
             .solver
-            .load_hierarchy(state, &plan.items, plan.patches)?)
+            .load_hierarchy(&plan.layout, &plan.items, plan.patches, interiors)?)
     }
 
     fn max_rate(&mut self, gas: &Gas) -> Result<Option<f64>, SolveError> {
@@ -118,8 +118,8 @@ impl<T: GpuReal> ResidentSolve<T> for CudaBackend<T> {
         Ok(self.solver.step_hierarchy(dt, order)?)
     }
 
-    fn store(&mut self, state: &mut Batch<T>) -> Result<(), SolveError> {
-        Ok(self.solver.store_hierarchy(state)?)
+    fn store(&mut self, interiors: &mut [T]) -> Result<(), SolveError> {
+        Ok(self.solver.store_hierarchy(interiors)?)
     }
 
     fn unload(&mut self) {

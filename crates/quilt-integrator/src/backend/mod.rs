@@ -141,9 +141,9 @@ pub trait SolveBackend<T: Real>: Send {
 /// [`ResidentPlan`] and nothing else. Results must be those of the
 /// host-staged step bit for bit.
 pub trait ResidentSolve<T: Real> {
-    /// Takes a new hierarchy's plan and its state: `state` has the plan's
-    /// layout with every patch's interior set.
-    fn load(&mut self, plan: &ResidentPlan, state: &Batch<T>) -> Result<(), SolveError>;
+    /// Takes a new hierarchy's plan and its state: every patch's interior
+    /// in the compact order of the plan's interior items.
+    fn load(&mut self, plan: &ResidentPlan, interiors: &[T]) -> Result<(), SolveError>;
 
     /// The largest signal rate `max_d (|v_d| + c_s) / dx_d` over the
     /// interiors of the hierarchy's patches, computed as the host's scan
@@ -153,8 +153,9 @@ pub trait ResidentSolve<T: Real> {
     /// One step of `dt` with the sweeps in `order`.
     fn step(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, SolveError>;
 
-    /// Writes the patches' interiors into `state` (the plan's layout).
-    fn store(&mut self, state: &mut Batch<T>) -> Result<(), SolveError>;
+    /// Writes the patches' interiors into `interiors` (compact, as given
+    /// to `load`).
+    fn store(&mut self, interiors: &mut [T]) -> Result<(), SolveError>;
 
     /// Drops the resident state (after a regrid, or to fall back to host
     /// residency).

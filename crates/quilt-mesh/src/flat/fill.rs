@@ -171,7 +171,7 @@ impl FlatFill {
                     src: places[o.source].at(rel(&(o.region.lo - o.shift), &src_gb.lo)),
                     dst: place.at(rel(&o.region.lo, &gb.lo)),
                     n: ext(&o.region),
-                    to_scratch: 0,
+                    route: CopyItem::IN_STORE,
                 });
             }
             if p.interp.is_empty() {
@@ -193,7 +193,7 @@ impl FlatFill {
                     src: places[o.source].at(rel(&(o.region.lo - o.shift), &src_gb.lo)),
                     dst: scratch.at(rel(&o.region.lo, &cb.lo)),
                     n: ext(&o.region),
-                    to_scratch: 1,
+                    route: CopyItem::TO_SCRATCH,
                 });
             }
             for g in &p.interp {

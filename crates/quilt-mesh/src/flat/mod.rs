@@ -67,8 +67,8 @@ impl Strided {
     }
 }
 
-/// A box of values copied unchanged: `n` cells from `src` (in the store)
-/// to `dst` (in the store, or in the scratch when `to_scratch` is 1).
+/// A box of values copied unchanged: `n` cells from `src` to `dst`, each
+/// in the store or in a second array (the scratch) as `route` says.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct CopyItem {
@@ -78,8 +78,32 @@ pub struct CopyItem {
     pub dst: Strided,
     /// Cells along `x`, `y`, `z`.
     pub n: [u32; 3],
-    /// 1 if `dst` indexes the scratch, 0 for the store.
-    pub to_scratch: u32,
+    /// [`CopyItem::IN_STORE`], [`CopyItem::TO_SCRATCH`] or
+    /// [`CopyItem::FROM_SCRATCH`].
+    pub route: u32,
+}
+
+impl CopyItem {
+    /// From the store to the store.
+    pub const IN_STORE: u32 = 0;
+    /// From the store to the scratch.
+    pub const TO_SCRATCH: u32 = 1;
+    /// From the scratch to the store.
+    pub const FROM_SCRATCH: u32 = 2;
+
+    /// The same box copied the other way.
+    pub fn reversed(&self) -> Self {
+        Self {
+            src: self.dst,
+            dst: self.src,
+            n: self.n,
+            route: match self.route {
+                Self::TO_SCRATCH => Self::FROM_SCRATCH,
+                Self::FROM_SCRATCH => Self::TO_SCRATCH,
+                r => r,
+            },
+        }
+    }
 }
 
 pub(crate) fn ext(b: &IndexBox) -> [u32; 3] {
@@ -122,17 +146,22 @@ pub fn run_copies<T: Copy>(
     for it in items {
         let src_last = last_index(&it.src, it.n, ncomp);
         let dst_last = last_index(&it.dst, it.n, ncomp);
-        let dst_len = if it.to_scratch == 1 {
-            scratch.len()
-        } else {
-            store.len()
+        let (src_len, dst_len) = match it.route {
+            CopyItem::IN_STORE => (store.len(), store.len()),
+            CopyItem::TO_SCRATCH => (store.len(), scratch.len()),
+            CopyItem::FROM_SCRATCH => (scratch.len(), store.len()),
+            r => {
+                return Err(crate::MeshError::invalid(
+                    "copy item",
+                    format!("route {r} is none of store, to scratch, from scratch"),
+                ));
+            }
         };
-        if src_last >= store.len() as u64 || dst_last >= dst_len as u64 {
+        if src_last >= src_len as u64 || dst_last >= dst_len as u64 {
             return Err(crate::MeshError::invalid(
                 "copy item",
                 format!(
-                    "reads up to {src_last} of a store of {} and writes up to {dst_last} of {dst_len}",
-                    store.len()
+                    "reads up to {src_last} of {src_len} values and writes up to {dst_last} of {dst_len}"
                 ),
             ));
         }
@@ -140,12 +169,12 @@ pub fn run_copies<T: Copy>(
             for z in 0..u64::from(it.n[2]) {
                 for y in 0..u64::from(it.n[1]) {
                     for x in 0..u64::from(it.n[0]) {
-                        let v = store[it.src.index([x, y, z], c) as usize];
+                        let s = it.src.index([x, y, z], c) as usize;
                         let d = it.dst.index([x, y, z], c) as usize;
-                        if it.to_scratch == 1 {
-                            scratch[d] = v;
-                        } else {
-                            store[d] = v;
+                        match it.route {
+                            CopyItem::TO_SCRATCH => scratch[d] = store[s],
+                            CopyItem::FROM_SCRATCH => store[d] = scratch[s],
+                            _ => store[d] = store[s],
                         }
                     }
                 }
@@ -179,6 +208,13 @@ pub struct StepItems {
     pub after: Vec<CopyItem>,
     /// Fine levels, finest first.
     pub levels: Vec<LevelItems>,
+    /// Every patch's interior from the store into a compact array (the
+    /// scratch of these items: patch after patch, component after
+    /// component, `x` fastest); reversed ([`CopyItem::reversed`]), back
+    /// into the store. Loads and stores of the state move only interiors.
+    pub interiors: Vec<CopyItem>,
+    /// Values of that compact array.
+    pub interior_len: u64,
 }
 
 impl StepItems {
