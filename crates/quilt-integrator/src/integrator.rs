@@ -926,7 +926,6 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         self.unload_resident();
         let step = self.step;
         let mut data = self.data.take().ok_or_else(poisoned)?;
-        let t0 = Instant::now();
         let (new_h, [t_fill, t_tag, t_cluster]) = match self.new_layout(&mut data) {
             Ok(h) => h,
             Err(e) => {
@@ -934,19 +933,39 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 return Err(e);
             }
         };
-        let t_layout = t0.elapsed().as_secs_f64();
         // The data is consumed: unchanged patches move into the new layout,
         // and the dead new states give their memory to the new hierarchy,
         // which lowers the memory peak of a regrid by one time level and
         // spares the faults of fresh pages (in the transfer and in the next
         // step's close).
-        let (new_data, _) = transfer(&self.h, data, &new_h, self.limiter)
-            .map_err(|source| IntegratorError::Regrid { step, source })?;
-        let t_transfer = t0.elapsed().as_secs_f64() - t_layout;
-        let plan = self.step_plan(&new_h)?;
-        let t_plan = t0.elapsed().as_secs_f64() - t_layout - t_transfer;
+        // The step plan (fill plans, packing, registers) depends on the new
+        // layout alone: it is built while the data moves.
+        let (old_h, limiter) = (&self.h, self.limiter);
+        let (bc, edge) = (self.bc.clone(), self.deck.batching.bin_edge);
+        let per_patch = self.deck.batching.layout == BatchLayoutKind::PerPatch;
+        let (moved, planned) = rayon::join(
+            || {
+                let t = Instant::now();
+                (
+                    transfer(old_h, data, &new_h, limiter),
+                    t.elapsed().as_secs_f64(),
+                )
+            },
+            || {
+                let t = Instant::now();
+                let plan = StepPlan::new(&new_h, bc, limiter, edge, per_patch);
+                (plan, t.elapsed().as_secs_f64())
+            },
+        );
+        let ((new_data, _), t_transfer) = (
+            moved
+                .0
+                .map_err(|source| IntegratorError::Regrid { step, source })?,
+            moved.1,
+        );
+        let (plan, t_plan) = (planned.0?, planned.1);
         log::info!(
-            "regrid after step {step}: {} levels, {} patches, {} cells; ghost fill {t_fill:.3} s, tagging {t_tag:.3} s, clustering {t_cluster:.3} s, transfer {t_transfer:.3} s, step plan {t_plan:.3} s",
+            "regrid after step {step}: {} levels, {} patches, {} cells; ghost fill {t_fill:.3} s, tagging {t_tag:.3} s, clustering {t_cluster:.3} s, transfer {t_transfer:.3} s and step plan {t_plan:.3} s at once",
             new_h.num_levels(),
             new_h.num_patches(),
             new_h.total_cells()

@@ -17,7 +17,7 @@ use quilt_sweep::layout::data_index;
 use quilt_sweep::{BatchLayout, StepReport, SweepOrder};
 
 use super::CudaSolver;
-use crate::buffer::{DeviceBuffer, PinnedBuffer};
+use crate::buffer::DeviceBuffer;
 use crate::device::{self, Build};
 use crate::error::{CudaError, DriverContext};
 use crate::real::GpuReal;
@@ -112,40 +112,6 @@ pub(crate) struct Hierarchy {
     /// Interiors from the compact array into the batch, and back.
     load: Phase,
     store: Phase,
-}
-
-/// The compact interiors of loads and stores: page-locked on the host, and
-/// on the device; kept across loads (pinning gigabytes takes long).
-pub(crate) struct IoBuffers<T> {
-    host: PinnedBuffer<T>,
-    device: DeviceBuffer<T>,
-}
-
-impl<T: GpuReal> IoBuffers<T> {
-    fn new(ctx: &Arc<cudarc::driver::CudaContext>, len: usize) -> Result<Self, CudaError> {
-        Ok(Self {
-            host: PinnedBuffer::new(ctx, len)?,
-            device: DeviceBuffer::new(ctx, len)?,
-        })
-    }
-
-    /// These buffers holding `len` values, grown if they are smaller.
-    fn reuse(self, ctx: &Arc<cudarc::driver::CudaContext>, len: usize) -> Result<Self, CudaError> {
-        let host = match self.host.reuse(len) {
-            Some(h) => h,
-            None => PinnedBuffer::new(ctx, len + len / 8)?
-                .reuse(len)
-                .expect("room"),
-        };
-        let device = match self.device.reuse(len) {
-            Ok(d) => d,
-            Err(old) => {
-                drop(old);
-                DeviceBuffer::with_room(ctx, len, len + len / 8)?
-            }
-        };
-        Ok(Self { host, device })
-    }
 }
 
 /// Seconds of the last resident step's parts, measured on the host
@@ -261,16 +227,19 @@ impl<T: GpuReal> CudaSolver<T> {
         let rates = Phase::new(&ctx, &s0, &rate_items, rate_items.iter().map(|r| r.n))?;
         let rate_out = DeviceBuffer::new(&ctx, 2)?;
         let t_items = t0.elapsed().as_secs_f64() - t_attach;
-        let io = match self.hierarchy_io.take() {
-            Some(io) => io.reuse(&ctx, interiors.len())?,
-            None => IoBuffers::new(&ctx, interiors.len())?,
+        // The interiors cross the bus straight from the caller's memory:
+        // a page-locked staging buffer takes longer to pin than the copy
+        // does, at every load that grows it.
+        let io = match self.hierarchy_io.take().map(|b| b.reuse(interiors.len())) {
+            Some(Ok(b)) => b,
+            other => {
+                drop(other);
+                let n = interiors.len();
+                DeviceBuffer::with_room(&ctx, n, n + n / 4)?
+            }
         };
+        io.upload(0, interiors, &s0)?;
         self.hierarchy_io = Some(io);
-        let io = self.hierarchy_io.as_mut().expect("just set");
-        let h_io = io.host.as_mut_slice();
-        self.copies
-            .install(|| super::run::par_copy(h_io, interiors));
-        io.device.upload(0, io.host.as_slice(), &s0)?;
         self.hierarchy = Some(Hierarchy {
             kernels,
             ncomp: items.ncomp,
@@ -290,7 +259,7 @@ impl<T: GpuReal> CudaSolver<T> {
         });
         let h = self.hierarchy.as_ref().expect("just set");
         let io = self.hierarchy_io.as_ref().expect("just set");
-        self.launch_copy(h, &h.load, io.device.at(0))?;
+        self.launch_copy(h, &h.load, io.at(0))?;
         s0.synchronize().call("cuStreamSynchronize")?;
         log::debug!(
             "hierarchy loaded: layout state {t_attach:.3} s, items {t_items:.3} s, interiors {:.3} s",
@@ -379,21 +348,17 @@ impl<T: GpuReal> CudaSolver<T> {
             .hierarchy_io
             .as_ref()
             .ok_or_else(|| CudaError::Config("no interior buffers".into()))?;
-        if interiors.len() != io.device.len() {
+        if interiors.len() != io.len() {
             return Err(CudaError::Config(format!(
                 "{} interior values asked for, the hierarchy holds {}",
                 interiors.len(),
-                io.device.len()
+                io.len()
             )));
         }
         let s0 = self.streams[0].clone();
-        self.launch_copy(h, &h.store, io.device.at(0))?;
-        let io = self.hierarchy_io.as_mut().expect("checked");
-        io.device.download(0, io.host.as_mut_slice(), &s0)?;
-        s0.synchronize().call("cuStreamSynchronize")?;
-        let src = io.host.as_slice();
-        self.copies.install(|| super::run::par_copy(interiors, src));
-        Ok(())
+        self.launch_copy(h, &h.store, io.at(0))?;
+        io.download(0, interiors, &s0)?;
+        s0.synchronize().call("cuStreamSynchronize")
     }
 
     /// Frees the resident hierarchy's items (the batch stays cached as the

@@ -308,7 +308,8 @@ pub struct CudaSolver<T: GpuReal> {
     resident: bool,
     /// The items of a resident hierarchy ([`CudaSolver::load_hierarchy`]).
     hierarchy: Option<hierarchy::Hierarchy>,
-    hierarchy_io: Option<hierarchy::IoBuffers<T>>,
+    /// The compact interiors of hierarchy loads and stores.
+    hierarchy_io: Option<crate::buffer::DeviceBuffer<T>>,
     hierarchy_timing: HierarchyTiming,
     timing: StepTiming,
     totals: SolveTotals,
