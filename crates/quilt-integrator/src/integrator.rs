@@ -138,6 +138,9 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     /// Whether the host copy of the state is the current one (always so in
     /// host residency).
     host_current: bool,
+    /// The compact interiors of resident loads and stores, kept mapped
+    /// from one to the next.
+    resident_io: Vec<T>,
 }
 
 fn limiter_of(i: Interpolation) -> Limiter {
@@ -332,6 +335,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             version: 0,
             resident: None,
             host_current: true,
+            resident_io: Vec::new(),
         })
     }
 
@@ -719,7 +723,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             IntegratorError::Internal("the host copy is stale but nothing is resident".into())
         })?;
         let name = self.backend.name().to_string();
-        let mut compact = vec![T::zero(); plan.items.interior_len as usize];
+        let mut compact = std::mem::take(&mut self.resident_io);
+        compact.resize(plan.items.interior_len as usize, T::zero());
         let ex = self
             .backend
             .resident()
@@ -732,6 +737,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             })?;
         let data = self.data.as_mut().ok_or_else(poisoned)?;
         unpack_interiors(plan, &mut compact, data);
+        self.resident_io = compact;
         self.host_current = true;
         Ok(())
     }
@@ -755,19 +761,21 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let plan = resident_plan(&self.h, &self.plan)?;
         let t_plan = t.elapsed().as_secs_f64();
         let data = self.data.as_ref().ok_or_else(poisoned)?;
-        let compact = pack_interiors(&plan, data);
+        let mut compact = std::mem::take(&mut self.resident_io);
+        pack_interiors(&plan, data, &mut compact);
         let t_state = t.elapsed().as_secs_f64() - t_plan;
         let name = self.backend.name().to_string();
         let ex = self
             .backend
             .resident()
             .ok_or_else(|| no_resident_mode(&name))?;
-        ex.load(&plan, &compact)
-            .map_err(|source| IntegratorError::Solve {
-                step: self.step + 1,
-                backend: name,
-                source,
-            })?;
+        let loaded = ex.load(&plan, &compact);
+        self.resident_io = compact;
+        loaded.map_err(|source| IntegratorError::Solve {
+            step: self.step + 1,
+            backend: name,
+            source,
+        })?;
         log::info!(
             "resident state: {} patches and {} probes in {} bins, {:.1} MB with fluxes and scratch, loaded in {:.3} s (items {t_plan:.3} s, interiors {t_state:.3} s, backend {:.3} s)",
             plan.patches,

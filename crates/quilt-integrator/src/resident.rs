@@ -303,9 +303,15 @@ pub(crate) fn resident_plan<T: Real>(
 /// Every patch's old interior in the compact order of
 /// [`StepItems::interiors`] (patch after patch, component after component,
 /// then `z`, `y`, `x` fastest).
-pub(crate) fn pack_interiors<T: Real>(plan: &ResidentPlan, data: &HierarchyData<T>) -> Vec<T> {
-    let mut out = vec![T::zero(); plan.items.interior_len as usize];
-    split_parts(plan, &mut out)
+/// `out` is resized to fit and reused across loads (its pages stay
+/// mapped, which a transfer from it needs to run at full speed).
+pub(crate) fn pack_interiors<T: Real>(
+    plan: &ResidentPlan,
+    data: &HierarchyData<T>,
+    out: &mut Vec<T>,
+) {
+    out.resize(plan.items.interior_len as usize, T::zero());
+    split_parts(plan, out)
         .into_par_iter()
         .enumerate()
         .for_each(|(i, part)| {
@@ -314,7 +320,6 @@ pub(crate) fn pack_interiors<T: Real>(plan: &ResidentPlan, data: &HierarchyData<
                 part[r * nx..(r + 1) * nx].copy_from_slice(&d.as_slice()[from..from + nx]);
             });
         });
-    out
 }
 
 /// The compact interiors of [`pack_interiors`] back into `data`'s old state.
