@@ -360,3 +360,62 @@ fn flat_items_refuse_user_boundaries_and_wrong_placements() {
         .to_string();
     assert!(e.contains("placements"), "{e}");
 }
+
+/// The flat fill writes every ghost cell of every patch exactly once and
+/// no interior cell (each phase's destinations counted over the store).
+#[test]
+fn flat_items_cover_every_ghost_cell_once() {
+    for (h, bc) in [
+        (synthetic(2, 22, 3), walls::<f64>()),
+        (synthetic(4, 18, 5), BoundaryConditions::outflow()),
+    ] {
+        let fill = GhostFill::new(&h, bc, Limiter::MinMod).unwrap();
+        let mut places = Vec::new();
+        let mut len = 0u64;
+        for p in h.patches() {
+            let s = p.ghost_box().size();
+            let (nx, ny, nz) = (s.x as u64, s.y as u64, s.z as u64);
+            places.push(crate::flat::Strided {
+                base: len,
+                sy: nx,
+                sz: nx * ny,
+                sc: nx * ny * nz,
+            });
+            len += 3 * nx * ny * nz;
+        }
+        // Component 0's cells counted.
+        let items = crate::flat::FlatFill::new(&fill, &places, 3).unwrap();
+        let mut count = vec![0u32; len as usize];
+        let mut hit = |s: &crate::flat::Strided, n: [u32; 3]| {
+            for z in 0..u64::from(n[2]) {
+                for y in 0..u64::from(n[1]) {
+                    for x in 0..u64::from(n[0]) {
+                        count[s.index([x, y, z], 0) as usize] += 1;
+                    }
+                }
+            }
+        };
+        for c in items
+            .copies
+            .iter()
+            .filter(|c| c.route == crate::flat::CopyItem::IN_STORE)
+        {
+            hit(&c.dst, c.n);
+        }
+        for i in &items.interp {
+            hit(&i.dst, i.n);
+        }
+        for b in items.boundary.iter().flatten() {
+            hit(&b.bx.at(b.lo.map(u64::from)), b.n);
+        }
+        for (i, p) in h.patches().iter().enumerate() {
+            let gb = p.ghost_box();
+            for q in gb.iter() {
+                let d = [0, 1, 2].map(|a| (q[a] - gb.lo[a]) as u64);
+                let k = count[places[i].index(d, 0) as usize];
+                let want = u32::from(!p.interior().contains(&q));
+                assert_eq!(k, want, "patch {i}, cell {q:?}: written {k} times");
+            }
+        }
+    }
+}
