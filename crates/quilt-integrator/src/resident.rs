@@ -22,7 +22,7 @@
 use std::sync::Arc;
 
 use quilt_mesh::flat::{CopyItem, LevelItems, StepItems, Strided, restrict_items};
-use quilt_mesh::{Hierarchy, HierarchyData, IndexBox, Side, iv};
+use quilt_mesh::{Hierarchy, HierarchyData, Side, iv};
 use quilt_sweep::layout::data_index;
 use quilt_sweep::physics::NCOMP;
 use quilt_sweep::{BatchLayout, PatchShape};
@@ -31,7 +31,7 @@ use rayon::prelude::*;
 use crate::Real;
 use crate::error::IntegratorError;
 use crate::plan::StepPlan;
-use crate::stages::PROBE_ID_BASE;
+use crate::stages::{PROBE_ID_BASE, patch_shape, size_of_box};
 
 /// The resident batch's layout and the items of its step.
 #[derive(Clone, Debug)]
@@ -55,11 +55,6 @@ impl ResidentPlan {
             + l.flux_len() as u64
             + self.items.fill.scratch_len
     }
-}
-
-fn size_of_box(b: &IndexBox) -> [u32; 3] {
-    let s = b.size();
-    [s.x, s.y, s.z].map(|v| u32::try_from(v).unwrap_or(0))
 }
 
 /// Places boxes `extents` into bins of edge `edge` on shelves: sorted by
@@ -127,21 +122,11 @@ pub(crate) fn resident_plan<T: Real>(
     }
     let mut shapes = Vec::with_capacity(n + lay.probes.len());
     let mut places = Vec::with_capacity(n + lay.probes.len());
-    for (i, p) in h.patches().iter().enumerate() {
-        let lg = h.level_geometry(p.level()).ok_or_else(|| {
-            IntegratorError::Internal(format!("patch index {i} has no level geometry"))
-        })?;
-        let place = at[i].ok_or_else(|| {
+    for (i, place) in at.iter().enumerate() {
+        let place = place.ok_or_else(|| {
             IntegratorError::Internal(format!("patch index {i} is in no bin of the packing"))
         })?;
-        shapes.push(PatchShape {
-            id: u64::from(p.id().0),
-            extent: size_of_box(&p.ghost_box()),
-            ghost: g as u32,
-            level: p.level() as u32,
-            dx: [lg.dx.x, lg.dx.y, lg.dx.z],
-            user: i as u32,
-        });
+        shapes.push(patch_shape(h, i, g)?);
         places.push(place);
     }
     if !lay.probes.is_empty() {

@@ -65,19 +65,8 @@ pub(crate) fn assemble<T: Real>(
     let mut desc_of = std::collections::HashMap::new();
     for (nb, &b) in bins.iter().enumerate() {
         for &(i, offset) in &plan.bins[b].patches {
-            let p = &h.patches()[i];
-            let lg = h.level_geometry(p.level()).ok_or_else(|| {
-                IntegratorError::Internal(format!("patch index {i} has no level geometry"))
-            })?;
             desc_of.insert(i, shapes.len());
-            shapes.push(PatchShape {
-                id: u64::from(p.id().0),
-                extent: size_of_box(&p.ghost_box()),
-                ghost: g as u32,
-                level: p.level() as u32,
-                dx: [lg.dx.x, lg.dx.y, lg.dx.z],
-                user: i as u32,
-            });
+            shapes.push(patch_shape(h, i, g)?);
             places.push((nb as u32, offset));
         }
     }
@@ -162,7 +151,24 @@ pub(crate) fn assemble<T: Real>(
     Ok((layout, jobs))
 }
 
-fn size_of_box(b: &IndexBox) -> [u32; 3] {
+/// The descriptor shape of hierarchy patch `i` (ghost width `g`): its id,
+/// ghost-grown extent, level and cell size; `user` holds the index.
+pub(crate) fn patch_shape(h: &Hierarchy, i: usize, g: i32) -> Result<PatchShape, IntegratorError> {
+    let p = &h.patches()[i];
+    let lg = h.level_geometry(p.level()).ok_or_else(|| {
+        IntegratorError::Internal(format!("patch index {i} has no level geometry"))
+    })?;
+    Ok(PatchShape {
+        id: u64::from(p.id().0),
+        extent: size_of_box(&p.ghost_box()),
+        ghost: g as u32,
+        level: p.level() as u32,
+        dx: [lg.dx.x, lg.dx.y, lg.dx.z],
+        user: i as u32,
+    })
+}
+
+pub(crate) fn size_of_box(b: &IndexBox) -> [u32; 3] {
     let s = b.size();
     [s.x, s.y, s.z].map(|v| u32::try_from(v).unwrap_or(0))
 }

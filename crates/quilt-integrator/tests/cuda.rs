@@ -95,44 +95,6 @@ fn resident_gpu_matches_host_cpu<T: Real>(mut deck: Deck, steps: usize) {
     assert_eq!(diff, 0, "{diff} of {} values differ", cpu.len());
 }
 
-fn periodic_three_levels() -> Deck {
-    Deck::parse(
-        r#"
-[domain]
-base_cells = [20, 20, 20]
-[amr]
-max_levels = 3
-base_patch = 10
-max_patch = 28
-min_patch = 12
-regrid_interval = 2
-tag_buffer = 1
-interpolation = "minmod"
-[[tagging]]
-field = "pressure"
-detector = "gradient"
-tol = 6.0
-[boundary]
-x_lo = "periodic"
-x_hi = "periodic"
-y_lo = "reflecting"
-y_hi = "outflow"
-z_lo = "periodic"
-z_hi = "periodic"
-[initial.sphere]
-center = [0.06, 0.5, 0.47]
-radius = 0.15
-rho_in = 2.0
-p_in = 6.0
-[run]
-end_time = 10.0
-[batching]
-bin_edge = 32
-"#,
-    )
-    .expect("deck")
-}
-
 #[test]
 #[ignore = "needs a CUDA device and NVRTC"]
 fn resident_gpu_steps_reproduce_the_cpu_run() {
@@ -140,9 +102,9 @@ fn resident_gpu_steps_reproduce_the_cpu_run() {
     let mut d32 = common::closed_box();
     d32.run.precision = Precision::F32;
     resident_gpu_matches_host_cpu::<f32>(d32, 12);
-    resident_gpu_matches_host_cpu::<f64>(periodic_three_levels(), 6);
+    resident_gpu_matches_host_cpu::<f64>(common::periodic_three_levels(), 6);
     for scheme in ["tvd", "waf"] {
-        let mut d = periodic_three_levels();
+        let mut d = common::periodic_three_levels();
         d.hydro.scheme = scheme.to_string();
         d.hydro.cfl = 0.4;
         resident_gpu_matches_host_cpu::<f64>(d, 4);

@@ -72,41 +72,7 @@ fn resident_steps_match_host_steps_in_a_closed_box() {
 
 #[test]
 fn resident_steps_match_host_steps_periodic_three_levels() {
-    let mut deck = Deck::parse(
-        r#"
-[domain]
-base_cells = [20, 20, 20]
-[amr]
-max_levels = 3
-base_patch = 10
-max_patch = 28
-min_patch = 12
-regrid_interval = 2
-tag_buffer = 1
-interpolation = "minmod"
-[[tagging]]
-field = "pressure"
-detector = "gradient"
-tol = 6.0
-[boundary]
-x_lo = "periodic"
-x_hi = "periodic"
-y_lo = "reflecting"
-y_hi = "outflow"
-z_lo = "periodic"
-z_hi = "periodic"
-[initial.sphere]
-center = [0.06, 0.5, 0.47]
-radius = 0.15
-rho_in = 2.0
-p_in = 6.0
-[run]
-end_time = 10.0
-[batching]
-bin_edge = 32
-"#,
-    )
-    .unwrap();
+    let mut deck = common::periodic_three_levels();
     compare::<f64>(&deck, 5);
     for scheme in ["tvd", "waf"] {
         deck.hydro.scheme = scheme.to_string();

@@ -43,6 +43,47 @@ bin_edge = 32
     .expect("test deck")
 }
 
+/// A box periodic along `x` and `z`, reflecting at low `y` and outflow at
+/// high `y`, three levels with the refined region across the periodic `x`
+/// faces, regrids every 2 steps, minmod interpolation.
+pub fn periodic_three_levels() -> Deck {
+    Deck::parse(
+        r#"
+[domain]
+base_cells = [20, 20, 20]
+[amr]
+max_levels = 3
+base_patch = 10
+max_patch = 28
+min_patch = 12
+regrid_interval = 2
+tag_buffer = 1
+interpolation = "minmod"
+[[tagging]]
+field = "pressure"
+detector = "gradient"
+tol = 6.0
+[boundary]
+x_lo = "periodic"
+x_hi = "periodic"
+y_lo = "reflecting"
+y_hi = "outflow"
+z_lo = "periodic"
+z_hi = "periodic"
+[initial.sphere]
+center = [0.06, 0.5, 0.47]
+radius = 0.15
+rho_in = 2.0
+p_in = 6.0
+[run]
+end_time = 10.0
+[batching]
+bin_edge = 32
+"#,
+    )
+    .expect("test deck")
+}
+
 /// An integrator on the CPU backend.
 pub fn cpu(deck: &Deck) -> Integrator<f64, CpuBackend<f64>> {
     let solver = deck.solver().expect("solver");
