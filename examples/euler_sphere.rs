@@ -32,7 +32,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use quilt::integrator::cli::DeckArgs;
-use quilt::integrator::deck::{Deck, InitialKind, Precision};
+use quilt::integrator::deck::{Deck, InitialKind, Precision, Residency};
 use quilt::integrator::stop::StopRequest;
 use quilt::integrator::{Integrator, Real, SolveBackend, backend_for};
 use quilt::mesh::write_hierarchy;
@@ -472,14 +472,20 @@ fn summary<T: Real, B: SolveBackend<T>>(
     row("prepare + close hidden by pipeline", p.hidden());
     row("CFL scan and other", p.other);
     row("wall", wall);
-    println!(
-        "batches {}, {:.1} per step; cost model error per batch: solve {:.1} %, prepare {:.1} %",
-        t.batches,
-        t.batches as f64 / t.steps.max(1) as f64,
-        100.0 * t.estimates.solve_mean(),
-        100.0 * t.estimates.prepare_mean()
-    );
-    if let Some(g) = it.backend().solve_totals() {
+    if it.deck().run.residency == Residency::Device {
+        println!(
+            "device residency: \"solve\" is whole steps in the backend (fill, sweeps, refluxing, restriction); \"regrid\" includes copying the state back and loading the new hierarchy"
+        );
+    } else {
+        println!(
+            "batches {}, {:.1} per step; cost model error per batch: solve {:.1} %, prepare {:.1} %",
+            t.batches,
+            t.batches as f64 / t.steps.max(1) as f64,
+            100.0 * t.estimates.solve_mean(),
+            100.0 * t.estimates.prepare_mean()
+        );
+    }
+    if let Some(g) = it.backend().solve_totals().filter(|g| g.batches > 0) {
         println!(
             "device solves: {} batches, {:.3} s in solve calls (device state of new layouts {:.3} s); GPU {:.3} s (uploads {:.3}, kernels {:.3}) + downloads {:.3} s; {:.2} GB up, {:.2} GB down: {:.1} GB/s over the bus, uploads {:.1} GB/s",
             g.batches,

@@ -659,6 +659,14 @@ fn euler_sphere_cases(dir: &Path) -> Vec<Case> {
             &["invalid value 'gpu' for '--backend <NAME>'"],
         ),
         set(
+            "--residency",
+            "gpu",
+            &[
+                "invalid value 'gpu' for '--residency <WHERE>'",
+                "expected host or device",
+            ],
+        ),
+        set(
             "--config",
             "/nonexistent-quilt-dir/deck.toml",
             &["/nonexistent-quilt-dir/deck.toml"],
