@@ -107,6 +107,8 @@ fn resident_gpu_steps_reproduce_the_cpu_run() {
         let mut d = common::periodic_three_levels();
         d.hydro.scheme = scheme.to_string();
         d.hydro.cfl = 0.4;
-        resident_gpu_matches_host_cpu::<f64>(d, 4);
+        resident_gpu_matches_host_cpu::<f64>(d.clone(), 4);
+        d.run.precision = Precision::F32;
+        resident_gpu_matches_host_cpu::<f32>(d, 4);
     }
 }

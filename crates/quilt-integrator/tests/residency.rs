@@ -78,6 +78,9 @@ fn resident_steps_match_host_steps_periodic_three_levels() {
         deck.hydro.scheme = scheme.to_string();
         deck.hydro.cfl = 0.4;
         compare::<f64>(&deck, 3);
+        let mut d32 = deck.clone();
+        d32.run.precision = quilt_integrator::deck::Precision::F32;
+        compare::<f32>(&d32, 3);
     }
 }
 
