@@ -63,8 +63,7 @@ pub use plan::{MAX_EDGE, step_traffic};
 pub use probe::{Backend, DeviceInfo, Selected, probe, probe_device, select_backend};
 pub use real::GpuReal;
 pub use solver::{
-    CudaConfig, CudaSolver, HierarchyTiming, KernelInfo, RECENT_LAYOUTS, SolveTotals, StepTiming,
-    Variant,
+    CudaConfig, CudaSolver, KernelInfo, RECENT_LAYOUTS, SolveTotals, StepTiming, Variant,
 };
 
 /// Compiles the kernel files of `schemes` for device `ordinal` with FMA

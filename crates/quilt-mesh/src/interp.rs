@@ -108,6 +108,25 @@ impl Limiter {
     }
 }
 
+/// The limited slopes of the coarse cell at offset `o` of `src` (strides
+/// `stride`) with stencil flags `f`, a missing neighbour replaced by the
+/// other side's difference: what the kernels compute per cell, for
+/// executors that take one cell at a time (`crate::flat`).
+#[inline(always)]
+pub(crate) fn flagged_slopes<T: Real>(
+    limiter: Limiter,
+    src: &[T],
+    o: usize,
+    f: u8,
+    stride: &[usize; 3],
+) -> [T; 3] {
+    match limiter {
+        Limiter::PiecewiseConstant => slopes::cell_slopes::<T, Zero>(src, o, f, stride),
+        Limiter::MinMod => slopes::cell_slopes::<T, MinMod>(src, o, f, stride),
+        Limiter::MonotonizedCentral => slopes::cell_slopes::<T, Mc>(src, o, f, stride),
+    }
+}
+
 /// Widest box (fine cells along `x`) that the [`thin`] kernel takes; it
 /// takes such a box only if it is wider than this along `y`.
 const THIN: i32 = 4;

@@ -114,18 +114,6 @@ pub(crate) struct Hierarchy {
     store: Phase,
 }
 
-/// Seconds of the last resident step's parts, measured on the host
-/// around synchronised launches.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct HierarchyTiming {
-    /// Fill and probe copies.
-    pub fill: f64,
-    /// Scan and sweeps.
-    pub sweeps: f64,
-    /// Refluxing and restriction.
-    pub levels: f64,
-}
-
 impl<T: GpuReal> CudaSolver<T> {
     /// Keeps a hierarchy on the device: its batch of `layout` (the first
     /// `patches` descriptors are the hierarchy's patches, the rest its flux
@@ -243,7 +231,7 @@ impl<T: GpuReal> CudaSolver<T> {
         self.hierarchy = Some(Hierarchy {
             kernels,
             ncomp: items.ncomp,
-            limiter: fill.limiter,
+            limiter: quilt_mesh::flat::limiter_code(fill.limiter),
             copies,
             interp,
             flags,
@@ -318,25 +306,11 @@ impl<T: GpuReal> CudaSolver<T> {
     /// refluxing and restriction.
     pub fn step_hierarchy(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, CudaError> {
         self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
-        let t0 = Instant::now();
         self.launch_fill()?;
-        let t1 = Instant::now();
         let report = self.step_resident(dt, order)?;
-        let t2 = Instant::now();
         self.launch_levels()?;
         self.streams[0].synchronize().call("cuStreamSynchronize")?;
-        self.hierarchy_timing = HierarchyTiming {
-            fill: (t1 - t0).as_secs_f64(),
-            sweeps: (t2 - t1).as_secs_f64(),
-            levels: t2.elapsed().as_secs_f64(),
-        };
         Ok(report)
-    }
-
-    /// Host-side times of the last [`CudaSolver::step_hierarchy`] (the
-    /// fill is launched asynchronously: its time shows in the sweeps').
-    pub fn hierarchy_timing(&self) -> HierarchyTiming {
-        self.hierarchy_timing
     }
 
     /// Copies every patch's interior back into `interiors` (compact, as

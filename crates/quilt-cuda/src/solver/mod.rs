@@ -33,7 +33,6 @@ use crate::probe::DeviceInfo;
 use crate::real::GpuReal;
 use crate::source::KernelFile;
 
-pub use hierarchy::HierarchyTiming;
 pub(crate) use kernels::BLOCK;
 pub use kernels::KernelInfo;
 
@@ -310,7 +309,6 @@ pub struct CudaSolver<T: GpuReal> {
     hierarchy: Option<hierarchy::Hierarchy>,
     /// The compact interiors of hierarchy loads and stores.
     hierarchy_io: Option<crate::buffer::DeviceBuffer<T>>,
-    hierarchy_timing: HierarchyTiming,
     timing: StepTiming,
     totals: SolveTotals,
 }
@@ -364,7 +362,6 @@ impl<T: GpuReal> CudaSolver<T> {
             resident: false,
             hierarchy: None,
             hierarchy_io: None,
-            hierarchy_timing: HierarchyTiming::default(),
             timing: StepTiming::default(),
             totals: SolveTotals::default(),
         })

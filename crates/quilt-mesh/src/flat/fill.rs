@@ -107,8 +107,8 @@ impl BoundaryItem {
 pub struct FlatFill {
     /// Components per cell.
     pub ncomp: u32,
-    /// The interpolation limiter ([`limiter_code`]).
-    pub limiter: u32,
+    /// The interpolation limiter (executors take [`limiter_code`]).
+    pub limiter: crate::interp::Limiter,
     /// Phase 1: sibling copies and coarse gathers.
     pub copies: Vec<CopyItem>,
     /// Phase 2: interpolated boxes.
@@ -157,7 +157,7 @@ impl FlatFill {
         let bc = fill.boundary_conditions();
         let mut out = FlatFill {
             ncomp: nc,
-            limiter: limiter_code(fill.limiter()),
+            limiter: fill.limiter(),
             ..Default::default()
         };
         let mut store_len = 0u64;
@@ -221,18 +221,6 @@ impl FlatFill {
         }
         out.store_len = store_len;
         Ok(out)
-    }
-
-    /// Cells of every item of phase `phase` (0 copies, 1 interpolation,
-    /// 2–4 boundaries along `x`, `y`, `z`), as prefix sums (see
-    /// [`super::starts`]).
-    pub fn starts(&self, phase: usize) -> Vec<u64> {
-        match phase {
-            0 => super::starts(self.copies.iter().map(|c| c.n)),
-            1 => super::starts(self.interp.iter().map(|c| c.n)),
-            2..=4 => super::starts(self.boundary[phase - 2].iter().map(|c| c.n)),
-            _ => vec![0],
-        }
     }
 
     /// Runs every phase on the CPU: `store` holds the patches' boxes (their
@@ -337,26 +325,6 @@ fn for_cells(n: [u32; 3], mut f: impl FnMut([u64; 3])) {
     }
 }
 
-/// The limited slope of [`crate::interp`] (limiter code `limiter`) from
-/// the two one-sided differences.
-#[inline(always)]
-fn slope<T: Real>(limiter: u32, dl: T, dr: T) -> T {
-    let p = dl * dr;
-    if p.is_nan() || p <= T::zero() {
-        return T::zero();
-    }
-    let lesser = |a: T, b: T| if b < a { b } else { a };
-    match limiter {
-        LIMITER_MINMOD => lesser(dl.abs(), dr.abs()).copysign(dl),
-        LIMITER_MC => {
-            let two = T::from_f64(2.0);
-            let dc = (dl + dr) * T::from_f64(0.5);
-            lesser(lesser(dc.abs(), two * dl.abs()), two * dr.abs()).copysign(dc)
-        }
-        _ => T::zero(),
-    }
-}
-
 /// Limiter codes of the items' executors.
 pub const LIMITER_CONSTANT: u32 = 0;
 /// minmod.
@@ -378,7 +346,7 @@ pub fn limiter_code(limiter: crate::interp::Limiter) -> u32 {
 #[inline(always)]
 fn interp_cell<T: Real>(
     it: &InterpItem,
-    limiter: u32,
+    limiter: crate::interp::Limiter,
     flags: &[u8],
     scratch: &[T],
     f: [i32; 3],
@@ -393,26 +361,10 @@ fn interp_cell<T: Real>(
         + (q[0] - it.flo[0]) as u64;
     let fl = flags[(it.flags + fi) as usize];
     let d = [0, 1, 2].map(|a| (q[a] - it.clo[a]) as u64);
-    let stride = [1, it.src.sy, it.src.sz];
+    let stride = [1, it.src.sy as usize, it.src.sz as usize];
     let at = it.src.index(d, c) as usize;
     let u = scratch[at];
-    let s: [T; 3] = std::array::from_fn(|a| {
-        let hl = fl >> (2 * a) & 1 != 0;
-        let hr = fl >> (2 * a) & 2 != 0;
-        let dl = if hl {
-            u - scratch[at - stride[a] as usize]
-        } else {
-            T::zero()
-        };
-        let dr = if hr {
-            scratch[at + stride[a] as usize] - u
-        } else {
-            T::zero()
-        };
-        let x = if hl { dl } else { dr };
-        let y = if hr { dr } else { dl };
-        slope(limiter, x, y)
-    });
+    let s = crate::interp::flagged_slopes(limiter, scratch, at, fl, &stride);
     if it.thin == 1 {
         u + s[1] * o[1] + s[0] * o[0] + s[2] * o[2]
     } else {
