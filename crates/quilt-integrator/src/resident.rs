@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use quilt_mesh::flat::{CopyItem, LevelItems, StepItems, Strided, restrict_items};
+use quilt_mesh::flat::{CopyItem, LevelItems, StepItems, Strided, rel, restrict_items};
 use quilt_mesh::{Hierarchy, HierarchyData, Side, iv};
 use quilt_sweep::layout::data_index;
 use quilt_sweep::physics::NCOMP;
@@ -176,9 +176,6 @@ pub(crate) fn resident_plan<T: Real>(
     let fill = quilt_mesh::flat::FlatFill::new(&lay.fill, &patch_places, NCOMP)
         .map_err(mesh("ghost fill"))?;
     let t_fill = t0.elapsed().as_secs_f64();
-    let rel = |p: &quilt_mesh::IntVect, lo: &quilt_mesh::IntVect| {
-        [0, 1, 2].map(|a| (p[a] - lo[a]) as u64)
-    };
     let after = lay
         .probes
         .iter()

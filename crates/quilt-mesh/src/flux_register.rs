@@ -58,7 +58,7 @@
 use rayon::prelude::*;
 
 use crate::error::MeshError;
-use crate::flat::{FlatReflux, RefluxItem, Strided};
+use crate::flat::{FlatReflux, RefluxItem, Strided, rel};
 use crate::hierarchy::{Hierarchy, HierarchyData};
 use crate::index::{IndexBox, IntVect, Side, coarsen_vect, iv};
 use crate::patch_data::PatchData;
@@ -767,8 +767,7 @@ impl FlatRegister<'_> {
         for (b, region, to_cell) in reg.coarse_matches(coarse_patch, axis, &blocks, &faces)? {
             for f in region.iter() {
                 let face = b.offset / reg.ncomp + b.cells.offset(&(f + to_cell));
-                let d = [0, 1, 2].map(|e| (f[e] - faces.lo[e]) as u64);
-                self.coarse[face] = [src.index(d, 0), src.sc];
+                self.coarse[face] = [src.index(rel(&f, &faces.lo), 0), src.sc];
                 self.hits[face] += 1;
             }
             count += region.num_cells() as usize;
@@ -867,7 +866,6 @@ impl FlatRegister<'_> {
                         first[e] * reg.ratio
                     };
                 }
-                let rel = |p: &IntVect, lo: &IntVect| [0, 1, 2].map(|a| (p[a] - lo[a]) as u64);
                 let s = pc.cells.size();
                 out.items.push(RefluxItem {
                     dst: places[ci].at(rel(&(pc.cells.lo - pc.shift), &cgb.lo)),

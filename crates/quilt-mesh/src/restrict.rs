@@ -139,22 +139,7 @@ pub fn restrict_level<T: Real>(
     time: TimeLevel,
 ) -> Result<(), MeshError> {
     data.check_layout(h)?;
-    if fine_level == 0 || fine_level >= h.num_levels() {
-        return Err(MeshError::invalid(
-            "restriction level",
-            format!(
-                "level {fine_level} has no coarser level to restrict onto (levels 1..{} do)",
-                h.num_levels()
-            ),
-        ));
-    }
-    let ratio = h
-        .level_geometry(fine_level)
-        .map(|l| l.ratio)
-        .ok_or(MeshError::NoSuchLevel {
-            level: fine_level,
-            num_levels: h.num_levels(),
-        })?;
+    let ratio = fine_ratio(h, fine_level)?;
     let crange = h.level_range(fine_level - 1);
     let frange = h.level_range(fine_level);
     let (lower, upper) = data.states_mut().split_at_mut(frange.start);
@@ -176,6 +161,26 @@ pub fn restrict_level<T: Real>(
         }
     });
     Ok(())
+}
+
+/// The ratio of `fine_level` to the level below; an error unless the level
+/// exists and has one below it.
+pub(crate) fn fine_ratio(h: &Hierarchy, fine_level: usize) -> Result<i32, MeshError> {
+    if fine_level == 0 || fine_level >= h.num_levels() {
+        return Err(MeshError::invalid(
+            "restriction level",
+            format!(
+                "level {fine_level} has no coarser level to restrict onto (levels 1..{} do)",
+                h.num_levels()
+            ),
+        ));
+    }
+    h.level_geometry(fine_level)
+        .map(|l| l.ratio)
+        .ok_or(MeshError::NoSuchLevel {
+            level: fine_level,
+            num_levels: h.num_levels(),
+        })
 }
 
 /// Restricts every level onto the one below, finest first.

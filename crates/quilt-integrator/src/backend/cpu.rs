@@ -21,6 +21,14 @@ pub struct CpuBackend<T: Real> {
     resident: Option<CpuResident<T>>,
 }
 
+fn not_loaded() -> SolveError {
+    SolveError::Device {
+        backend: "cpu".into(),
+        message: "no resident state is loaded".into(),
+        source: None,
+    }
+}
+
 #[derive(Debug)]
 struct CpuResident<T: Real> {
     batch: Batch<T>,
@@ -40,11 +48,7 @@ impl<T: Real> CpuBackend<T> {
     }
 
     fn resident_state(&mut self) -> Result<&mut CpuResident<T>, SolveError> {
-        self.resident.as_mut().ok_or_else(|| SolveError::Device {
-            backend: "cpu".into(),
-            message: "no resident state is loaded".into(),
-            source: None,
-        })
+        self.resident.as_mut().ok_or_else(not_loaded)
     }
 
     /// The solver.
@@ -109,11 +113,9 @@ impl<T: crate::Real> ResidentSolve<T> for CpuBackend<T> {
     }
 
     fn step(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, SolveError> {
-        let r = self.resident.as_mut().ok_or_else(|| SolveError::Device {
-            backend: "cpu".into(),
-            message: "no resident state is loaded".into(),
-            source: None,
-        })?;
+        // The workspace is borrowed beside the state: not through
+        // `resident_state`.
+        let r = self.resident.as_mut().ok_or_else(not_loaded)?;
         {
             let (_, data, _) = r.batch.buffers_mut();
             r.items

@@ -111,8 +111,9 @@ pub(crate) fn ext(b: &IndexBox) -> [u32; 3] {
     [s.x, s.y, s.z].map(|v| v.max(0) as u32)
 }
 
-/// `p − lo` as unsigned offsets (`p` inside a box with corner `lo`).
-pub(crate) fn rel(p: &IntVect, lo: &IntVect) -> [u64; 3] {
+/// `p − lo` as unsigned offsets (`p` inside a box with corner `lo`): the
+/// cell argument of [`Strided::at`] and [`Strided::index`].
+pub fn rel(p: &IntVect, lo: &IntVect) -> [u64; 3] {
     [0, 1, 2].map(|a| (p[a] - lo[a]) as u64)
 }
 

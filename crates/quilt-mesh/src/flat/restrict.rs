@@ -1,10 +1,10 @@
 //! [`RestrictItem`]: restriction as flat items.
 
-use super::Strided;
+use super::{Strided, rel};
 use crate::error::MeshError;
 use crate::hierarchy::Hierarchy;
 use crate::real::Real;
-use crate::restrict::covered_coarse_cells;
+use crate::restrict::{covered_coarse_cells, fine_ratio};
 
 /// A box of coarse cells set to the mean of the fine cells under them, as
 /// a flat item over a store of patches (see [`crate::fill::flat`]):
@@ -32,27 +32,17 @@ pub fn restrict_items(
     fine_level: usize,
     places: &[Strided],
 ) -> Result<Vec<RestrictItem>, MeshError> {
-    if fine_level == 0 || fine_level >= h.num_levels() || places.len() != h.num_patches() {
+    if places.len() != h.num_patches() {
         return Err(MeshError::invalid(
             "restriction items",
             format!(
-                "level {fine_level} of {} levels with {} placements for {} patches",
-                h.num_levels(),
+                "{} placements for {} patches",
                 places.len(),
                 h.num_patches()
             ),
         ));
     }
-    let ratio = h
-        .level_geometry(fine_level)
-        .map(|l| l.ratio)
-        .ok_or(MeshError::NoSuchLevel {
-            level: fine_level,
-            num_levels: h.num_levels(),
-        })?;
-    let rel = |p: &crate::index::IntVect, lo: &crate::index::IntVect| {
-        [0, 1, 2].map(|a| (p[a] - lo[a]) as u64)
-    };
+    let ratio = fine_ratio(h, fine_level)?;
     let mut out = Vec::new();
     for ci in h.level_range(fine_level - 1) {
         let cpatch = &h.patches()[ci];
