@@ -797,15 +797,7 @@ impl FlatRegister<'_> {
                 ),
             ));
         }
-        if places.len() != h.num_patches() {
-            return Err(MeshError::LayoutMismatch {
-                why: format!(
-                    "{} placements for a hierarchy of {} patches",
-                    places.len(),
-                    h.num_patches()
-                ),
-            });
-        }
+        crate::flat::check_places(places.len(), h.num_patches())?;
         let mut owner = vec![0usize; reg.blocks.len()];
         for n in 0..reg.fine_interiors.len() {
             owner[reg.fine_blocks[n]..reg.fine_blocks[n + 1]].fill(n);

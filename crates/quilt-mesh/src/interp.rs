@@ -237,7 +237,7 @@ fn check<T: Real>(
 
 /// Whether `fine` goes to the [`thin`] kernel rather than the [`rows`] one.
 #[inline]
-fn is_thin(fine: &IndexBox) -> bool {
+pub(crate) fn is_thin(fine: &IndexBox) -> bool {
     fine.size().x <= THIN && fine.size().y > THIN
 }
 

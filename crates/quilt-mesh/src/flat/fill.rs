@@ -135,15 +135,7 @@ impl FlatFill {
         ncomp: usize,
     ) -> Result<Self, MeshError> {
         let plan = fill.plan();
-        if places.len() != plan.len() {
-            return Err(MeshError::LayoutMismatch {
-                why: format!(
-                    "{} placements for a hierarchy of {} patches",
-                    places.len(),
-                    plan.len()
-                ),
-            });
-        }
+        crate::flat::check_places(places.len(), plan.len())?;
         fill.boundary_conditions().check_ncomp(ncomp)?;
         let nc = u32::try_from(ncomp)
             .ok()
@@ -199,7 +191,6 @@ impl FlatFill {
             for g in &p.interp {
                 let at = out.flags.len() as u64;
                 out.flags.extend_from_slice(&g.flags);
-                let fs = g.fine.size();
                 out.interp.push(InterpItem {
                     dst: place.at(rel(&g.fine.lo, &gb.lo)),
                     src: scratch,
@@ -210,7 +201,7 @@ impl FlatFill {
                     flo: [g.coarse.lo.x, g.coarse.lo.y, g.coarse.lo.z],
                     fn_: [g.coarse.size().x as u32, g.coarse.size().y as u32],
                     ratio: p.ratio as u32,
-                    thin: u32::from(fs.x <= 4 && fs.y > 4),
+                    thin: u32::from(crate::interp::is_thin(&g.fine)),
                 });
             }
         }
@@ -242,15 +233,14 @@ impl FlatFill {
         }
         super::run_copies(&self.copies, self.ncomp, store, scratch)?;
         let nc = u64::from(self.ncomp);
-        for it in &self.interp {
-            for_cells(it.n, |d| {
-                let f = [0, 1, 2].map(|a| it.lo[a] + d[a] as i32);
-                for c in 0..nc {
-                    store[it.dst.index(d, c) as usize] =
-                        interp_cell(it, self.limiter, &self.flags, scratch, f, c);
-                }
-            });
-        }
+        run_interp(
+            &self.interp,
+            self.ncomp,
+            self.limiter,
+            &self.flags,
+            store,
+            scratch,
+        );
         for phase in &self.boundary {
             for it in phase {
                 let a = it.axis as usize;
@@ -311,6 +301,26 @@ fn boundary_item<T: Real>(
         negate,
         pad: 0,
     })
+}
+
+/// Runs interpolation items on the CPU (the items are checked by their
+/// builder: [`FlatFill::new`] or [`super::FlatTransfer::new`]).
+pub(crate) fn run_interp<T: Real>(
+    items: &[InterpItem],
+    ncomp: u32,
+    limiter: crate::interp::Limiter,
+    flags: &[u8],
+    store: &mut [T],
+    scratch: &[T],
+) {
+    for it in items {
+        for_cells(it.n, |d| {
+            let f = [0, 1, 2].map(|a| it.lo[a] + d[a] as i32);
+            for c in 0..u64::from(ncomp) {
+                store[it.dst.index(d, c) as usize] = interp_cell(it, limiter, flags, scratch, f, c);
+            }
+        });
+    }
 }
 
 /// Calls `f` for every cell of an `n` box, `x` fastest.

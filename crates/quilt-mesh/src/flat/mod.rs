@@ -16,6 +16,11 @@
 //!   [`crate::flux_register::FluxRegister::flat`]) and restriction
 //!   ([`RestrictItem`]) level by level, finest first.
 //!
+//! and a regrid's, for executors that regrid without the host's copy of
+//! the data: tagging every patch into one array of bits ([`FlatTag`]),
+//! and moving the data from the old hierarchy's store into the new one's
+//! ([`FlatTransfer`]).
+//!
 //! Each item states the operations of quilt-mesh's own routine on the same
 //! cells in the same order, so an executor that follows an item's `run`
 //! reproduces the CPU bit for bit. Within a phase (a pass, for
@@ -24,15 +29,20 @@
 mod fill;
 mod reflux;
 mod restrict;
+mod tag;
+mod transfer;
 
 pub use fill::{
     BoundaryItem, FlatFill, InterpItem, LIMITER_CONSTANT, LIMITER_MC, LIMITER_MINMOD, limiter_code,
 };
 pub use reflux::{FlatReflux, RefluxItem};
 pub use restrict::{RestrictItem, restrict_items, run_restrict_items};
+pub use tag::{FlatTag, TAG_REACH, TagCriterionSpec, TagDetector, TagField, TagItem, TagRule};
+pub use transfer::{FlatTransfer, TransferLevel};
 
 use bytemuck::{Pod, Zeroable};
 
+use crate::error::MeshError;
 use crate::index::{IndexBox, IntVect};
 
 /// Where one box's values live in a flat array: component `c` of the cell
@@ -106,6 +116,16 @@ impl CopyItem {
     }
 }
 
+/// The error for placements that are not one per patch of a hierarchy.
+pub(crate) fn check_places(places: usize, patches: usize) -> Result<(), MeshError> {
+    if places == patches {
+        return Ok(());
+    }
+    Err(MeshError::LayoutMismatch {
+        why: format!("{places} placements for a hierarchy of {patches} patches"),
+    })
+}
+
 pub(crate) fn ext(b: &IndexBox) -> [u32; 3] {
     let s = b.size();
     [s.x, s.y, s.z].map(|v| v.max(0) as u32)
@@ -143,7 +163,7 @@ pub fn run_copies<T: Copy>(
     ncomp: u32,
     store: &mut [T],
     scratch: &mut [T],
-) -> Result<(), crate::MeshError> {
+) -> Result<(), MeshError> {
     for it in items {
         let src_last = last_index(&it.src, it.n, ncomp);
         let dst_last = last_index(&it.dst, it.n, ncomp);
@@ -152,14 +172,14 @@ pub fn run_copies<T: Copy>(
             CopyItem::TO_SCRATCH => (store.len(), scratch.len()),
             CopyItem::FROM_SCRATCH => (scratch.len(), store.len()),
             r => {
-                return Err(crate::MeshError::invalid(
+                return Err(MeshError::invalid(
                     "copy item",
                     format!("route {r} is none of store, to scratch, from scratch"),
                 ));
             }
         };
         if src_last >= src_len as u64 || dst_last >= dst_len as u64 {
-            return Err(crate::MeshError::invalid(
+            return Err(MeshError::invalid(
                 "copy item",
                 format!(
                     "reads up to {src_last} of {src_len} values and writes up to {dst_last} of {dst_len}"
@@ -224,18 +244,14 @@ impl StepItems {
         &self,
         store: &mut [T],
         scratch: &mut [T],
-    ) -> Result<(), crate::MeshError> {
+    ) -> Result<(), MeshError> {
         self.fill.run(store, scratch)?;
         run_copies(&self.after, self.ncomp, store, scratch)
     }
 
     /// Refluxing and restriction of every level, finest first, on the CPU:
     /// `flux` holds the solve's fluxes.
-    pub fn run_levels<T: crate::Real>(
-        &self,
-        store: &mut [T],
-        flux: &[T],
-    ) -> Result<(), crate::MeshError> {
+    pub fn run_levels<T: crate::Real>(&self, store: &mut [T], flux: &[T]) -> Result<(), MeshError> {
         for l in &self.levels {
             l.reflux.run(store, flux)?;
             run_restrict_items(&l.restrict, self.ncomp as usize, store)?;

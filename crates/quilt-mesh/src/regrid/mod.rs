@@ -22,6 +22,7 @@ mod tests;
 
 pub use build::build_hierarchy;
 pub use plan::new_level_boxes;
+pub(crate) use transfer::same_level0;
 pub use transfer::{TransferStats, transfer, transfer_in};
 
 use crate::cluster::ClusterError;

@@ -75,6 +75,22 @@ fn analytic_tags(h: &Hierarchy, f: impl Fn(usize, IntVect) -> bool) -> Vec<TagBo
         .collect()
 }
 
+/// Tags on a shell (level 0) and on a smaller half shell (level 1), so
+/// that a level 2 appears and the level-1 boxes move.
+fn shell_tags(h1: &Hierarchy) -> Vec<TagBox> {
+    let tags = analytic_tags(h1, |l, c| {
+        let s = if l == 0 { 1.0 } else { 2.0 };
+        let x = (c.cast::<f64>().add_scalar(0.5)) / s - nalgebra::Vector3::new(20.0, 14.0, 16.0);
+        let r = x.norm();
+        if l == 0 {
+            (6.0..9.0).contains(&r)
+        } else {
+            (7.0..8.0).contains(&r) && x.x < 0.0
+        }
+    });
+    tags
+}
+
 /// Checks the moved data: level 0 unchanged, old same-level data copied
 /// exactly, every other fine cell interpolated conservatively from the new
 /// coarser level. Returns the largest relative conservation error.
@@ -202,16 +218,7 @@ fn two_regrids_nest_and_conserve() {
     // Second regrid: tags on a shell (level 0) and on a smaller shell
     // (level 1, so a level 2 appears at ratio 4); the level-1 boxes move.
     let h1 = &r1.hierarchy;
-    let tags = analytic_tags(h1, |l, c| {
-        let s = if l == 0 { 1.0 } else { 2.0 };
-        let x = (c.cast::<f64>().add_scalar(0.5)) / s - nalgebra::Vector3::new(20.0, 14.0, 16.0);
-        let r = x.norm();
-        if l == 0 {
-            (6.0..9.0).contains(&r)
-        } else {
-            (7.0..8.0).contains(&r) && x.x < 0.0
-        }
-    });
+    let tags = shell_tags(h1);
     let r2 = regrid(h1, r1.data.clone(), &tags, &opts).unwrap();
     assert_eq!(r2.hierarchy.num_levels(), 3);
     assert!(
@@ -531,4 +538,229 @@ proptest! {
             d = r.data;
         }
     }
+}
+
+/// Every patch's old state (ghost cells included) one after another in one
+/// store, with the placements of their boxes; the store is grown by
+/// `spare` NaN values so that stray reads show.
+fn flat_store(d: &HierarchyData<f64>, spare: usize) -> (Vec<f64>, Vec<crate::flat::Strided>) {
+    let mut store = Vec::new();
+    let mut places = Vec::new();
+    for s in d.states() {
+        let [_, sy, sz] = s.old.strides();
+        places.push(crate::flat::Strided {
+            base: store.len() as u64,
+            sy: sy as u64,
+            sz: sz as u64,
+            sc: s.old.comp_len() as u64,
+        });
+        store.extend_from_slice(s.old.as_slice());
+    }
+    store.extend(std::iter::repeat_n(f64::NAN, spare));
+    (store, places)
+}
+
+/// The flat transfer from `old` on `old_h` onto `new_h` against
+/// [`transfer`], every interior value bit for bit.
+fn check_flat_transfer(
+    old_h: &Hierarchy,
+    old: &HierarchyData<f64>,
+    new_h: &Hierarchy,
+    limiter: crate::interp::Limiter,
+) {
+    let (want, _) = transfer(old_h, old.clone(), new_h, limiter).unwrap();
+    let (old_store, old_places) = flat_store(old, 0);
+    // The new store: the new hierarchy's boxes, all NaN.
+    let (mut new_store, new_places) = flat_store(&want, 0);
+    new_store.fill(f64::NAN);
+    let items =
+        crate::flat::FlatTransfer::new(old_h, &old_places, new_h, &new_places, NCOMP, limiter)
+            .unwrap();
+    let mut scratch = vec![f64::NAN; items.scratch_len as usize];
+    items.run(&old_store, &mut new_store, &mut scratch).unwrap();
+    for (i, p) in new_h.patches().iter().enumerate() {
+        let w = want.old(i);
+        let [_, sy, sz] = w.strides();
+        let gb = p.ghost_box();
+        for k in 0..NCOMP {
+            for c in p.interior().iter() {
+                let d = c - gb.lo;
+                let at = new_places[i].base as usize
+                    + d.x as usize
+                    + sy * d.y as usize
+                    + sz * d.z as usize
+                    + w.comp_len() * k;
+                assert_eq!(
+                    new_store[at].to_bits(),
+                    w.get(k, &c).to_bits(),
+                    "patch {i} (level {}), component {k}, cell {c:?}, {limiter:?}",
+                    p.level()
+                );
+            }
+        }
+    }
+    // Too small a store is an error, not a panic.
+    let short = &mut new_store[..items.new_len as usize - 1];
+    assert!(items.run(&old_store, short, &mut scratch).is_err());
+}
+
+#[test]
+fn flat_transfer_moves_data_as_transfer_does_bitwise() {
+    use crate::interp::Limiter;
+    let h0 = base(4);
+    let d0 = init(&h0);
+    let opts = RegridOptions::default();
+    let r1 = regrid(&h0, d0.clone(), &detector_tags(&h0, &d0, 4.0), &opts).unwrap();
+    check_flat_transfer(&h0, &d0, &r1.hierarchy, Limiter::MonotonizedCentral);
+    let h1 = &r1.hierarchy;
+    let tags = shell_tags(h1);
+    let r2 = regrid(h1, r1.data.clone(), &tags, &opts).unwrap();
+    assert!(r2.stats.copied[1] > 0 && r2.stats.interpolated[1] > 0);
+    for limiter in [
+        Limiter::MonotonizedCentral,
+        Limiter::MinMod,
+        Limiter::PiecewiseConstant,
+    ] {
+        check_flat_transfer(h1, &r1.data, &r2.hierarchy, limiter);
+    }
+    // Back to fewer levels: fine data copied where it survives.
+    check_flat_transfer(&r2.hierarchy, &r2.data, h1, Limiter::MinMod);
+    // A level 0 that differs is refused, as by the host transfer.
+    let (_, places) = flat_store(&r1.data, 0);
+    let one = Hierarchy::new(
+        h1.geometry().clone(),
+        2,
+        SizeLimits::default(),
+        vec![vec![PatchSpec {
+            id: PatchId(0),
+            interior: IndexBox::from_lo_size(iv(0, 0, 0), iv(32, 32, 32)),
+            parent: None,
+        }]],
+    )
+    .unwrap();
+    let (_, one_places) = flat_store(&HierarchyData::new(&one, NCOMP).unwrap(), 0);
+    assert!(matches!(
+        crate::flat::FlatTransfer::new(h1, &places, &one, &one_places, NCOMP, Limiter::MinMod),
+        Err(RegridError::Level0Changed)
+    ));
+    assert!(
+        crate::flat::FlatTransfer::new(h1, &places[1..], h1, &places, NCOMP, Limiter::MinMod)
+            .is_err()
+    );
+}
+
+#[test]
+fn flat_tags_match_the_detectors_bitwise() {
+    use crate::flat::{FlatTag, TagCriterionSpec, TagDetector, TagField};
+    use crate::tag::{ShockDetector, euler_pressure};
+    let h0 = base(4);
+    let d0 = init(&h0);
+    let r1 = regrid(
+        &h0,
+        d0.clone(),
+        &detector_tags(&h0, &d0, 4.0),
+        &RegridOptions::default(),
+    )
+    .unwrap();
+    let h = &r1.hierarchy;
+    // Five components shaped like a gas (density, momentum, energy),
+    // ghost cells included.
+    let mut d = HierarchyData::<f64>::new(h, 5).unwrap();
+    d.init_with(h, |lg, p, v| {
+        let x = lg.cell_center(p);
+        let r = ((x.x - 0.5).powi(2) + (x.y - 0.45).powi(2) + (x.z - 0.5).powi(2)).sqrt();
+        v[0] = 1.0 + 0.3 * (4.0 * x.x).sin() * x.y + if r < 0.25 { 2.0 } else { 0.0 };
+        v[1] = 0.2 * x.z;
+        v[2] = -0.1 * x.x * x.y;
+        v[3] = 0.05;
+        v[4] = 2.5 + if r < 0.3 { 3.0 } else { 0.0 } + x.y;
+    })
+    .unwrap();
+    let gamma = 1.4;
+    let criteria = [
+        TagCriterionSpec {
+            field: TagField::EulerPressure {
+                gamma,
+                rho: 0,
+                momentum: [1, 2, 3],
+                energy: 4,
+            },
+            detector: TagDetector::Gradient(GradientDetector::new(6.0).unwrap()),
+        },
+        TagCriterionSpec {
+            field: TagField::Component(0),
+            detector: TagDetector::Shock(ShockDetector::new(0.5, 0.85).unwrap()),
+        },
+    ];
+    let (store, places) = {
+        let mut store = Vec::new();
+        let mut places = Vec::new();
+        for s in d.states() {
+            let [_, sy, sz] = s.old.strides();
+            places.push(crate::flat::Strided {
+                base: store.len() as u64,
+                sy: sy as u64,
+                sz: sz as u64,
+                sc: s.old.comp_len() as u64,
+            });
+            store.extend_from_slice(s.old.as_slice());
+        }
+        (store, places)
+    };
+    for max_levels in [2, 3] {
+        let flat = FlatTag::new(h, &places, 5, &criteria, max_levels).unwrap();
+        let tagged = h
+            .patches()
+            .iter()
+            .filter(|p| p.level() + 1 < max_levels)
+            .count();
+        assert_eq!(flat.items.len(), tagged);
+        let mut words = vec![u32::MAX; flat.words as usize];
+        flat.run(&store, &mut words).unwrap();
+        let got = flat.tag_boxes(h, &words).unwrap();
+        let mut any = 0;
+        for (i, p) in h.patches().iter().enumerate() {
+            let mut want = TagBox::new(p.interior()).unwrap();
+            if p.level() + 1 < max_levels {
+                let lg = h.level_geometry(p.level()).unwrap();
+                let dx = [lg.dx.x, lg.dx.y, lg.dx.z];
+                let s = d.old(i);
+                let n = s.comp_len();
+                let c = |k: usize| &s.as_slice()[k * n..(k + 1) * n];
+                let mut pr = vec![0.0; n];
+                euler_pressure(c(0), [c(1), c(2), c(3)], c(4), gamma, &mut pr).unwrap();
+                let input = TagInput::new(&pr, s.data_box(), p.interior(), dx).unwrap();
+                GradientDetector::new(6.0)
+                    .unwrap()
+                    .tag(&input, &mut want)
+                    .unwrap();
+                let input = TagInput::from_patch(s, 0, dx).unwrap();
+                ShockDetector::new(0.5, 0.85)
+                    .unwrap()
+                    .tag(&input, &mut want)
+                    .unwrap();
+            }
+            any += want.count();
+            assert_eq!(got[i], want, "tags of patch {i} (level {})", p.level());
+        }
+        assert!(any > 0);
+    }
+    // Bad input is an error: too short a store or output, a component
+    // out of range, placements that do not match.
+    let flat = FlatTag::new(h, &places, 5, &criteria, 3).unwrap();
+    let mut words = vec![0; flat.words as usize];
+    assert!(flat.run(&store[..store.len() / 2], &mut words).is_err());
+    assert!(flat.run(&store, &mut words[1..]).is_err());
+    let bad = [TagCriterionSpec {
+        field: TagField::Component(5),
+        ..criteria[1]
+    }];
+    assert!(FlatTag::new(h, &places, 5, &bad, 3).is_err());
+    assert!(FlatTag::new(h, &places[1..], 5, &criteria, 3).is_err());
+    // A set padding bit is refused when the words become fields.
+    let mut words = vec![0; flat.words as usize];
+    flat.run(&store, &mut words).unwrap();
+    let it = flat.items.iter().find(|it| it.n[0] % 64 != 0).unwrap();
+    words[it.word as usize + 1] |= 1 << 31;
+    assert!(flat.tag_boxes(h, &words).is_err());
 }

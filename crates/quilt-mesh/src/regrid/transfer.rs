@@ -36,6 +36,17 @@ pub struct TransferStats {
     pub interpolated: Vec<i64>,
 }
 
+/// Whether the two hierarchies have the same level-0 patches (a regrid
+/// never changes level 0).
+pub(crate) fn same_level0(old_h: &Hierarchy, new_h: &Hierarchy) -> bool {
+    old_h.level_patches(0).len() == new_h.level_patches(0).len()
+        && old_h
+            .level_patches(0)
+            .iter()
+            .zip(new_h.level_patches(0))
+            .all(|(a, b)| a.interior() == b.interior())
+}
+
 /// Fills data on `new_h` from `old` on `old_h` (see the module docs),
 /// consuming `old` so that unchanged patches move instead of being copied.
 /// The two hierarchies share the geometry and level 0.
@@ -66,13 +77,7 @@ pub fn transfer_in<T: Real>(
     let mut stats = TransferStats::default();
     let zero = iv(0, 0, 0);
 
-    let same = old_h.level_patches(0).len() == new_h.level_patches(0).len()
-        && old_h
-            .level_patches(0)
-            .iter()
-            .zip(new_h.level_patches(0))
-            .all(|(a, b)| a.interior() == b.interior());
-    if !same {
+    if !same_level0(old_h, new_h) {
         return Err(RegridError::Level0Changed);
     }
 

@@ -189,6 +189,17 @@ impl ShockDetector {
     }
 }
 
+/// The step length `h_e` of each of the [`DIRECTIONS`] for cells of size
+/// `dx`: a detector's threshold along `e` is `tol · h_e`.
+pub fn direction_lengths(dx: [f64; 3]) -> [f64; 13] {
+    DIRECTIONS.map(|e| {
+        (0..3)
+            .map(|d| (e[d] as f64 * dx[d]).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    })
+}
+
 /// Linear offsets and thresholds of the 13 directions for one data box.
 struct Stencil<T> {
     off: [isize; 13],
@@ -203,12 +214,10 @@ impl<T: Float> Stencil<T> {
         let dx = input.dx();
         let mut off = [0isize; 13];
         let mut thr = [[T::zero(); 13]; 2];
+        let lengths = direction_lengths(dx);
         for (k, e) in DIRECTIONS.iter().enumerate() {
             off[k] = e[0] as isize + e[1] as isize * sy + e[2] as isize * sz;
-            let h = (0..3)
-                .map(|d| (e[d] as f64 * dx[d]).powi(2))
-                .sum::<f64>()
-                .sqrt();
+            let h = lengths[k];
             thr[0][k] = to_field(tol * h);
             thr[1][k] = to_field(tol * retag * h);
         }

@@ -118,6 +118,19 @@ pub enum TagError {
         ncomp: usize,
     },
 
+    /// Raw tag words that do not form a field over their region.
+    #[error("{words} tag words given for {region}, which takes {expected} with zero padding bits{}", if *padding { " (a padding bit is set)" } else { "" })]
+    BadWords {
+        /// The field's region.
+        region: IndexBox,
+        /// 32-bit words given.
+        words: usize,
+        /// 32-bit words the region takes.
+        expected: usize,
+        /// Whether the count was right but a bit past a row's end was set.
+        padding: bool,
+    },
+
     /// Component slices of different lengths.
     #[error("component {component} has length {len}, expected {expected}")]
     ComponentLength {

@@ -28,7 +28,7 @@ pub use criterion::{FnCriterion, TagCriterion, TagInput};
 pub use derived::euler_pressure;
 pub use detectors::{
     DEFAULT_RETAG_ONSET_FACTOR, DEFAULT_RETAG_TOL_FACTOR, DEFAULT_SHOCK_ONSET, DIRECTIONS,
-    GradientDetector, ShockDetector,
+    GradientDetector, ShockDetector, direction_lengths,
 };
 pub use error::TagError;
 pub(crate) use tag_box::range_masks;

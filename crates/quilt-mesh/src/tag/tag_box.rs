@@ -62,6 +62,55 @@ impl TagBox {
         })
     }
 
+    /// A field over `region` from its raw bits as 32-bit words: rows of
+    /// `2·⌈nx / 64⌉` words (`y` then `z`), bit `x - region.lo.x` of a row
+    /// is cell `x`, low word first (the layout of [`TagBox::to_words`]).
+    /// Fails if the count is wrong or a bit past a row's end is set.
+    pub fn from_words(region: IndexBox, words: &[u32]) -> Result<Self, TagError> {
+        let mut t = Self::new(region)?;
+        let expected = 2 * t.words.len();
+        let bad = |padding| TagError::BadWords {
+            region,
+            words: words.len(),
+            expected,
+            padding,
+        };
+        if words.len() != 2 * t.words.len() {
+            return Err(bad(false));
+        }
+        for (w, pair) in t.words.iter_mut().zip(words.chunks_exact(2)) {
+            *w = u64::from(pair[0]) | u64::from(pair[1]) << 32;
+        }
+        let tail = t.nx % 64;
+        if tail != 0 && t.wpr > 0 {
+            let pad = u64::MAX << tail;
+            if t.words
+                .chunks_exact(t.wpr)
+                .any(|row| row[t.wpr - 1] & pad != 0)
+            {
+                return Err(bad(true));
+            }
+        }
+        Ok(t)
+    }
+
+    /// The raw bits as 32-bit words (see [`TagBox::from_words`]).
+    pub fn to_words(&self, out: &mut [u32]) {
+        for (pair, &w) in out.chunks_exact_mut(2).zip(&self.words) {
+            pair[0] = w as u32;
+            pair[1] = (w >> 32) as u32;
+        }
+    }
+
+    /// 32-bit words of a field over `region` (see [`TagBox::from_words`]).
+    pub fn words_for(region: &IndexBox) -> usize {
+        if region.is_empty() {
+            return 0;
+        }
+        let s = region.size();
+        2 * (s.x as usize).div_ceil(64) * s.y as usize * s.z as usize
+    }
+
     /// The cells the field covers.
     #[inline]
     pub fn region(&self) -> IndexBox {
