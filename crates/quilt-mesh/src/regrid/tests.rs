@@ -59,6 +59,16 @@ fn detector_tags(h: &Hierarchy, d: &HierarchyData<f64>, tol: f64) -> Vec<TagBox>
         .collect()
 }
 
+/// [`base`], its data, and the regrid of both on the gradient detector's
+/// tags.
+fn refined(r2: i32) -> (Hierarchy, HierarchyData<f64>, Regridded<f64>) {
+    let h0 = base(r2);
+    let d0 = init(&h0);
+    let tags = detector_tags(&h0, &d0, 4.0);
+    let r1 = regrid(&h0, d0.clone(), &tags, &RegridOptions::default()).unwrap();
+    (h0, d0, r1)
+}
+
 /// Tags where `f(level, cell)` holds.
 fn analytic_tags(h: &Hierarchy, f: impl Fn(usize, IntVect) -> bool) -> Vec<TagBox> {
     h.patches()
@@ -78,7 +88,7 @@ fn analytic_tags(h: &Hierarchy, f: impl Fn(usize, IntVect) -> bool) -> Vec<TagBo
 /// Tags on a shell (level 0) and on a smaller half shell (level 1), so
 /// that a level 2 appears and the level-1 boxes move.
 fn shell_tags(h1: &Hierarchy) -> Vec<TagBox> {
-    let tags = analytic_tags(h1, |l, c| {
+    analytic_tags(h1, |l, c| {
         let s = if l == 0 { 1.0 } else { 2.0 };
         let x = (c.cast::<f64>().add_scalar(0.5)) / s - nalgebra::Vector3::new(20.0, 14.0, 16.0);
         let r = x.norm();
@@ -87,8 +97,7 @@ fn shell_tags(h1: &Hierarchy) -> Vec<TagBox> {
         } else {
             (7.0..8.0).contains(&r) && x.x < 0.0
         }
-    });
-    tags
+    })
 }
 
 /// Checks the moved data: level 0 unchanged, old same-level data copied
@@ -256,15 +265,7 @@ fn two_regrids_nest_and_conserve() {
 
 #[test]
 fn no_tags_remove_the_fine_levels() {
-    let h0 = base(2);
-    let d0 = init(&h0);
-    let r1 = regrid(
-        &h0,
-        d0.clone(),
-        &detector_tags(&h0, &d0, 4.0),
-        &RegridOptions::default(),
-    )
-    .unwrap();
+    let (h0, d0, r1) = refined(2);
     assert_eq!(r1.hierarchy.num_levels(), 2);
     let empty: Vec<TagBox> = r1
         .hierarchy
@@ -607,10 +608,8 @@ fn check_flat_transfer(
 #[test]
 fn flat_transfer_moves_data_as_transfer_does_bitwise() {
     use crate::interp::Limiter;
-    let h0 = base(4);
-    let d0 = init(&h0);
+    let (h0, d0, r1) = refined(4);
     let opts = RegridOptions::default();
-    let r1 = regrid(&h0, d0.clone(), &detector_tags(&h0, &d0, 4.0), &opts).unwrap();
     check_flat_transfer(&h0, &d0, &r1.hierarchy, Limiter::MonotonizedCentral);
     let h1 = &r1.hierarchy;
     let tags = shell_tags(h1);
@@ -653,15 +652,7 @@ fn flat_transfer_moves_data_as_transfer_does_bitwise() {
 fn flat_tags_match_the_detectors_bitwise() {
     use crate::flat::{FlatTag, TagCriterionSpec, TagDetector, TagField};
     use crate::tag::{ShockDetector, euler_pressure};
-    let h0 = base(4);
-    let d0 = init(&h0);
-    let r1 = regrid(
-        &h0,
-        d0.clone(),
-        &detector_tags(&h0, &d0, 4.0),
-        &RegridOptions::default(),
-    )
-    .unwrap();
+    let (_, _, r1) = refined(4);
     let h = &r1.hierarchy;
     // Five components shaped like a gas (density, momentum, energy),
     // ghost cells included.
