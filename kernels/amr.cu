@@ -66,6 +66,27 @@ struct RateItem {
     double dx[3];
 };
 
+// One patch to tag (quilt_mesh::flat::TagItem): `bx` is its interior
+// grown by the detectors' reach of 2 cells.
+struct TagItem {
+    Strided bx;
+    int lo[3];
+    u32 level;
+    u32 n[3];
+    u32 wpr;
+    u64 word;
+};
+
+// One criterion (quilt_mesh::flat::TagRule).
+struct TagRule {
+    u32 kind;   // 0 gradient, 1 shock
+    u32 field;  // 0 component comps[0], 1 ideal-gas pressure of comps
+    u32 comps[5];
+    u32 pad;
+    double onset;
+    double gamma;
+};
+
 __device__ __forceinline__ u64 at(const Strided& s, u64 x, u64 y, u64 z, u64 c) {
     return s.base + x + s.sy * y + s.sz * z + s.sc * c;
 }
@@ -288,6 +309,79 @@ __device__ void rate_cells(const RateItem* items, const u64* starts, u32 nitems,
     }
 }
 
+// The 13 neighbour directions of quilt_mesh::tag::DIRECTIONS.
+__constant__ int TAG_DIRECTIONS[13][3] = {
+    {1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {0, 1, 1}, {0, 1, -1}, {1, 0, 1}, {1, 0, -1},
+    {1, 1, 0}, {1, -1, 0}, {1, 1, 1}, {1, 1, -1}, {1, -1, 1}, {1, -1, -1}};
+
+// The field of `rule` at store index `i` (component 0 of a cell), as
+// quilt_mesh::tag::euler_pressure computes the pressure.
+template <typename T>
+__device__ __forceinline__ T tag_field(const TagRule& rule, const T* data, long long i, u64 sc) {
+    if (rule.field == 0) return data[i + (long long)(sc * rule.comps[0])];
+    T rho = data[i + (long long)(sc * rule.comps[0])];
+    T mx = data[i + (long long)(sc * rule.comps[1])];
+    T my = data[i + (long long)(sc * rule.comps[2])];
+    T mz = data[i + (long long)(sc * rule.comps[3])];
+    T e = data[i + (long long)(sc * rule.comps[4])];
+    T m2 = mx * mx + my * my + mz * mz;
+    T gm1 = (T)(rule.gamma - 1.0);
+    T half = (T)0.5;
+    return gm1 * (e - half * m2 / rho);
+}
+
+// Whether `rule` tags the cell at store index `i` (the detectors of
+// quilt_mesh::tag, fresh thresholds `thr` per direction).
+template <typename T>
+__device__ bool tag_rule(const TagRule& rule, const T* thr, const T* data, long long i, u64 sy,
+                         u64 sz, u64 sc) {
+    T c = tag_field<T>(rule, data, i, sc);
+    T onset = (T)rule.onset;
+    for (int k = 0; k < 13; ++k) {
+        long long o = TAG_DIRECTIONS[k][0] + TAG_DIRECTIONS[k][1] * (long long)sy
+                      + TAG_DIRECTIONS[k][2] * (long long)sz;
+        T m = tag_field<T>(rule, data, i - o, sc);
+        T p = tag_field<T>(rule, data, i + o, sc);
+        T jump = fmax(fabs(c - m), fabs(p - c));
+        if (rule.kind == 0) {
+            if (jump > thr[k]) return true;
+            continue;
+        }
+        if (jump <= thr[k]) continue;
+        T j1 = p - m;
+        T j2 = tag_field<T>(rule, data, i + 2 * o, sc) - tag_field<T>(rule, data, i - 2 * o, sc);
+        if (fabs(j1) >= onset * fabs(j2) || j1 * j2 < (T)0) return true;
+    }
+    return false;
+}
+
+// One thread per tag bit: the warp of a 32-bit word assembles it with a
+// ballot (items start on whole words), lane 0 writes it.
+template <typename T>
+__device__ void tag_cells(const TagItem* items, const u64* starts, u32 nitems, u64 total,
+                          const TagRule* rules, u32 nrules, const T* thr, u32 levels,
+                          const T* data, u32* out) {
+    u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= total) return;  // whole warps: total is a multiple of 32
+    u32 k = find_item(starts, nitems, t);
+    const TagItem& it = items[k];
+    u64 local = t - starts[k];
+    u64 word = local >> 5;
+    u64 row_words = 2 * (u64)it.wpr;
+    u64 row = word / row_words;
+    u64 x = (word % row_words) * 32 + (local & 31);
+    bool tagged = false;
+    if (x < it.n[0]) {
+        u64 y = row % it.n[1], z = row / it.n[1];
+        long long i = (long long)at(it.bx, x + 2, y + 2, z + 2, 0);
+        for (u32 r = 0; r < nrules && !tagged; ++r)
+            tagged = tag_rule<T>(rules[r], thr + ((u64)r * levels + it.level) * 13, data, i,
+                                 it.bx.sy, it.bx.sz, it.bx.sc);
+    }
+    u32 bits = __ballot_sync(0xffffffffu, tagged);
+    if ((local & 31) == 0) out[it.word + word] = bits;
+}
+
 #define QUILT_AMR(T, S)                                                                          \
     extern "C" __global__ void flat_copy_##S(const CopyItem* items, const u64* starts, u32 n,    \
                                              u64 total, u32 ncomp, T* store, T* scratch) {       \
@@ -316,6 +410,11 @@ __device__ void rate_cells(const RateItem* items, const u64* starts, u32 nitems,
                                              u64 total, u64 sy, u64 sz, u64 sc, double gamma,    \
                                              const T* data, u64* out) {                          \
         rate_cells<T>(items, starts, n, total, sy, sz, sc, gamma, data, out);                     \
+    }                                                                                            \
+    extern "C" __global__ void flat_tag_##S(const TagItem* items, const u64* starts, u32 n,      \
+                                            u64 total, const TagRule* rules, u32 nrules,         \
+                                            const T* thr, u32 levels, const T* data, u32* out) { \
+        tag_cells<T>(items, starts, n, total, rules, nrules, thr, levels, data, out);             \
     }
 
 QUILT_AMR(float, f32)

@@ -57,7 +57,7 @@ pub enum KernelFile {
     /// `kernels/waf.cu`.
     Waf,
     /// `kernels/amr.cu`: the AMR operations of device-resident steps
-    /// (fill, restriction, refluxing, CFL scan over flat items).
+    /// (fill, restriction, refluxing, CFL scan and tagging over flat items).
     Amr,
 }
 
@@ -66,13 +66,14 @@ impl KernelFile {
     pub const ALL: [KernelFile; 3] = [Self::Rtvd, Self::Tvd, Self::Waf];
 
     /// The entry points of `kernels/amr.cu`, without their precision.
-    pub const AMR_KERNELS: [&'static str; 6] = [
+    pub const AMR_KERNELS: [&'static str; 7] = [
         "flat_copy",
         "flat_interp",
         "flat_boundary",
         "flat_restrict",
         "flat_reflux",
         "flat_rate",
+        "flat_tag",
     ];
 
     /// File name inside `kernels/`.

@@ -21,6 +21,7 @@ use std::time::Instant;
 use quilt_batch::{Coefficients, CostModel, OnlineModel, RefineOptions};
 use quilt_io::{CheckpointReal, RunState, read_checkpoint, write_checkpoint};
 use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill, PhysicalBc};
+use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_mesh::flux_register::FaceFluxes;
 use quilt_mesh::interp::Limiter;
 use quilt_mesh::regrid::{RegridOptions, build_hierarchy, new_level_boxes, transfer};
@@ -47,7 +48,7 @@ use crate::plan::{Probe, StepPlan};
 use crate::resident::{ResidentPlan, pack_interiors, resident_plan, unpack_interiors};
 use crate::ring::BatchRing;
 use crate::schedule::Scheduler;
-use crate::tagging::{Criterion, criteria, tag_patches};
+use crate::tagging::{Criterion, criteria, flat_criteria, tag_patches};
 use crate::timing::{EstimateErrors, PhaseTimes};
 
 /// What one coarse step did.
@@ -141,6 +142,8 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     /// The compact interiors of resident loads and stores, kept mapped
     /// from one to the next.
     resident_io: Vec<T>,
+    /// The tag bits of regrids in the backend.
+    tag_bits: Vec<u32>,
 }
 
 fn limiter_of(i: Interpolation) -> Limiter {
@@ -336,6 +339,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             resident: None,
             host_current: true,
             resident_io: Vec::new(),
+            tag_bits: Vec::new(),
         })
     }
 
@@ -350,13 +354,17 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     }
 
     /// The current data (the `old` state holds time [`Integrator::time`]).
+    /// In device residency call [`Integrator::sync_host`] first: until
+    /// then this is the state of the last such call.
     ///
     /// # Panics
-    /// Only after a failed regrid, which consumes the data.
+    /// After a failed regrid, which consumes the data, and in device
+    /// residency after a regrid until [`Integrator::sync_host`] (a regrid
+    /// in the backend leaves no host copy).
     pub fn data(&self) -> &HierarchyData<T> {
-        self.data
-            .as_ref()
-            .expect("data is present unless a regrid failed")
+        self.data.as_ref().expect(
+            "data is present unless a regrid failed or, in device residency, a regrid ran since the last sync_host",
+        )
     }
 
     /// The data, mutably (e.g. to impose a state in tests). In device
@@ -730,11 +738,20 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .resident()
             .ok_or_else(|| no_resident_mode(&name))?;
         ex.store(&mut compact)
-            .map_err(|source| IntegratorError::Solve {
-                step: self.step,
-                backend: name,
-                source,
-            })?;
+            .map_err(|source| backend_error(self.step, &name, source))?;
+        if self.data.is_none() {
+            // A regrid on the backend left no host copy: the new
+            // hierarchy's is made when first asked for.
+            let what = format!(
+                "the host copy of the state ({} patches)",
+                self.h.num_patches()
+            );
+            quilt_mesh::memory::check_fits(state_bytes::<T>(&self.h), &what)
+                .map_err(IntegratorError::mesh("host copy"))?;
+            self.data = Some(
+                HierarchyData::new(&self.h, NCOMP).map_err(IntegratorError::mesh("host copy"))?,
+            );
+        }
         let data = self.data.as_mut().ok_or_else(poisoned)?;
         unpack_interiors(plan, &mut compact, data);
         self.resident_io = compact;
@@ -771,11 +788,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .ok_or_else(|| no_resident_mode(&name))?;
         let loaded = ex.load(&plan, &compact);
         self.resident_io = compact;
-        loaded.map_err(|source| IntegratorError::Solve {
-            step: self.step + 1,
-            backend: name,
-            source,
-        })?;
+        loaded.map_err(|source| backend_error(self.step + 1, &name, source))?;
         log::info!(
             "resident state: {} patches and {} probes in {} bins, {:.1} MB with fluxes and scratch, loaded in {:.3} s (items {t_plan:.3} s, interiors {t_state:.3} s, backend {:.3} s)",
             plan.patches,
@@ -799,11 +812,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .ok_or_else(|| no_resident_mode(&name))?;
         let rate = ex
             .max_rate(&self.gas)
-            .map_err(|source| IntegratorError::Solve {
-                step: self.step + 1,
-                backend: name,
-                source,
-            })?;
+            .map_err(|source| backend_error(self.step + 1, &name, source))?;
         match rate {
             Some(rate) if rate > 0.0 && rate.is_finite() => Ok(self.cfl / rate),
             // A bad cell, or no finite step: the host scan says which.
@@ -930,6 +939,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// Rebuilds the hierarchy from the current old state: ghost fill,
     /// tagging, clustering, regrid, new step plan.
     pub fn regrid_now(&mut self) -> Result<(), IntegratorError> {
+        if self.resident.is_some() {
+            return self.regrid_resident();
+        }
         self.sync_host()?;
         self.unload_resident();
         let step = self.step;
@@ -1004,6 +1016,15 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         )
         .map_err(|source| IntegratorError::Tag { step, source })?;
         let t_tag = t0.elapsed().as_secs_f64() - t_fill;
+        let new_h = self.cluster(&tags)?;
+        check_state_fits::<T>(&self.h, &new_h)?;
+        let t_cluster = t0.elapsed().as_secs_f64() - t_fill - t_tag;
+        Ok((new_h, [t_fill, t_tag, t_cluster]))
+    }
+
+    /// The hierarchy the tags `tags` (one field per patch) ask for.
+    fn cluster(&self, tags: &[quilt_mesh::tag::TagBox]) -> Result<Hierarchy, IntegratorError> {
+        let step = self.step;
         let a = &self.deck.amr;
         let opts = RegridOptions {
             efficiency: a.efficiency,
@@ -1014,13 +1035,89 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             max_levels: a.max_levels,
             limiter: self.limiter,
         };
-        let levels = new_level_boxes(&self.h, &tags, &opts)
+        let levels = new_level_boxes(&self.h, tags, &opts)
             .map_err(|source| IntegratorError::Regrid { step, source })?;
-        let new_h = build_hierarchy(&self.h, &levels)
-            .map_err(|source| IntegratorError::Regrid { step, source })?;
-        check_state_fits::<T>(&self.h, &new_h)?;
-        let t_cluster = t0.elapsed().as_secs_f64() - t_fill - t_tag;
-        Ok((new_h, [t_fill, t_tag, t_cluster]))
+        build_hierarchy(&self.h, &levels).map_err(|source| IntegratorError::Regrid { step, source })
+    }
+
+    /// [`Integrator::regrid_now`] with the state in the backend: the
+    /// backend fills and tags, the host clusters and builds the new plans,
+    /// and the backend moves the state into the new hierarchy. Nothing
+    /// but the tag bits crosses to the host; its copy of the state is
+    /// dropped (the next [`Integrator::sync_host`] makes a new one).
+    fn regrid_resident(&mut self) -> Result<(), IntegratorError> {
+        let step = self.step;
+        let t0 = Instant::now();
+        let name = self.backend.name().to_string();
+        let old = self.resident.as_ref().ok_or_else(poisoned)?;
+        let specs = flat_criteria(&self.criteria, self.gas.gamma);
+        let flat = FlatTag::new(
+            &self.h,
+            &old.places,
+            NCOMP,
+            &specs,
+            self.deck.amr.max_levels,
+        )
+        .map_err(IntegratorError::mesh("resident tagging"))?;
+        let mut bits = std::mem::take(&mut self.tag_bits);
+        bits.clear();
+        bits.resize(flat.words as usize, 0);
+        let ex = self
+            .backend
+            .resident()
+            .ok_or_else(|| no_resident_mode(&name))?;
+        let tagged = ex.tag(&flat, &mut bits);
+        let tags = tagged
+            .map_err(|source| backend_error(step, &name, source))
+            .and_then(|()| {
+                flat.tag_boxes(&self.h, &bits)
+                    .map_err(IntegratorError::mesh("resident tags"))
+            });
+        self.tag_bits = bits;
+        let tags = tags?;
+        let t_tag = t0.elapsed().as_secs_f64();
+        let new_h = self.cluster(&tags)?;
+        let t_cluster = t0.elapsed().as_secs_f64() - t_tag;
+        let plan = self.step_plan(&new_h)?;
+        let t_plan = t0.elapsed().as_secs_f64() - t_tag - t_cluster;
+        let new_res = resident_plan(&new_h, &plan)?;
+        let old = self.resident.as_ref().ok_or_else(poisoned)?;
+        let moves = FlatTransfer::new(
+            &self.h,
+            &old.places,
+            &new_h,
+            &new_res.places,
+            NCOMP,
+            self.limiter,
+        )
+        .map_err(|source| IntegratorError::Regrid { step, source })?;
+        let t_items = t0.elapsed().as_secs_f64() - t_tag - t_cluster - t_plan;
+        let ex = self
+            .backend
+            .resident()
+            .ok_or_else(|| no_resident_mode(&name))?;
+        if let Err(source) = ex.regrid(&new_res, &moves) {
+            // The backend may have dropped the old state with the new.
+            self.unload_resident();
+            if !self.host_current {
+                self.data = None;
+            }
+            return Err(backend_error(step, &name, source));
+        }
+        log::info!(
+            "regrid after step {step} in the backend: {} levels, {} patches, {} cells; tagging {t_tag:.3} s, clustering {t_cluster:.3} s, step plan {t_plan:.3} s, resident items {t_items:.3} s, transfer {:.3} s",
+            new_h.num_levels(),
+            new_h.num_patches(),
+            new_h.total_cells(),
+            t0.elapsed().as_secs_f64() - t_tag - t_cluster - t_plan - t_items
+        );
+        self.h = new_h;
+        self.plan = plan;
+        self.resident = Some(new_res);
+        self.data = None;
+        self.host_current = false;
+        self.version += 1;
+        Ok(())
     }
 
     /// The step plan (fill plans, packing, probes, registers) of `h`.
@@ -1130,6 +1227,15 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
             });
         }
         Ok(me)
+    }
+}
+
+/// A backend's failure in step `step`.
+fn backend_error(step: u64, backend: &str, source: crate::backend::SolveError) -> IntegratorError {
+    IntegratorError::Solve {
+        step,
+        backend: backend.to_string(),
+        source,
     }
 }
 

@@ -43,6 +43,8 @@ pub struct ResidentPlan {
     pub items: Arc<StepItems>,
     /// Hierarchy patches (the descriptors before the probes).
     pub patches: usize,
+    /// Where each hierarchy patch's ghost-grown box lives in the batch.
+    pub places: Vec<Strided>,
 }
 
 impl ResidentPlan {
@@ -279,6 +281,7 @@ pub(crate) fn resident_plan<T: Real>(
             interior_len,
         }),
         patches: n,
+        places: patch_places,
     })
 }
 

@@ -1,5 +1,6 @@
 //! Tagging every patch with the deck's criteria, for regrid.
 
+use quilt_mesh::flat::{TagCriterionSpec, TagDetector, TagField as FlatField};
 use quilt_mesh::tag::{
     GradientDetector, ShockDetector, TagBox, TagCriterion, TagError, TagInput, euler_pressure,
 };
@@ -34,6 +35,30 @@ pub(crate) fn criteria(deck: &Deck) -> Result<Vec<Criterion>, TagError> {
                 Detector::Gradient => Criterion::Gradient(t.field, GradientDetector::new(t.tol)?),
                 Detector::Shock => Criterion::Shock(t.field, ShockDetector::new(t.tol, t.onset)?),
             })
+        })
+        .collect()
+}
+
+/// The criteria in the flat form of tagging in a backend
+/// ([`quilt_mesh::flat::FlatTag`]): the same detectors on density or on the
+/// ideal-gas pressure of ratio `gamma`.
+pub(crate) fn flat_criteria(criteria: &[Criterion], gamma: f64) -> Vec<TagCriterionSpec> {
+    criteria
+        .iter()
+        .map(|c| TagCriterionSpec {
+            field: match c.field() {
+                TagField::Density => FlatField::Component(RHO),
+                TagField::Pressure => FlatField::EulerPressure {
+                    gamma,
+                    rho: RHO,
+                    momentum: [MX, MY, MZ],
+                    energy: ENE,
+                },
+            },
+            detector: match *c {
+                Criterion::Gradient(_, d) => TagDetector::Gradient(d),
+                Criterion::Shock(_, d) => TagDetector::Shock(d),
+            },
         })
         .collect()
 }

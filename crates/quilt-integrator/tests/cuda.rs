@@ -103,6 +103,11 @@ fn resident_gpu_steps_reproduce_the_cpu_run() {
     d32.run.precision = Precision::F32;
     resident_gpu_matches_host_cpu::<f32>(d32, 12);
     resident_gpu_matches_host_cpu::<f64>(common::periodic_three_levels(), 6);
+    // Tagging on the GPU by every detector on both fields.
+    let mut every = common::with_every_detector(common::periodic_three_levels());
+    resident_gpu_matches_host_cpu::<f64>(every.clone(), 6);
+    every.run.precision = Precision::F32;
+    resident_gpu_matches_host_cpu::<f32>(every, 6);
     for scheme in ["tvd", "waf"] {
         let mut d = common::periodic_three_levels();
         d.hydro.scheme = scheme.to_string();

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
-use quilt_mesh::flat::{CopyItem, RefluxItem, StepItems, starts};
+use quilt_mesh::flat::{CopyItem, FlatTag, FlatTransfer, RefluxItem, StepItems, starts};
 use quilt_sweep::layout::data_index;
 use quilt_sweep::{BatchLayout, StepReport, SweepOrder};
 
@@ -92,6 +92,7 @@ struct AmrKernels {
     restrict: CudaFunction,
     reflux: CudaFunction,
     rate: CudaFunction,
+    tag: CudaFunction,
 }
 
 /// What a resident hierarchy keeps on the device besides its batch.
@@ -112,6 +113,8 @@ pub(crate) struct Hierarchy {
     /// Interiors from the compact array into the batch, and back.
     load: Phase,
     store: Phase,
+    /// Values of the compact array.
+    interior_len: u64,
 }
 
 impl<T: GpuReal> CudaSolver<T> {
@@ -137,6 +140,34 @@ impl<T: GpuReal> CudaSolver<T> {
         let t0 = Instant::now();
         self.attach_resident(layout)?;
         let t_attach = t0.elapsed().as_secs_f64();
+        let hierarchy = self.hierarchy_items(layout, items, patches)?;
+        let s0 = self.streams[0].clone();
+        let t_items = t0.elapsed().as_secs_f64() - t_attach;
+        // The interiors cross the bus straight from the caller's memory:
+        // a page-locked staging buffer takes longer to pin than the copy
+        // does, at every load that grows it.
+        self.ensure_interior_io(interiors.len())?;
+        let io = self.hierarchy_io.as_ref().expect("just made");
+        io.upload(0, interiors, &s0)?;
+        self.hierarchy = Some(hierarchy);
+        let h = self.hierarchy.as_ref().expect("just set");
+        self.launch_copy(h, &h.load, io.at(0))?;
+        s0.synchronize().call("cuStreamSynchronize")?;
+        log::debug!(
+            "hierarchy loaded: layout state {t_attach:.3} s, items {t_items:.3} s, interiors {:.3} s",
+            t0.elapsed().as_secs_f64() - t_attach - t_items
+        );
+        Ok(())
+    }
+
+    /// The device form of a hierarchy's step items over the batch of
+    /// `layout` (its first `patches` descriptors the hierarchy's patches).
+    fn hierarchy_items(
+        &self,
+        layout: &BatchLayout,
+        items: &StepItems,
+        patches: usize,
+    ) -> Result<Hierarchy, CudaError> {
         let ctx = self.dev.ctx.clone();
         let s0 = self.streams[0].clone();
         let module = device::module(
@@ -155,6 +186,7 @@ impl<T: GpuReal> CudaSolver<T> {
             restrict: f("flat_restrict")?,
             reflux: f("flat_reflux")?,
             rate: f("flat_rate")?,
+            tag: f("flat_tag")?,
         };
         let fill = &items.fill;
         let copy_phase = |list: &[CopyItem]| Phase::new(&ctx, &s0, list, list.iter().map(|c| c.n));
@@ -214,21 +246,7 @@ impl<T: GpuReal> CudaSolver<T> {
             .collect();
         let rates = Phase::new(&ctx, &s0, &rate_items, rate_items.iter().map(|r| r.n))?;
         let rate_out = DeviceBuffer::new(&ctx, 2)?;
-        let t_items = t0.elapsed().as_secs_f64() - t_attach;
-        // The interiors cross the bus straight from the caller's memory:
-        // a page-locked staging buffer takes longer to pin than the copy
-        // does, at every load that grows it.
-        let io = match self.hierarchy_io.take().map(|b| b.reuse(interiors.len())) {
-            Some(Ok(b)) => b,
-            other => {
-                drop(other);
-                let n = interiors.len();
-                DeviceBuffer::with_room(&ctx, n, n + n / 4)?
-            }
-        };
-        io.upload(0, interiors, &s0)?;
-        self.hierarchy_io = Some(io);
-        self.hierarchy = Some(Hierarchy {
+        Ok(Hierarchy {
             kernels,
             ncomp: items.ncomp,
             limiter: quilt_mesh::flat::limiter_code(fill.limiter),
@@ -244,16 +262,8 @@ impl<T: GpuReal> CudaSolver<T> {
             bin_edge: b as u64,
             load,
             store,
-        });
-        let h = self.hierarchy.as_ref().expect("just set");
-        let io = self.hierarchy_io.as_ref().expect("just set");
-        self.launch_copy(h, &h.load, io.at(0))?;
-        s0.synchronize().call("cuStreamSynchronize")?;
-        log::debug!(
-            "hierarchy loaded: layout state {t_attach:.3} s, items {t_items:.3} s, interiors {:.3} s",
-            t0.elapsed().as_secs_f64() - t_attach - t_items
-        );
-        Ok(())
+            interior_len: items.interior_len,
+        })
     }
 
     fn hierarchy(&self) -> Result<&Hierarchy, CudaError> {
@@ -313,26 +323,200 @@ impl<T: GpuReal> CudaSolver<T> {
         Ok(report)
     }
 
-    /// Copies every patch's interior back into `interiors` (compact, as
-    /// given to [`CudaSolver::load_hierarchy`]).
+    /// The device's compact interior array holding `n` values (kept
+    /// from one load, store or regrid to the next, with room to grow).
+    fn ensure_interior_io(&mut self, n: usize) -> Result<(), CudaError> {
+        let io = match self.hierarchy_io.take().map(|b| b.reuse(n)) {
+            Some(Ok(b)) => b,
+            other => {
+                drop(other);
+                DeviceBuffer::with_room(&self.dev.ctx, n, n + n / 4)?
+            }
+        };
+        self.hierarchy_io = Some(io);
+        Ok(())
+    }
+
+    /// Copies every patch's interior back into `interiors` (compact, in
+    /// the order of the loaded items' `interiors`).
     pub fn store_hierarchy(&mut self, interiors: &mut [T]) -> Result<(), CudaError> {
         self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
-        let h = self.hierarchy()?;
-        let io = self
-            .hierarchy_io
-            .as_ref()
-            .ok_or_else(|| CudaError::Config("no interior buffers".into()))?;
-        if interiors.len() != io.len() {
+        let held = self.hierarchy()?.interior_len;
+        if interiors.len() as u64 != held {
             return Err(CudaError::Config(format!(
-                "{} interior values asked for, the hierarchy holds {}",
+                "{} interior values asked for, the hierarchy holds {held}",
                 interiors.len(),
-                io.len()
             )));
         }
+        self.ensure_interior_io(interiors.len())?;
+        let h = self.hierarchy()?;
+        let io = self.hierarchy_io.as_ref().expect("just made");
         let s0 = self.streams[0].clone();
         self.launch_copy(h, &h.store, io.at(0))?;
         io.download(0, interiors, &s0)?;
         s0.synchronize().call("cuStreamSynchronize")
+    }
+
+    /// Fills the ghost cells of the resident hierarchy and tags its
+    /// patches by `tag`'s items into `out` (its words; as
+    /// [`FlatTag::run`] computes them).
+    pub fn tag_hierarchy(&mut self, tag: &FlatTag, out: &mut [u32]) -> Result<(), CudaError> {
+        self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        if (out.len() as u64) < tag.words {
+            return Err(CudaError::Config(format!(
+                "{} tag words given, the items write {}",
+                out.len(),
+                tag.words
+            )));
+        }
+        let levels = (tag.dx.len() as u32).max(1);
+        if tag.thresholds.len() != tag.rules.len() * levels as usize * 13
+            || tag.rules.len() > u32::MAX as usize
+        {
+            return Err(CudaError::Config(format!(
+                "{} tag thresholds for {} rules and {levels} levels",
+                tag.thresholds.len(),
+                tag.rules.len()
+            )));
+        }
+        self.launch_fill()?;
+        if tag.items.is_empty() {
+            return self.streams[0].synchronize().call("cuStreamSynchronize");
+        }
+        let ctx = self.dev.ctx.clone();
+        let s0 = self.streams[0].clone();
+        // One thread per bit: 64 per row word.
+        let items = Phase::new(
+            &ctx,
+            &s0,
+            &tag.items,
+            tag.items.iter().map(|it| [it.wpr * 64, it.n[1], it.n[2]]),
+        )?;
+        let rules = DeviceBuffer::<u8>::new(&ctx, std::mem::size_of_val(tag.rules.as_slice()))?;
+        rules.upload(0, bytemuck::cast_slice(&tag.rules), &s0)?;
+        // In the field precision, as the detectors compare.
+        let thr: Vec<T> = tag
+            .thresholds
+            .iter()
+            .map(|&v| <T as num_traits::NumCast>::from(v).unwrap_or_else(T::infinity))
+            .collect();
+        let d_thr = DeviceBuffer::new(&ctx, thr.len())?;
+        d_thr.upload(0, &thr, &s0)?;
+        let words = tag.words as usize;
+        let d_out = DeviceBuffer::<u32>::new(&ctx, words)?;
+        let h = self.hierarchy()?;
+        let st = self.state.as_ref().expect("a loaded hierarchy has a state");
+        if let Some(cfg) = items.config() {
+            let nrules = tag.rules.len() as u32;
+            let (it, starts, r, t, data, o) = (
+                items.items.at(0),
+                items.starts.at(0),
+                rules.at(0),
+                d_thr.at(0),
+                st.d_data.at(0),
+                d_out.at(0),
+            );
+            let mut l = s0.launch_builder(&h.kernels.tag);
+            l.arg(&it)
+                .arg(&starts)
+                .arg(&items.n)
+                .arg(&items.total)
+                .arg(&r)
+                .arg(&nrules)
+                .arg(&t)
+                .arg(&levels)
+                .arg(&data)
+                .arg(&o);
+            // SAFETY: arguments match `flat_tag_T`; the items address the
+            // interiors (grown by the detectors' reach) of the batch.
+            unsafe { l.launch(cfg) }.call("cuLaunchKernel(flat_tag)")?;
+        }
+        d_out.download(0, &mut out[..words], &s0)?;
+        s0.synchronize().call("cuStreamSynchronize")
+    }
+
+    /// Replaces the resident hierarchy by the one of `layout` and `items`
+    /// (as [`CudaSolver::load_hierarchy`] takes them), its interiors moved
+    /// from the resident batch by `transfer` on the device. On an error
+    /// the resident hierarchy is gone.
+    pub fn regrid_hierarchy(
+        &mut self,
+        layout: &BatchLayout,
+        items: &StepItems,
+        patches: usize,
+        transfer: &FlatTransfer,
+    ) -> Result<(), CudaError> {
+        self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let t0 = Instant::now();
+        self.hierarchy()?;
+        // The old batch stays until its values have moved; its other
+        // arrays serve the new layout.
+        self.hierarchy = None;
+        let old = self
+            .state
+            .take()
+            .expect("a loaded hierarchy has a state")
+            .recycle_keeping_data(&mut self.spare);
+        if (old.len() as u64) < transfer.old_len {
+            return Err(CudaError::Config(format!(
+                "the transfer reads {} values of a batch of {}",
+                transfer.old_len,
+                old.len()
+            )));
+        }
+        let moved = self.move_into(layout, items, patches, transfer, &old);
+        self.spare.give(old);
+        moved?;
+        log::debug!(
+            "hierarchy regridded on the device in {:.3} s",
+            t0.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+
+    /// [`CudaSolver::regrid_hierarchy`] once the old batch is `old`.
+    fn move_into(
+        &mut self,
+        layout: &BatchLayout,
+        items: &StepItems,
+        patches: usize,
+        transfer: &FlatTransfer,
+        old: &DeviceBuffer<T>,
+    ) -> Result<(), CudaError> {
+        self.attach_resident(layout)?;
+        let h = self.hierarchy_items(layout, items, patches)?;
+        let st = self.state.as_ref().expect("state attached");
+        if (st.d_data.len() as u64) < transfer.new_len {
+            return Err(CudaError::Config(format!(
+                "the transfer writes {} values of a batch of {}",
+                transfer.new_len,
+                st.d_data.len()
+            )));
+        }
+        let ctx = self.dev.ctx.clone();
+        let s0 = self.streams[0].clone();
+        let copy_phase = |list: &[CopyItem]| Phase::new(&ctx, &s0, list, list.iter().map(|c| c.n));
+        let copies = copy_phase(&transfer.copies)?;
+        let flags = DeviceBuffer::new(&ctx, transfer.flags.len().max(1))?;
+        flags.upload(0, &transfer.flags, &s0)?;
+        let scratch = DeviceBuffer::<T>::new(&ctx, (transfer.scratch_len as usize).max(1))?;
+        let mut levels = Vec::with_capacity(transfer.levels.len());
+        for l in &transfer.levels {
+            levels.push((
+                copy_phase(&l.gathers)?,
+                Phase::new(&ctx, &s0, &l.interp, l.interp.iter().map(|i| i.n))?,
+            ));
+        }
+        let data = st.d_data.at(0);
+        let limiter = quilt_mesh::flat::limiter_code(transfer.limiter);
+        self.launch_copy(&h, &copies, old.at(0))?;
+        for (gathers, interp) in &levels {
+            self.launch_copy(&h, gathers, scratch.at(0))?;
+            self.launch_interp(&h, interp, limiter, flags.at(0), scratch.at(0), data)?;
+        }
+        s0.synchronize().call("cuStreamSynchronize")?;
+        self.hierarchy = Some(h);
+        Ok(())
     }
 
     /// Frees the resident hierarchy's items (the batch stays cached as the
@@ -364,28 +548,44 @@ impl<T: GpuReal> CudaSolver<T> {
         Ok(())
     }
 
+    /// Launches the interpolation items of `p` on stream 0 (device
+    /// addresses of their flags, their coarse scratch and the batch).
+    fn launch_interp(
+        &self,
+        h: &Hierarchy,
+        p: &Phase,
+        limiter: u32,
+        flags: u64,
+        scratch: u64,
+        data: u64,
+    ) -> Result<(), CudaError> {
+        let Some(cfg) = p.config() else {
+            return Ok(());
+        };
+        let (items, starts) = (p.items.at(0), p.starts.at(0));
+        let mut l = self.streams[0].launch_builder(&h.kernels.interp);
+        l.arg(&items)
+            .arg(&starts)
+            .arg(&p.n)
+            .arg(&p.total)
+            .arg(&h.ncomp)
+            .arg(&limiter)
+            .arg(&flags)
+            .arg(&scratch)
+            .arg(&data);
+        // SAFETY: arguments match `flat_interp_T`; the items address the
+        // batch and the scratch they were built for.
+        unsafe { l.launch(cfg) }.call("cuLaunchKernel(flat_interp)")?;
+        Ok(())
+    }
+
     fn launch_fill(&self) -> Result<(), CudaError> {
         let h = self.hierarchy()?;
         let st = self.state.as_ref().expect("a loaded hierarchy has a state");
         let s0 = &self.streams[0];
         let (data, scratch) = (st.d_data.at(0), h.scratch.at(0));
         self.launch_copy(h, &h.copies, scratch)?;
-        if let Some(cfg) = h.interp.config() {
-            let (items, starts, flags) =
-                (h.interp.items.at(0), h.interp.starts.at(0), h.flags.at(0));
-            let mut l = s0.launch_builder(&h.kernels.interp);
-            l.arg(&items)
-                .arg(&starts)
-                .arg(&h.interp.n)
-                .arg(&h.interp.total)
-                .arg(&h.ncomp)
-                .arg(&h.limiter)
-                .arg(&flags)
-                .arg(&scratch)
-                .arg(&data);
-            // SAFETY: arguments match `flat_interp_T`.
-            unsafe { l.launch(cfg) }.call("cuLaunchKernel(flat_interp)")?;
-        }
+        self.launch_interp(h, &h.interp, h.limiter, h.flags.at(0), scratch, data)?;
         for p in &h.boundary {
             let Some(cfg) = p.config() else {
                 continue;

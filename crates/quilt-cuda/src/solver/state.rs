@@ -238,6 +238,20 @@ impl<T: GpuReal> LayoutState<T> {
         }
     }
 
+    /// [`LayoutState::recycle`] of every large array but the state, which
+    /// is returned (a regrid on the device reads it while the new layout
+    /// is set up).
+    pub fn recycle_keeping_data(self, spare: &mut SpareBuffers<T>) -> DeviceBuffer<T> {
+        spare.give(self.d_flux);
+        if let Some(b) = self.d_stage {
+            spare.give(b);
+        }
+        if let Some(b) = self.d_acc {
+            spare.give(b);
+        }
+        self.d_data
+    }
+
     /// Hands over the pinned staging buffers (to the state of the next
     /// layout).
     pub fn take_staging(&mut self) -> (Option<PinnedBuffer<T>>, Option<PinnedBuffer<T>>) {

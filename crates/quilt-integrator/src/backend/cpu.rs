@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use quilt_mesh::flat::{CopyItem, StepItems, run_copies};
+use quilt_mesh::flat::{CopyItem, FlatTag, FlatTransfer, StepItems, run_copies};
 use quilt_sweep::physics::Gas;
 use quilt_sweep::{Batch, Real, Solver, StepReport, SweepOrder, Workspace};
 
@@ -35,6 +35,18 @@ struct CpuResident<T: Real> {
     items: Arc<StepItems>,
     patches: usize,
     scratch: Vec<T>,
+}
+
+impl<T: Real> CpuResident<T> {
+    /// `plan`'s hierarchy in `batch`.
+    fn new(plan: &ResidentPlan, batch: Batch<T>) -> Self {
+        Self {
+            batch,
+            items: plan.items.clone(),
+            patches: plan.patches,
+            scratch: vec![T::zero(); plan.items.fill.scratch_len as usize],
+        }
+    }
 }
 
 impl<T: Real> CpuBackend<T> {
@@ -98,12 +110,7 @@ impl<T: crate::Real> ResidentSolve<T> for CpuBackend<T> {
         let mut compact = interiors.to_vec();
         run_copies(&load, plan.items.ncomp, batch.data_mut(), &mut compact)
             .map_err(|e| mesh_failure("cpu", "resident load", e))?;
-        self.resident = Some(CpuResident {
-            batch,
-            items: plan.items.clone(),
-            patches: plan.patches,
-            scratch: vec![T::zero(); plan.items.fill.scratch_len as usize],
-        });
+        self.resident = Some(CpuResident::new(plan, batch));
         Ok(())
     }
 
@@ -137,6 +144,28 @@ impl<T: crate::Real> ResidentSolve<T> for CpuBackend<T> {
         let items = r.items.clone();
         run_copies(&items.interiors, items.ncomp, r.batch.data_mut(), interiors)
             .map_err(|e| mesh_failure("cpu", "resident store", e))
+    }
+
+    fn tag(&mut self, tag: &FlatTag, out: &mut [u32]) -> Result<(), SolveError> {
+        let r = self.resident_state()?;
+        let (_, data, _) = r.batch.buffers_mut();
+        r.items
+            .run_fill(data, &mut r.scratch)
+            .map_err(|e| mesh_failure("cpu", "resident ghost fill", e))?;
+        tag.run(r.batch.data(), out)
+            .map_err(|e| mesh_failure("cpu", "resident tagging", e))
+    }
+
+    fn regrid(&mut self, plan: &ResidentPlan, transfer: &FlatTransfer) -> Result<(), SolveError> {
+        self.solver.check_layout(&plan.layout)?;
+        let r = self.resident_state()?;
+        let mut batch = Batch::new(plan.layout.clone());
+        let mut scratch = vec![T::zero(); transfer.scratch_len as usize];
+        transfer
+            .run(r.batch.data(), batch.data_mut(), &mut scratch)
+            .map_err(|e| mesh_failure("cpu", "resident regrid", e))?;
+        self.resident = Some(CpuResident::new(plan, batch));
+        Ok(())
     }
 
     fn unload(&mut self) {

@@ -1,6 +1,7 @@
 //! The CUDA backend: [`quilt_cuda::CudaSolver`] behind [`SolveBackend`].
 
 use quilt_cuda::{CudaConfig, CudaError, CudaSolver, GpuReal, SolveTotals, StepTiming};
+use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_sweep::physics::Gas;
 use quilt_sweep::{Batch, Scheme, StepReport, SweepOrder};
 
@@ -120,6 +121,16 @@ impl<T: GpuReal> ResidentSolve<T> for CudaBackend<T> {
 
     fn store(&mut self, interiors: &mut [T]) -> Result<(), SolveError> {
         Ok(self.solver.store_hierarchy(interiors)?)
+    }
+
+    fn tag(&mut self, tag: &FlatTag, out: &mut [u32]) -> Result<(), SolveError> {
+        Ok(self.solver.tag_hierarchy(tag, out)?)
+    }
+
+    fn regrid(&mut self, plan: &ResidentPlan, transfer: &FlatTransfer) -> Result<(), SolveError> {
+        Ok(self
+            .solver
+            .regrid_hierarchy(&plan.layout, &plan.items, plan.patches, transfer)?)
     }
 
     fn unload(&mut self) {

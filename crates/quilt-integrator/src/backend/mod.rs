@@ -34,6 +34,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use quilt_cuda::SolveTotals;
+use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_sweep::physics::Gas;
 use quilt_sweep::{Batch, HostAlloc, Real, StepReport, SweepError, SweepOrder, VecAlloc};
 
@@ -156,6 +157,18 @@ pub trait ResidentSolve<T: Real> {
     /// Writes the patches' interiors into `interiors` (compact, as given
     /// to `load`).
     fn store(&mut self, interiors: &mut [T]) -> Result<(), SolveError>;
+
+    /// Fills the ghost cells of the resident state and tags its patches
+    /// by `tag`'s items (built over the loaded plan's
+    /// [`ResidentPlan::places`]) into `out` ([`FlatTag::run`] states what
+    /// is computed).
+    fn tag(&mut self, tag: &FlatTag, out: &mut [u32]) -> Result<(), SolveError>;
+
+    /// Replaces the resident hierarchy by `plan`'s, every interior set by
+    /// `transfer` from the resident state ([`FlatTransfer::run`] states
+    /// what is computed). After an error the resident state may be gone:
+    /// callers unload it.
+    fn regrid(&mut self, plan: &ResidentPlan, transfer: &FlatTransfer) -> Result<(), SolveError>;
 
     /// Drops the resident state (after a regrid, or to fall back to host
     /// residency).

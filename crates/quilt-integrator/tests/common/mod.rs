@@ -105,3 +105,17 @@ pub fn state_bits(it: &Integrator<f64, CpuBackend<f64>>) -> Vec<u64> {
     }
     out
 }
+
+/// `deck` tagged by every detector on both fields: the default pressure
+/// gradient and shock criteria and a density shock criterion.
+pub fn with_every_detector(mut deck: Deck) -> Deck {
+    use quilt_integrator::deck::{Detector, TagField, TagSection, default_tagging};
+    deck.tagging = default_tagging();
+    deck.tagging.push(TagSection {
+        field: TagField::Density,
+        detector: Detector::Shock,
+        tol: 0.5,
+        onset: 0.85,
+    });
+    deck
+}
