@@ -38,14 +38,14 @@ use crate::calibration::{
     CalibrationReport, Calibrator, coefficient_path, load_coefficients, save_coefficients,
 };
 use crate::cfl;
-use crate::deck::{
-    BatchLayoutKind, BatchMode, Boundary, Deck, FloorAction, Interpolation, Residency,
-};
+use crate::deck::{BatchMode, Boundary, Deck, FloorAction, Interpolation, Residency};
 use crate::error::IntegratorError;
 use crate::init::InitialCondition;
 use crate::pipeline::{LoopInputs, run_batches, solve_error};
 use crate::plan::{Probe, StepPlan};
-use crate::resident::{ResidentPlan, pack_interiors, resident_plan, unpack_interiors};
+use crate::resident::{
+    ResidentPlan, pack_interiors, resident_plan, resident_plan_with, unpack_interiors,
+};
 use crate::ring::BatchRing;
 use crate::schedule::Scheduler;
 use crate::tagging::{Criterion, criteria, flat_criteria, tag_patches};
@@ -282,13 +282,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         }
         let bc = boundary_conditions::<T>(deck)?;
         let limiter = limiter_of(deck.amr.interpolation);
-        let plan = StepPlan::new(
-            &hierarchy,
-            bc.clone(),
-            limiter,
-            deck.batching.bin_edge,
-            deck.batching.layout == BatchLayoutKind::PerPatch,
-        )?;
+        let plan = StepPlan::for_deck(&hierarchy, bc.clone(), limiter, deck)?;
         let queues = rayon::current_num_threads();
         let base = if backend.transfers() {
             Coefficients::gpu_default()
@@ -961,8 +955,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         // The step plan (fill plans, packing, registers) depends on the new
         // layout alone: it is built while the data moves.
         let (old_h, limiter) = (&self.h, self.limiter);
-        let (bc, edge) = (self.bc.clone(), self.deck.batching.bin_edge);
-        let per_patch = self.deck.batching.layout == BatchLayoutKind::PerPatch;
+        let (bc, deck) = (self.bc.clone(), &self.deck);
         let (moved, planned) = rayon::join(
             || {
                 let t = Instant::now();
@@ -973,7 +966,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             },
             || {
                 let t = Instant::now();
-                let plan = StepPlan::new(&new_h, bc, limiter, edge, per_patch);
+                let plan = StepPlan::for_deck(&new_h, bc, limiter, deck);
                 (plan, t.elapsed().as_secs_f64())
             },
         );
@@ -1080,17 +1073,12 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let t_cluster = t0.elapsed().as_secs_f64() - t_tag;
         let plan = self.step_plan(&new_h)?;
         let t_plan = t0.elapsed().as_secs_f64() - t_tag - t_cluster;
-        let new_res = resident_plan(&new_h, &plan)?;
         let old = self.resident.as_ref().ok_or_else(poisoned)?;
-        let moves = FlatTransfer::new(
-            &self.h,
-            &old.places,
-            &new_h,
-            &new_res.places,
-            NCOMP,
-            self.limiter,
-        )
-        .map_err(|source| IntegratorError::Regrid { step, source })?;
+        let (old_h, limiter) = (&self.h, self.limiter);
+        let (new_res, moves) = resident_plan_with(&new_h, &plan, |places| {
+            FlatTransfer::new(old_h, &old.places, &new_h, places, NCOMP, limiter)
+        })?;
+        let moves = moves.map_err(|source| IntegratorError::Regrid { step, source })?;
         let t_items = t0.elapsed().as_secs_f64() - t_tag - t_cluster - t_plan;
         let ex = self
             .backend
@@ -1122,13 +1110,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
 
     /// The step plan (fill plans, packing, probes, registers) of `h`.
     fn step_plan(&self, h: &Hierarchy) -> Result<StepPlan<T>, IntegratorError> {
-        StepPlan::new(
-            h,
-            self.bc.clone(),
-            self.limiter,
-            self.deck.batching.bin_edge,
-            self.deck.batching.layout == BatchLayoutKind::PerPatch,
-        )
+        StepPlan::for_deck(h, self.bc.clone(), self.limiter, &self.deck)
     }
 
     /// Fills the ghost cells of the old state (for output or analysis); the

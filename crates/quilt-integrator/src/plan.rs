@@ -126,8 +126,9 @@ fn side_u32(v: i32) -> u32 {
 }
 
 impl<T: Real> StepPlan<T> {
-    /// Builds the plan of `h`: patches packed into bins of edge
-    /// `bin_edge`, or each alone in its own bin (`per_patch`).
+    /// Builds the plan of `h` for host-staged steps: patches packed into
+    /// bins of edge `bin_edge`, or each alone in its own bin (`per_patch`).
+    #[cfg(test)]
     pub fn new(
         h: &Hierarchy,
         bc: BoundaryConditions<T>,
@@ -135,11 +136,117 @@ impl<T: Real> StepPlan<T> {
         bin_edge: u32,
         per_patch: bool,
     ) -> Result<Self, IntegratorError> {
+        Self::build(h, bc, limiter, bin_edge, per_patch, true)
+    }
+
+    /// The plan `deck` asks for: bins as its `[batching]` says, and the
+    /// work descriptions and flux blocks of host-staged batches only when
+    /// its steps are host-staged (a device-resident run never solves such
+    /// batches).
+    pub fn for_deck(
+        h: &Hierarchy,
+        bc: BoundaryConditions<T>,
+        limiter: Limiter,
+        deck: &crate::deck::Deck,
+    ) -> Result<Self, IntegratorError> {
+        Self::build(
+            h,
+            bc,
+            limiter,
+            deck.batching.bin_edge,
+            deck.batching.layout == crate::deck::BatchLayoutKind::PerPatch,
+            deck.run.residency == crate::deck::Residency::Host,
+        )
+    }
+
+    fn build(
+        h: &Hierarchy,
+        bc: BoundaryConditions<T>,
+        limiter: Limiter,
+        bin_edge: u32,
+        per_patch: bool,
+        batches: bool,
+    ) -> Result<Self, IntegratorError> {
         let t0 = std::time::Instant::now();
-        let fill =
-            GhostFill::new(h, bc, limiter).map_err(IntegratorError::mesh("ghost-fill plans"))?;
-        let t_fill = t0.elapsed().as_secs_f64();
-        let (bins, fill_ratio) = if per_patch {
+        // The fill plans, the packing and the registers depend on the
+        // hierarchy alone: built side by side.
+        let ((fill, packed), (probes, registers)) = rayon::join(
+            || {
+                rayon::join(
+                    || GhostFill::new(h, bc, limiter),
+                    || Self::bins(h, bin_edge, per_patch),
+                )
+            },
+            || {
+                let registers = (1..h.num_levels())
+                    .into_par_iter()
+                    .map(|l| FluxRegister::new(h, l, NCOMP))
+                    .collect::<Result<Vec<_>, _>>();
+                (find_probes(h), registers)
+            },
+        );
+        let fill = fill.map_err(IntegratorError::mesh("ghost-fill plans"))?;
+        let (bins, fill_ratio) = packed?;
+        let registers = registers.map_err(IntegratorError::mesh("flux registers"))?;
+        let t_parts = t0.elapsed().as_secs_f64();
+        let mut probes_of = vec![Vec::new(); h.num_patches()];
+        for (n, p) in probes.iter().enumerate() {
+            probes_of[p.coarse].push(n);
+        }
+        let ghost = h.ghost();
+        let (work, patch_work, probe_work, fluxes) = if batches {
+            let (w, pw, qw) = Self::work(h, &fill, &bins, &probes, &probes_of)?;
+            (w, pw, qw, FluxStore::new(h, &probes))
+        } else {
+            (
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                FluxStore {
+                    fine: Vec::new(),
+                    probes: Vec::new(),
+                },
+            )
+        };
+        log::debug!(
+            "step plan: {} patches in {} bins (fill {:.3}), {} flux probes, {} registers",
+            h.num_patches(),
+            bins.len(),
+            fill_ratio,
+            probes.len(),
+            registers.len()
+        );
+        log::debug!(
+            "step plan of {} patches: fill plans, packing, probes and registers {t_parts:.3} s, batch work and flux blocks {:.3} s",
+            h.num_patches(),
+            t0.elapsed().as_secs_f64() - t_parts
+        );
+        Ok(Self {
+            layout: PlanLayout {
+                fill,
+                bin_edge,
+                ghost,
+                bins,
+                work,
+                patch_work,
+                probe_work,
+                probes,
+                probes_of,
+                fill_ratio,
+            },
+            fluxes,
+            registers,
+        })
+    }
+
+    /// The bins of `h`: packed, or one per patch (`per_patch`), with the
+    /// fraction of bin volume used.
+    fn bins(
+        h: &Hierarchy,
+        bin_edge: u32,
+        per_patch: bool,
+    ) -> Result<(Vec<BinPlan>, f64), IntegratorError> {
+        Ok(if per_patch {
             // The paper's default scheme: every patch alone at the origin
             // of its own bin.
             let bins: Vec<BinPlan> = (0..h.num_patches())
@@ -162,20 +269,19 @@ impl<T: Real> StepPlan<T> {
                 bins[place.bin].patches.push((patch.index, place.offset));
             }
             (bins, packing.packing.efficiency())
-        };
-        let t_pack = t0.elapsed().as_secs_f64() - t_fill;
-        let probes = find_probes(h);
-        let mut probes_of = vec![Vec::new(); h.num_patches()];
-        for (n, p) in probes.iter().enumerate() {
-            probes_of[p.coarse].push(n);
-        }
-        let t_probes = t0.elapsed().as_secs_f64() - t_fill - t_pack;
-        let registers = (1..h.num_levels())
-            .into_par_iter()
-            .map(|l| FluxRegister::new(h, l, NCOMP))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(IntegratorError::mesh("flux registers"))?;
-        let t_registers = t0.elapsed().as_secs_f64() - t_fill - t_pack - t_probes;
+        })
+    }
+
+    /// The work descriptions of the bins, patches and probes (what the
+    /// batch selection of host-staged steps reads).
+    #[allow(clippy::type_complexity)]
+    fn work(
+        h: &Hierarchy,
+        fill: &GhostFill<T>,
+        bins: &[BinPlan],
+        probes: &[Probe],
+        probes_of: &[Vec<usize>],
+    ) -> Result<(Vec<BinWork>, Vec<PatchWork>, Vec<PatchWork>), IntegratorError> {
         let ghost = h.ghost();
         let g = side_u32(ghost);
         let bytes = (NCOMP * size_of::<T>()) as u32;
@@ -217,6 +323,13 @@ impl<T: Real> StepPlan<T> {
                 BinWork::new(w, bytes)
             })
             .collect::<Result<Vec<_>, _>>()?;
+        Ok((work, patch_work, probe_work))
+    }
+}
+
+impl<T: Real> FluxStore<T> {
+    /// Zeroed flux blocks of every fine patch and probe.
+    fn new(h: &Hierarchy, probes: &[Probe]) -> Self {
         let fine_flux = h
             .patches()
             .iter()
@@ -232,38 +345,10 @@ impl<T: Real> StepPlan<T> {
             .iter()
             .map(|q| vec![T::zero(); flux_block_len(&q.interior)])
             .collect();
-        log::debug!(
-            "step plan: {} patches in {} bins (fill {:.3}), {} flux probes, {} registers",
-            h.num_patches(),
-            bins.len(),
-            fill_ratio,
-            probes.len(),
-            registers.len()
-        );
-        log::debug!(
-            "step plan of {} patches: ghost-fill plans {t_fill:.3} s, packing {t_pack:.3} s, probes {t_probes:.3} s, registers {t_registers:.3} s, rest {:.3} s",
-            h.num_patches(),
-            t0.elapsed().as_secs_f64() - t_fill - t_pack - t_probes - t_registers
-        );
-        Ok(Self {
-            layout: PlanLayout {
-                fill,
-                bin_edge,
-                ghost,
-                bins,
-                work,
-                patch_work,
-                probe_work,
-                probes,
-                probes_of,
-                fill_ratio,
-            },
-            fluxes: FluxStore {
-                fine: fine_flux,
-                probes: probe_flux,
-            },
-            registers,
-        })
+        Self {
+            fine: fine_flux,
+            probes: probe_flux,
+        }
     }
 }
 

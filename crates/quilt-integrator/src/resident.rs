@@ -111,6 +111,16 @@ pub(crate) fn resident_plan<T: Real>(
     h: &Hierarchy,
     plan: &StepPlan<T>,
 ) -> Result<ResidentPlan, IntegratorError> {
+    resident_plan_with(h, plan, |_| ()).map(|(p, ())| p)
+}
+
+/// [`resident_plan`], running `alongside` with the patches' places in the
+/// batch ([`ResidentPlan::places`]) while the items are built.
+pub(crate) fn resident_plan_with<T: Real, R: Send>(
+    h: &Hierarchy,
+    plan: &StepPlan<T>,
+    alongside: impl FnOnce(&[Strided]) -> R + Send,
+) -> Result<(ResidentPlan, R), IntegratorError> {
     let t0 = std::time::Instant::now();
     let lay = &plan.layout;
     let g = lay.ghost;
@@ -173,116 +183,131 @@ pub(crate) fn resident_plan<T: Real>(
         }
     };
     let patch_places: Vec<Strided> = (0..n).map(strided).collect();
-    let mesh = |what: &str| IntegratorError::mesh(format!("resident {what}"));
-    let t_layout = t0.elapsed().as_secs_f64();
-    let fill = quilt_mesh::flat::FlatFill::new(&lay.fill, &patch_places, NCOMP)
-        .map_err(mesh("ghost fill"))?;
-    let t_fill = t0.elapsed().as_secs_f64();
-    let after = lay
-        .probes
-        .iter()
-        .enumerate()
-        .map(|(k, q)| {
-            let bx = q.interior.grow(g);
-            CopyItem {
-                src: patch_places[q.coarse].at(rel(&bx.lo, &h.patches()[q.coarse].ghost_box().lo)),
-                dst: strided(n + k),
-                n: size_of_box(&bx),
-                route: CopyItem::IN_STORE,
-            }
-        })
-        .collect();
-    let mut levels = Vec::new();
-    for l in (1..h.num_levels()).rev() {
-        let reg = &plan.registers[l - 1];
-        let mut flat = reg.flat();
-        let shifts = h
-            .level_geometry(l - 1)
-            .map_or_else(|| vec![iv(0, 0, 0)], |lg| lg.periodic_shifts());
-        // The probes' faces, as the host's refluxing hands them over.
-        for (k, q) in lay.probes.iter().enumerate() {
-            if h.patches()[q.fine].level() != l {
-                continue;
-            }
-            let mut at = layout.patches()[n + k].flux_offset;
-            let sz = q.interior.size();
-            let area = [sz.y * sz.z, sz.x * sz.z, sz.x * sz.y].map(|a| a as u64);
-            for (axis, &a) in area.iter().enumerate() {
-                for side in Side::BOTH {
-                    let faces = q.interior.boundary_faces(axis, side);
-                    let fs = faces.size();
-                    let src = Strided {
-                        base: at,
-                        sy: fs.x as u64,
-                        sz: fs.x as u64 * fs.y as u64,
-                        sc: a,
-                    };
-                    at += a * NCOMP as u64;
-                    let outside = q.interior.adjacent(axis, side, 1);
-                    for s in &shifts {
-                        for c in h.patches_intersecting(l - 1, &outside.shift(s)) {
-                            flat.add_coarse(q.fine, c, axis, faces.shift(s), src)
-                                .map_err(mesh("probe fluxes"))?;
+    let (items, extra) = rayon::join(
+        || -> Result<StepItems, IntegratorError> {
+            let mesh = |what: &str| IntegratorError::mesh(format!("resident {what}"));
+            let t_layout = t0.elapsed().as_secs_f64();
+            let fill = quilt_mesh::flat::FlatFill::new(&lay.fill, &patch_places, NCOMP)
+                .map_err(mesh("ghost fill"))?;
+            let t_fill = t0.elapsed().as_secs_f64();
+            let after = lay
+                .probes
+                .iter()
+                .enumerate()
+                .map(|(k, q)| {
+                    let bx = q.interior.grow(g);
+                    CopyItem {
+                        src: patch_places[q.coarse]
+                            .at(rel(&bx.lo, &h.patches()[q.coarse].ghost_box().lo)),
+                        dst: strided(n + k),
+                        n: size_of_box(&bx),
+                        route: CopyItem::IN_STORE,
+                    }
+                })
+                .collect();
+            // Levels are independent here: built side by side, finest first.
+            let fine_levels: Vec<usize> = (1..h.num_levels()).rev().collect();
+            let level_items = |l: usize| -> Result<LevelItems, IntegratorError> {
+                let reg = &plan.registers[l - 1];
+                let mut flat = reg.flat();
+                let shifts = h
+                    .level_geometry(l - 1)
+                    .map_or_else(|| vec![iv(0, 0, 0)], |lg| lg.periodic_shifts());
+                // The probes' faces, as the host's refluxing hands them over.
+                for (k, q) in lay.probes.iter().enumerate() {
+                    if h.patches()[q.fine].level() != l {
+                        continue;
+                    }
+                    let mut at = layout.patches()[n + k].flux_offset;
+                    let sz = q.interior.size();
+                    let area = [sz.y * sz.z, sz.x * sz.z, sz.x * sz.y].map(|a| a as u64);
+                    for (axis, &a) in area.iter().enumerate() {
+                        for side in Side::BOTH {
+                            let faces = q.interior.boundary_faces(axis, side);
+                            let fs = faces.size();
+                            let src = Strided {
+                                base: at,
+                                sy: fs.x as u64,
+                                sz: fs.x as u64 * fs.y as u64,
+                                sc: a,
+                            };
+                            at += a * NCOMP as u64;
+                            let outside = q.interior.adjacent(axis, side, 1);
+                            for s in &shifts {
+                                for c in h.patches_intersecting(l - 1, &outside.shift(s)) {
+                                    flat.add_coarse(q.fine, c, axis, faces.shift(s), src)
+                                        .map_err(mesh("probe fluxes"))?;
+                                }
+                            }
                         }
                     }
                 }
-            }
-        }
-        let reflux = flat
-            .finish(h, &patch_places, &|f| {
-                layout.patches().get(f).map(|d| d.flux_offset)
-            })
-            .map_err(mesh("refluxing"))?;
-        let restrict = restrict_items(h, l, &patch_places).map_err(mesh("restriction"))?;
-        levels.push(LevelItems {
-            level: l,
-            reflux,
-            restrict,
-        });
-    }
-    log::debug!(
-        "resident items: probes placed {t_pack:.3} s, layout {:.3} s, fill {:.3} s, probe copies, refluxing and restriction {:.3} s",
-        t_layout - t_pack,
-        t_fill - t_layout,
-        t0.elapsed().as_secs_f64() - t_fill
-    );
-    let mut interior_len = 0u64;
-    let interiors = h
-        .patches()
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let b = p.interior();
-            let s = b.size();
-            let (nx, ny, nz) = (s.x as u64, s.y as u64, s.z as u64);
-            let dst = Strided {
-                base: interior_len,
-                sy: nx,
-                sz: nx * ny,
-                sc: nx * ny * nz,
+                let reflux = flat
+                    .finish(h, &patch_places, &|f| {
+                        layout.patches().get(f).map(|d| d.flux_offset)
+                    })
+                    .map_err(mesh("refluxing"))?;
+                let restrict = restrict_items(h, l, &patch_places).map_err(mesh("restriction"))?;
+                Ok(LevelItems {
+                    level: l,
+                    reflux,
+                    restrict,
+                })
             };
-            interior_len += nx * ny * nz * NCOMP as u64;
-            CopyItem {
-                src: patch_places[i].at(rel(&b.lo, &p.ghost_box().lo)),
-                dst,
-                n: size_of_box(&b),
-                route: CopyItem::TO_SCRATCH,
-            }
-        })
-        .collect();
-    Ok(ResidentPlan {
-        layout,
-        items: Arc::new(StepItems {
-            ncomp: NCOMP as u32,
-            fill,
-            after,
-            levels,
-            interiors,
-            interior_len,
-        }),
-        patches: n,
-        places: patch_places,
-    })
+            let levels = fine_levels
+                .into_par_iter()
+                .map(level_items)
+                .collect::<Result<Vec<_>, _>>()?;
+            log::debug!(
+                "resident items: probes placed {t_pack:.3} s, layout {:.3} s, fill {:.3} s, probe copies, refluxing and restriction {:.3} s",
+                t_layout - t_pack,
+                t_fill - t_layout,
+                t0.elapsed().as_secs_f64() - t_fill
+            );
+            let mut interior_len = 0u64;
+            let interiors = h
+                .patches()
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let b = p.interior();
+                    let s = b.size();
+                    let (nx, ny, nz) = (s.x as u64, s.y as u64, s.z as u64);
+                    let dst = Strided {
+                        base: interior_len,
+                        sy: nx,
+                        sz: nx * ny,
+                        sc: nx * ny * nz,
+                    };
+                    interior_len += nx * ny * nz * NCOMP as u64;
+                    CopyItem {
+                        src: patch_places[i].at(rel(&b.lo, &p.ghost_box().lo)),
+                        dst,
+                        n: size_of_box(&b),
+                        route: CopyItem::TO_SCRATCH,
+                    }
+                })
+                .collect();
+            Ok(StepItems {
+                ncomp: NCOMP as u32,
+                fill,
+                after,
+                levels,
+                interiors,
+                interior_len,
+            })
+        },
+        || alongside(&patch_places),
+    );
+    Ok((
+        ResidentPlan {
+            layout,
+            items: Arc::new(items?),
+            patches: n,
+            places: patch_places,
+        },
+        extra,
+    ))
 }
 
 /// Every patch's old interior in the compact order of

@@ -153,8 +153,10 @@ impl Recursion<'_> {
         (n, cut.map(|c| (c, reason)))
     }
 
-    /// Processes the part of `region` whose signatures are `sigs`.
-    fn run(&mut self, region: IndexBox, sigs: Signatures) {
+    /// Processes the part of `region` whose signatures are `sigs`; `near`
+    /// lists the fields that intersect `region` (a level's tags come in
+    /// thousands of fields, and a box meets few of them).
+    fn run(&mut self, region: IndexBox, sigs: Signatures, near: Vec<u32>) {
         let Some(b) = sigs.tight() else {
             self.scratch.free.push(sigs);
             return;
@@ -167,14 +169,16 @@ impl Recursion<'_> {
         };
         let (b1, b2) = b.chop(axis, at);
         let (r1, r2) = region.chop(axis, at);
+        let fields = self.fields;
+        let (near1, near2) = (meeting(fields, &near, &r1), meeting(fields, &near, &r2));
         // Scan the smaller side, derive the larger from the parent.
         let mut s1 = self.scratch.take();
         let mut s2 = self.scratch.take();
         if b1.num_cells() <= b2.num_cells() {
-            s1.compute(self.fields, &b1);
+            s1.compute_over(near1.iter().map(|&i| &fields[i as usize]), &b1);
             s2.derive(&sigs, &b, &s1, &b2, axis);
         } else {
-            s2.compute(self.fields, &b2);
+            s2.compute_over(near2.iter().map(|&i| &fields[i as usize]), &b2);
             s1.derive(&sigs, &b, &s2, &b1, axis);
         }
         self.scratch.free.push(sigs);
@@ -184,7 +188,7 @@ impl Recursion<'_> {
             // scratch and output, appended in the serial order, so the
             // boxes are the same whatever the threads.
             let (fields, nesting, p) = (self.fields, self.nesting, self.p);
-            let side = |region: IndexBox, sigs: Signatures| {
+            let side = |region: IndexBox, sigs: Signatures, near: Vec<u32>| {
                 let mut scratch = BrScratch::default();
                 let mut out = Vec::new();
                 Recursion {
@@ -194,15 +198,15 @@ impl Recursion<'_> {
                     scratch: &mut scratch,
                     out: &mut out,
                 }
-                .run(region, sigs);
+                .run(region, sigs, near);
                 out
             };
-            let (o1, o2) = rayon::join(|| side(r1, s1), || side(r2, s2));
+            let (o1, o2) = rayon::join(|| side(r1, s1, near1), || side(r2, s2, near2));
             self.out.extend(o1);
             self.out.extend(o2);
         } else {
-            self.run(r1, s1);
-            self.run(r2, s2);
+            self.run(r1, s1, near1);
+            self.run(r2, s2, near2);
         }
         if reason == Reason::Efficiency && self.p.undo_unprofitable {
             let parts: u64 = self.out[start..]
@@ -229,6 +233,7 @@ pub(crate) fn berger_rigoutsos(
     let root = nesting.bounding_box();
     let mut sigs = scratch.take();
     sigs.compute(fields, &root);
+    let near = meeting(fields, &(0..fields.len() as u32).collect::<Vec<_>>(), &root);
     Recursion {
         fields,
         nesting,
@@ -236,7 +241,15 @@ pub(crate) fn berger_rigoutsos(
         scratch,
         out,
     }
-    .run(root, sigs);
+    .run(root, sigs, near);
+}
+
+/// The fields among `ids` whose regions intersect `b`.
+fn meeting(fields: &[(&TagBox, &TagBox)], ids: &[u32], b: &IndexBox) -> Vec<u32> {
+    ids.iter()
+        .copied()
+        .filter(|&i| fields[i as usize].0.region().intersects(b))
+        .collect()
 }
 
 #[cfg(test)]

@@ -31,6 +31,16 @@ impl Signatures {
     /// Computes the signatures of `b` from the tag fields (disjoint
     /// regions), each given with its [`TagBox::transposed_xy`] copy.
     pub(crate) fn compute(&mut self, fields: &[(&TagBox, &TagBox)], b: &IndexBox) {
+        self.compute_over(fields.iter(), b);
+    }
+
+    /// [`Signatures::compute`] over the fields `fields` yields (those that
+    /// may intersect `b`; the others add nothing).
+    pub(crate) fn compute_over<'a, 'f: 'a>(
+        &mut self,
+        fields: impl Iterator<Item = &'a (&'f TagBox, &'f TagBox)>,
+        b: &IndexBox,
+    ) {
         self.b = *b;
         let s = b.size();
         for d in 0..3 {

@@ -1,6 +1,8 @@
 //! Ghost-fill plans: everything a fill needs that depends on the layout
 //! alone, computed once per hierarchy (no field data is cached).
 
+use rayon::prelude::*;
+
 use super::boundary::PhysicalSlab;
 use crate::error::MeshError;
 use crate::geometry::LevelGeometry;
@@ -95,9 +97,10 @@ impl FillPlan {
         let levels: Vec<LevelGeometry> = (0..h.num_levels())
             .filter_map(|l| h.level_geometry(l).copied())
             .collect();
+        // Patches are planned independently (thousands after a regrid).
         let patches = h
             .patches()
-            .iter()
+            .par_iter()
             .map(|p| {
                 let lg = &levels[p.level()];
                 let ghost_box = p.ghost_box();

@@ -18,8 +18,10 @@
 //! images — the form of proper nesting `Hierarchy::new` checks, and a
 //! feature about to cross the face is refined on both sides.
 
+use rayon::prelude::*;
+
 use crate::cluster::{ClusterOptions, Clusterer, Nesting, extended_domain, image_shifts};
-use crate::hierarchy::Hierarchy;
+use crate::hierarchy::{BoxBins, Hierarchy};
 use crate::index::{BoxList, IndexBox, IntVect};
 use crate::tag::TagBox;
 
@@ -27,13 +29,19 @@ use super::{RegridError, RegridOptions};
 
 /// Disjoint boxes covering the union of `boxes`.
 fn disjoint_union(boxes: &[IndexBox]) -> Vec<IndexBox> {
-    let mut out: Vec<IndexBox> = Vec::new();
+    // An index over the pieces so far: a level has thousands of boxes.
+    let bin = boxes.iter().map(|b| b.size().max()).max().unwrap_or(1);
+    let mut out = BoxBins::new(bin);
+    let mut near = Vec::new();
     for b in boxes {
         let mut rest = BoxList::from_box(*b);
-        rest.subtract_all(out.iter().filter(|o| o.intersects(b)));
-        out.extend(rest.into_boxes());
+        out.query_into(b, &mut near);
+        rest.subtract_all(near.iter().map(|&n| &out.boxes()[n]));
+        for piece in rest.into_boxes() {
+            out.push(piece);
+        }
     }
-    out
+    out.boxes().to_vec()
 }
 
 /// The parts of `b` (a box of the periodically extended domain) mapped onto
@@ -85,6 +93,7 @@ pub fn new_level_boxes(
     levels[0] = h.level_patches(0).iter().map(|p| p.interior()).collect();
     let ratios = g.ratios();
     for k in (0..tag_levels).rev() {
+        let t0 = std::time::Instant::now();
         let domain = g.level(k)?.domain;
         let ratio = ratios[k + 1];
         let copts = cluster_options(h, ratio, o);
@@ -127,54 +136,69 @@ pub fn new_level_boxes(
             .map(TagBox::new)
             .collect::<Result<_, _>>()?;
 
+        let t_regions = t0.elapsed().as_secs_f64();
+        // Each patch's tags over its interior grown by the tag buffer,
+        // then buffered (the dilation is the work: patches in parallel).
         let start = h.level_range(k).start;
-        let mut image = Vec::new();
-        for (n, p) in patches.iter().enumerate() {
-            let user = &tags[start + n];
-            if !user.any() {
-                continue;
-            }
-            let grown = p.interior().grow(o.tag_buffer).intersect(&extended);
-            let mut t = TagBox::new(grown)?;
-            t.union_with(user);
-            t.buffer(o.tag_buffer, &extended)?;
-            // Fields lie inside the domain, so this takes the tags of the
-            // domain cells; those across periodic faces are folded below.
-            for f in fields
-                .iter_mut()
-                .filter(|f| f.region().intersects(&t.region()))
-            {
-                f.union_with(&t);
-            }
-            for (part, shift) in fold(&domain, periodic, &grown) {
-                if shift == IntVect::zeros() {
-                    continue;
+        let grown: Vec<Option<TagBox>> = patches
+            .par_iter()
+            .enumerate()
+            .map(|(n, p)| -> Result<Option<TagBox>, RegridError> {
+                let user = &tags[start + n];
+                if !user.any() {
+                    return Ok(None);
                 }
-                // Tags at `c + shift` of `t` belong to the domain cell `c`.
-                image.clear();
-                t.for_each_in(&part.shift(&shift), |c| image.push(c - shift));
-                for f in fields.iter_mut().filter(|f| f.region().intersects(&part)) {
-                    let r = f.region();
-                    for c in image.iter().filter(|c| r.contains(c)) {
-                        f.set(c)?;
-                    }
+                let region = p.interior().grow(o.tag_buffer).intersect(&extended);
+                let mut t = TagBox::new(region)?;
+                t.union_with(user);
+                t.buffer(o.tag_buffer, &extended)?;
+                Ok(Some(t))
+            })
+            .collect::<Result<_, _>>()?;
+        let grown: Vec<TagBox> = grown.into_iter().flatten().collect();
+        let index = BoxBins::from_boxes(&grown.iter().map(TagBox::region).collect::<Vec<_>>());
+        // Tags across periodic faces: `(field, part, shift)`, the tags at
+        // `c + shift` of the field belonging to the domain cell `c`.
+        let images: Vec<(usize, IndexBox, IntVect)> = grown
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| {
+                fold(&domain, periodic, &t.region())
+                    .into_iter()
+                    .filter(|(_, shift)| *shift != IntVect::zeros())
+                    .map(move |(part, shift)| (i, part, shift))
+            })
+            .collect();
+        // Fields lie inside the domain and are disjoint: each gathers the
+        // tags that fall in it (a union, in any order), in parallel.
+        fields.par_iter_mut().for_each_init(Vec::new, |near, f| {
+            let r = f.region();
+            index.query_into(&r, near);
+            for &i in near.iter() {
+                f.union_with(&grown[i]);
+            }
+            for (i, part, shift) in &images {
+                let q = part.intersect(&r);
+                if !q.is_empty() {
+                    grown[*i].for_each_in(&q.shift(shift), |c| f.set_unchecked(&(c - shift)));
                 }
             }
-        }
-        for c in &cover {
-            for f in fields.iter_mut().filter(|f| f.region().intersects(c)) {
+            for c in cover.iter().filter(|c| c.intersects(&r)) {
                 f.set_box(c);
             }
-        }
+        });
 
+        let t_fields = t0.elapsed().as_secs_f64() - t_regions;
         let out = clusterer.cluster(&fields, &Nesting::whole_domain(domain)?)?;
         log::debug!(
-            "regrid: level {k} tags {} (+{} cover boxes) -> {} level-{} boxes, efficiency {:.3}",
+            "regrid: level {k} tags {} (+{} cover boxes) -> {} level-{} boxes, efficiency {:.3}; {} tag fields {t_regions:.3} s, tags into them {t_fields:.3} s, clustering {:.3} s",
             out.tagged,
             cover.len(),
             out.fine_boxes.len(),
             k + 1,
-            out.efficiency()
+            out.efficiency(),
+            fields.len(),
+            t0.elapsed().as_secs_f64() - t_regions - t_fields
         );
         levels[k + 1] = out.fine_boxes;
     }
