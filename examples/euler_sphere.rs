@@ -474,7 +474,7 @@ fn summary<T: Real, B: SolveBackend<T>>(
     row("wall", wall);
     if it.deck().run.residency == Residency::Device {
         println!(
-            "device residency: \"solve\" is whole steps in the backend (fill, sweeps, refluxing, restriction); \"regrid\" includes copying the state back and loading the new hierarchy"
+            "device residency: \"solve\" is whole steps in the backend (fill, sweeps, refluxing, restriction); \"regrid\" is the fill and tagging in the backend, clustering and the new plans on the host, and the move into the new batch in the backend"
         );
     } else {
         println!(

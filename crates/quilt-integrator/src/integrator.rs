@@ -44,7 +44,7 @@ use crate::init::InitialCondition;
 use crate::pipeline::{LoopInputs, run_batches, solve_error};
 use crate::plan::{Probe, StepPlan};
 use crate::resident::{
-    ResidentPlan, pack_interiors, resident_plan, resident_plan_with, unpack_interiors,
+    ResidentPlan, pack_interiors, resident_plan, resident_plan_with, size_compact, unpack_interiors,
 };
 use crate::ring::BatchRing;
 use crate::schedule::Scheduler;
@@ -726,7 +726,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         })?;
         let name = self.backend.name().to_string();
         let mut compact = std::mem::take(&mut self.resident_io);
-        compact.resize(plan.items.interior_len as usize, T::zero());
+        size_compact(&mut compact, plan.items.interior_len as usize);
         let ex = self
             .backend
             .resident()
@@ -1028,9 +1028,17 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             max_levels: a.max_levels,
             limiter: self.limiter,
         };
+        let t0 = Instant::now();
         let levels = new_level_boxes(&self.h, tags, &opts)
             .map_err(|source| IntegratorError::Regrid { step, source })?;
-        build_hierarchy(&self.h, &levels).map_err(|source| IntegratorError::Regrid { step, source })
+        let t_boxes = t0.elapsed().as_secs_f64();
+        let h = build_hierarchy(&self.h, &levels)
+            .map_err(|source| IntegratorError::Regrid { step, source })?;
+        log::debug!(
+            "clustering after step {step}: level boxes {t_boxes:.3} s, hierarchy {:.3} s",
+            t0.elapsed().as_secs_f64() - t_boxes
+        );
+        Ok(h)
     }
 
     /// [`Integrator::regrid_now`] with the state in the backend: the
