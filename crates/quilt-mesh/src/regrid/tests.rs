@@ -542,9 +542,8 @@ proptest! {
 }
 
 /// Every patch's old state (ghost cells included) one after another in one
-/// store, with the placements of their boxes; the store is grown by
-/// `spare` NaN values so that stray reads show.
-fn flat_store(d: &HierarchyData<f64>, spare: usize) -> (Vec<f64>, Vec<crate::flat::Strided>) {
+/// store, with the placements of their boxes.
+fn flat_store(d: &HierarchyData<f64>) -> (Vec<f64>, Vec<crate::flat::Strided>) {
     let mut store = Vec::new();
     let mut places = Vec::new();
     for s in d.states() {
@@ -557,7 +556,6 @@ fn flat_store(d: &HierarchyData<f64>, spare: usize) -> (Vec<f64>, Vec<crate::fla
         });
         store.extend_from_slice(s.old.as_slice());
     }
-    store.extend(std::iter::repeat_n(f64::NAN, spare));
     (store, places)
 }
 
@@ -570,9 +568,9 @@ fn check_flat_transfer(
     limiter: crate::interp::Limiter,
 ) {
     let (want, _) = transfer(old_h, old.clone(), new_h, limiter).unwrap();
-    let (old_store, old_places) = flat_store(old, 0);
+    let (old_store, old_places) = flat_store(old);
     // The new store: the new hierarchy's boxes, all NaN.
-    let (mut new_store, new_places) = flat_store(&want, 0);
+    let (mut new_store, new_places) = flat_store(&want);
     new_store.fill(f64::NAN);
     let items =
         crate::flat::FlatTransfer::new(old_h, &old_places, new_h, &new_places, NCOMP, limiter)
@@ -625,7 +623,7 @@ fn flat_transfer_moves_data_as_transfer_does_bitwise() {
     // Back to fewer levels: fine data copied where it survives.
     check_flat_transfer(&r2.hierarchy, &r2.data, h1, Limiter::MinMod);
     // A level 0 that differs is refused, as by the host transfer.
-    let (_, places) = flat_store(&r1.data, 0);
+    let (_, places) = flat_store(&r1.data);
     let one = Hierarchy::new(
         h1.geometry().clone(),
         2,
@@ -637,7 +635,7 @@ fn flat_transfer_moves_data_as_transfer_does_bitwise() {
         }]],
     )
     .unwrap();
-    let (_, one_places) = flat_store(&HierarchyData::new(&one, NCOMP).unwrap(), 0);
+    let (_, one_places) = flat_store(&HierarchyData::new(&one, NCOMP).unwrap());
     assert!(matches!(
         crate::flat::FlatTransfer::new(h1, &places, &one, &one_places, NCOMP, Limiter::MinMod),
         Err(RegridError::Level0Changed)
@@ -683,21 +681,7 @@ fn flat_tags_match_the_detectors_bitwise() {
             detector: TagDetector::Shock(ShockDetector::new(0.5, 0.85).unwrap()),
         },
     ];
-    let (store, places) = {
-        let mut store = Vec::new();
-        let mut places = Vec::new();
-        for s in d.states() {
-            let [_, sy, sz] = s.old.strides();
-            places.push(crate::flat::Strided {
-                base: store.len() as u64,
-                sy: sy as u64,
-                sz: sz as u64,
-                sc: s.old.comp_len() as u64,
-            });
-            store.extend_from_slice(s.old.as_slice());
-        }
-        (store, places)
-    };
+    let (store, places) = flat_store(&d);
     for max_levels in [2, 3] {
         let flat = FlatTag::new(h, &places, 5, &criteria, max_levels).unwrap();
         let tagged = h
