@@ -49,6 +49,16 @@ impl<T: Real> CpuResident<T> {
     }
 }
 
+impl<T: crate::Real> CpuResident<T> {
+    /// The ghost fill and the probe copies of the resident state.
+    fn fill(&mut self) -> Result<(), SolveError> {
+        let (_, data, _) = self.batch.buffers_mut();
+        self.items
+            .run_fill(data, &mut self.scratch)
+            .map_err(|e| mesh_failure("cpu", "resident ghost fill", e))
+    }
+}
+
 impl<T: Real> CpuBackend<T> {
     /// A backend advancing batches with `solver`.
     pub fn new(solver: Solver) -> Self {
@@ -123,12 +133,7 @@ impl<T: crate::Real> ResidentSolve<T> for CpuBackend<T> {
         // The workspace is borrowed beside the state: not through
         // `resident_state`.
         let r = self.resident.as_mut().ok_or_else(not_loaded)?;
-        {
-            let (_, data, _) = r.batch.buffers_mut();
-            r.items
-                .run_fill(data, &mut r.scratch)
-                .map_err(|e| mesh_failure("cpu", "resident ghost fill", e))?;
-        }
+        r.fill()?;
         let report = self
             .solver
             .advance(&mut r.batch, dt, order, &mut self.workspace)?;
@@ -148,10 +153,7 @@ impl<T: crate::Real> ResidentSolve<T> for CpuBackend<T> {
 
     fn tag(&mut self, tag: &FlatTag, out: &mut [u32]) -> Result<(), SolveError> {
         let r = self.resident_state()?;
-        let (_, data, _) = r.batch.buffers_mut();
-        r.items
-            .run_fill(data, &mut r.scratch)
-            .map_err(|e| mesh_failure("cpu", "resident ghost fill", e))?;
+        r.fill()?;
         tag.run(r.batch.data(), out)
             .map_err(|e| mesh_failure("cpu", "resident tagging", e))
     }

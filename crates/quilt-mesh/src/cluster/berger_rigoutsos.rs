@@ -170,7 +170,10 @@ impl Recursion<'_> {
         let (b1, b2) = b.chop(axis, at);
         let (r1, r2) = region.chop(axis, at);
         let fields = self.fields;
-        let (near1, near2) = (meeting(fields, &near, &r1), meeting(fields, &near, &r2));
+        let (near1, near2) = (
+            meeting(fields, near.iter().copied(), &r1),
+            meeting(fields, near.iter().copied(), &r2),
+        );
         // Scan the smaller side, derive the larger from the parent.
         let mut s1 = self.scratch.take();
         let mut s2 = self.scratch.take();
@@ -233,7 +236,7 @@ pub(crate) fn berger_rigoutsos(
     let root = nesting.bounding_box();
     let mut sigs = scratch.take();
     sigs.compute(fields, &root);
-    let near = meeting(fields, &(0..fields.len() as u32).collect::<Vec<_>>(), &root);
+    let near = meeting(fields, 0..fields.len() as u32, &root);
     Recursion {
         fields,
         nesting,
@@ -245,9 +248,12 @@ pub(crate) fn berger_rigoutsos(
 }
 
 /// The fields among `ids` whose regions intersect `b`.
-fn meeting(fields: &[(&TagBox, &TagBox)], ids: &[u32], b: &IndexBox) -> Vec<u32> {
-    ids.iter()
-        .copied()
+fn meeting(
+    fields: &[(&TagBox, &TagBox)],
+    ids: impl IntoIterator<Item = u32>,
+    b: &IndexBox,
+) -> Vec<u32> {
+    ids.into_iter()
         .filter(|&i| fields[i as usize].0.region().intersects(b))
         .collect()
 }

@@ -186,16 +186,18 @@ pub fn run_copies<T: Copy>(
                 ),
             ));
         }
-        for c in 0..u64::from(ncomp) {
-            for z in 0..u64::from(it.n[2]) {
-                for y in 0..u64::from(it.n[1]) {
-                    for x in 0..u64::from(it.n[0]) {
-                        let s = it.src.index([x, y, z], c) as usize;
-                        let d = it.dst.index([x, y, z], c) as usize;
-                        match it.route {
-                            CopyItem::TO_SCRATCH => scratch[d] = store[s],
-                            CopyItem::FROM_SCRATCH => store[d] = scratch[s],
-                            _ => store[d] = store[s],
+        match it.route {
+            CopyItem::TO_SCRATCH => copy_between(it, ncomp, store, scratch),
+            CopyItem::FROM_SCRATCH => copy_between(it, ncomp, scratch, store),
+            _ => {
+                for c in 0..u64::from(ncomp) {
+                    for z in 0..u64::from(it.n[2]) {
+                        for y in 0..u64::from(it.n[1]) {
+                            for x in 0..u64::from(it.n[0]) {
+                                let s = it.src.index([x, y, z], c) as usize;
+                                let d = it.dst.index([x, y, z], c) as usize;
+                                store[d] = store[s];
+                            }
                         }
                     }
                 }
@@ -203,6 +205,22 @@ pub fn run_copies<T: Copy>(
         }
     }
     Ok(())
+}
+
+/// Copies the cells of `it` (every component) from `src` into `dst`, the
+/// two arrays its route names, row by row; the caller has checked that
+/// both hold the item's indices.
+pub(crate) fn copy_between<T: Copy>(it: &CopyItem, ncomp: u32, src: &[T], dst: &mut [T]) {
+    let nx = it.n[0] as usize;
+    for c in 0..u64::from(ncomp) {
+        for z in 0..u64::from(it.n[2]) {
+            for y in 0..u64::from(it.n[1]) {
+                let s = it.src.index([0, y, z], c) as usize;
+                let d = it.dst.index([0, y, z], c) as usize;
+                dst[d..d + nx].copy_from_slice(&src[s..s + nx]);
+            }
+        }
+    }
 }
 
 /// Refluxing and restriction of one fine level.

@@ -164,18 +164,8 @@ impl FlatTransfer {
                 ),
             ));
         }
-        let nc = u64::from(self.ncomp);
         for it in &self.copies {
-            for c in 0..nc {
-                for z in 0..u64::from(it.n[2]) {
-                    for y in 0..u64::from(it.n[1]) {
-                        let s = it.src.index([0, y, z], c) as usize;
-                        let d = it.dst.index([0, y, z], c) as usize;
-                        let nx = it.n[0] as usize;
-                        new[d..d + nx].copy_from_slice(&old[s..s + nx]);
-                    }
-                }
-            }
+            super::copy_between(it, self.ncomp, old, new);
         }
         for l in &self.levels {
             super::run_copies(&l.gathers, self.ncomp, new, scratch)?;

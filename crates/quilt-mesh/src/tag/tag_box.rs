@@ -102,15 +102,6 @@ impl TagBox {
         }
     }
 
-    /// 32-bit words of a field over `region` (see [`TagBox::from_words`]).
-    pub fn words_for(region: &IndexBox) -> usize {
-        if region.is_empty() {
-            return 0;
-        }
-        let s = region.size();
-        2 * (s.x as usize).div_ceil(64) * s.y as usize * s.z as usize
-    }
-
     /// The cells the field covers.
     #[inline]
     pub fn region(&self) -> IndexBox {
