@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! cargo run --release --example euler_sphere -- [--config DECK.toml] [--levels N]
-//!     [--max-steps N] [--end-time T] [--out DIR] [--backend auto|cpu|cuda] [--residency host|device]
+//!     [--max-steps N] [--end-time T] [--out DIR] [--backend auto|cpu|cuda] [--residency auto|host|device]
 //!     [--output-interval N] [--checkpoint-interval N] [--restart FILE] [--no-output]
 //! ```
 //!
@@ -359,6 +359,8 @@ fn write_summary_json<T: Real, B: SolveBackend<T>>(
         "batch_memory": batch_memory,
     });
     v["device_solves"] = device_solves.into();
+    v["residency"] = format!("{:?}", it.residency()).to_lowercase().into();
+    v["resident_mb"] = it.resident_bytes().map(|b| b as f64 / 1e6).into();
     let text = serde_json::to_string_pretty(&v)?;
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
@@ -457,6 +459,13 @@ fn summary<T: Real, B: SolveBackend<T>>(
         mb(h.total_cells()),
         peak_memory().map_or("unknown".to_string(), |m| format!("{m:.0} MB"))
     );
+    if let Some(b) = it.resident_bytes() {
+        println!(
+            "resident state in the backend: {:.0} MB, {:.2}× both time levels with ghosts",
+            b as f64 / 1e6,
+            b as f64 / 1e6 / (2.0 * mb(with_ghosts))
+        );
+    }
     println!();
     println!("{:<34} {:>10} {:>8}", "phase", "seconds", "share");
     let row =
@@ -472,7 +481,7 @@ fn summary<T: Real, B: SolveBackend<T>>(
     row("prepare + close hidden by pipeline", p.hidden());
     row("CFL scan and other", p.other);
     row("wall", wall);
-    if it.deck().run.residency == Residency::Device {
+    if it.residency() == Residency::Device {
         println!(
             "device residency: \"solve\" is whole steps in the backend (fill, sweeps, refluxing, restriction); \"regrid\" is the fill and tagging in the backend, clustering and the new plans on the host, and the move into the new batch in the backend"
         );

@@ -51,7 +51,7 @@ pub struct DeckArgs {
     /// Overrides `run.backend`: auto, cpu or cuda.
     #[arg(long, value_name = "NAME", value_parser = parse_backend)]
     pub backend: Option<BackendChoice>,
-    /// Overrides `run.residency`: host or device.
+    /// Overrides `run.residency`: auto, host or device.
     #[arg(long, value_name = "WHERE", value_parser = parse_residency)]
     pub residency: Option<Residency>,
     /// Overrides `amr.max_levels` (1 ..= 8).
@@ -78,9 +78,12 @@ fn parse_backend(s: &str) -> Result<BackendChoice, String> {
 
 fn parse_residency(s: &str) -> Result<Residency, String> {
     match s.to_ascii_lowercase().as_str() {
+        "auto" => Ok(Residency::Auto),
         "host" => Ok(Residency::Host),
         "device" => Ok(Residency::Device),
-        _ => Err(format!("unknown residency `{s}` (expected host or device)")),
+        _ => Err(format!(
+            "unknown residency `{s}` (expected auto, host or device)"
+        )),
     }
 }
 

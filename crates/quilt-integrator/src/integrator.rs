@@ -43,6 +43,7 @@ use crate::error::IntegratorError;
 use crate::init::InitialCondition;
 use crate::pipeline::{LoopInputs, run_batches, solve_error};
 use crate::plan::{Probe, StepPlan};
+use crate::residency::{self, RegridMove};
 use crate::resident::{
     ResidentPlan, pack_interiors, resident_plan, resident_plan_with, size_compact, unpack_interiors,
 };
@@ -133,9 +134,15 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     pipelined: bool,
     totals: RunTotals,
     version: u64,
+    /// Whether the steps run in device residency now (`run.residency`,
+    /// or under `"auto"` what the device's memory allows).
+    on_device: bool,
     /// The resident plan while the state lives in the backend (device
     /// residency).
     resident: Option<ResidentPlan>,
+    /// A resident plan of the current hierarchy built to weigh it against
+    /// the device's memory, for the next load.
+    staged: Option<ResidentPlan>,
     /// Whether the host copy of the state is the current one (always so in
     /// host residency).
     host_current: bool,
@@ -144,6 +151,8 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     resident_io: Vec<T>,
     /// The tag bits of regrids in the backend.
     tag_bits: Vec<u32>,
+    /// Whether `run.residency = "auto"` has said where the state lives.
+    announced: bool,
 }
 
 fn limiter_of(i: Interpolation) -> Limiter {
@@ -197,7 +206,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let h = Hierarchy::new(geometry, ghost, deck.size_limits(), vec![specs])
             .map_err(IntegratorError::mesh("base level"))?;
         let data = initial_data(&h, &ic, &mut BufferPool::new())?;
-        let mut me = Self::from_state(deck, h, data, 0.0, 0, backend)?;
+        let mut me = Self::assemble(deck, h, data, 0.0, 0, backend)?;
         // Level by level: tag the current hierarchy, cluster, and set the
         // initial condition on the new one. Its data comes from the
         // initial condition alone, so the regrid's data transfer is
@@ -241,6 +250,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 break;
             }
         }
+        me.settle_residency()?;
         me.totals = RunTotals::default();
         Ok(me)
     }
@@ -249,6 +259,21 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// from a checkpoint) at `time` after `step` steps. Only the old state
     /// of `data` is used.
     pub fn from_state(
+        deck: &Deck,
+        hierarchy: Hierarchy,
+        data: HierarchyData<T>,
+        time: f64,
+        step: u64,
+        backend: B,
+    ) -> Result<Self, IntegratorError> {
+        let mut me = Self::assemble(deck, hierarchy, data, time, step, backend)?;
+        me.settle_residency()?;
+        Ok(me)
+    }
+
+    /// [`Integrator::from_state`] before `run.residency = "auto"` is
+    /// settled.
+    fn assemble(
         deck: &Deck,
         hierarchy: Hierarchy,
         data: HierarchyData<T>,
@@ -282,7 +307,28 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         }
         let bc = boundary_conditions::<T>(deck)?;
         let limiter = limiter_of(deck.amr.interpolation);
-        let plan = StepPlan::for_deck(&hierarchy, bc.clone(), limiter, deck)?;
+        let mut backend = backend;
+        // Under "auto" a first guess by the lower bound of the state's
+        // bytes, so that the plan is built for the likely mode; the exact
+        // weighing follows below.
+        let on_device = match deck.run.residency {
+            Residency::Host => false,
+            Residency::Device => true,
+            Residency::Auto => {
+                let r = &deck.run;
+                let b = residency::budget(
+                    backend.device_memory(),
+                    0,
+                    r.device_memory_fraction,
+                    r.device_memory_limit,
+                );
+                backend.resident().is_some()
+                    && b.is_some_and(|b| {
+                        residency::lower_bound(&hierarchy, std::mem::size_of::<T>()) <= b
+                    })
+            }
+        };
+        let plan = StepPlan::for_deck(&hierarchy, bc.clone(), limiter, deck, !on_device)?;
         let queues = rayon::current_num_threads();
         let base = if backend.transfers() {
             Coefficients::gpu_default()
@@ -330,10 +376,13 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             pipelined: deck.batching.pipelined,
             totals: RunTotals::default(),
             version: 0,
+            on_device,
             resident: None,
+            staged: None,
             host_current: true,
             resident_io: Vec::new(),
             tag_bits: Vec::new(),
+            announced: false,
         })
     }
 
@@ -701,9 +750,106 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         Ok(())
     }
 
-    /// Whether the deck keeps the state in the backend between regrids.
+    /// Whether the steps run in device residency now.
     fn device_resident(&self) -> bool {
-        self.deck.run.residency == Residency::Device
+        self.on_device
+    }
+
+    /// Where the state lives now: [`Residency::Device`] or
+    /// [`Residency::Host`] (under `run.residency = "auto"`, what the
+    /// device's memory allowed at the start or the last regrid).
+    pub fn residency(&self) -> Residency {
+        if self.on_device {
+            Residency::Device
+        } else {
+            Residency::Host
+        }
+    }
+
+    /// Bytes of backend memory the resident state takes
+    /// ([`ResidentPlan::device_bytes`]); `None` while nothing is resident.
+    pub fn resident_bytes(&self) -> Option<u64> {
+        self.resident
+            .as_ref()
+            .map(|p| p.device_bytes(std::mem::size_of::<T>()))
+    }
+
+    /// The bytes a resident state may take now (see [`crate::residency`]).
+    fn memory_budget(&mut self) -> Option<u64> {
+        let held = self
+            .resident
+            .as_ref()
+            .map_or(0, |p| p.device_bytes(std::mem::size_of::<T>()));
+        let r = &self.deck.run;
+        let (fraction, limit) = (r.device_memory_fraction, r.device_memory_limit);
+        residency::budget(self.backend.device_memory(), held, fraction, limit)
+    }
+
+    /// Under `run.residency = "auto"`, with no state resident: weighs the
+    /// current hierarchy's resident state against the device's memory,
+    /// keeps the resident plan for the load when it fits, and adapts the
+    /// step plan to the mode chosen.
+    fn settle_residency(&mut self) -> Result<(), IntegratorError> {
+        if self.deck.run.residency != Residency::Auto || self.resident.is_some() {
+            return Ok(());
+        }
+        let size = std::mem::size_of::<T>();
+        self.staged = None;
+        let budget = if self.backend.resident().is_some() {
+            self.memory_budget()
+        } else {
+            None
+        };
+        let mut need = residency::lower_bound(&self.h, size);
+        let fits = match budget {
+            Some(b) if need <= b => {
+                let plan = resident_plan(&self.h, &self.plan)?;
+                need = plan.device_bytes(size);
+                let fits = need <= b;
+                if fits {
+                    self.staged = Some(plan);
+                }
+                fits
+            }
+            _ => false,
+        };
+        let why = match budget {
+            Some(b) => format!(
+                "the state needs {:.3} GB{} of the {:.3} GB allowed",
+                residency::gb(need),
+                if fits { "" } else { " at least" },
+                residency::gb(b)
+            ),
+            None => format!(
+                "the {} backend has no device memory or no resident mode",
+                self.backend.name()
+            ),
+        };
+        if fits != self.on_device || !self.announced {
+            self.announced = true;
+            log::info!(
+                "run.residency = \"auto\": {} after step {} ({why})",
+                if fits {
+                    "the state lives in the backend"
+                } else {
+                    "the steps are host-staged"
+                },
+                self.step
+            );
+        }
+        self.set_on_device(fits)
+    }
+
+    /// Switches the steps' residency (nothing may be resident).
+    fn set_on_device(&mut self, on: bool) -> Result<(), IntegratorError> {
+        self.on_device = on;
+        if on {
+            self.plan.drop_batches();
+        } else {
+            self.staged = None;
+            self.plan.ensure_batches(&self.h)?;
+        }
+        Ok(())
     }
 
     /// Whether the host copy of the state ([`Integrator::data`]) is the
@@ -769,7 +915,10 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             return Ok(());
         }
         let t = Instant::now();
-        let plan = resident_plan(&self.h, &self.plan)?;
+        let plan = match self.staged.take() {
+            Some(p) if p.patches == self.h.num_patches() => p,
+            _ => resident_plan(&self.h, &self.plan)?,
+        };
         let t_plan = t.elapsed().as_secs_f64();
         let data = self.data.as_ref().ok_or_else(poisoned)?;
         let mut compact = std::mem::take(&mut self.resident_io);
@@ -955,7 +1104,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         // The step plan (fill plans, packing, registers) depends on the new
         // layout alone: it is built while the data moves.
         let (old_h, limiter) = (&self.h, self.limiter);
-        let (bc, deck) = (self.bc.clone(), &self.deck);
+        let (bc, deck, batches) = (self.bc.clone(), &self.deck, !self.on_device);
         let (moved, planned) = rayon::join(
             || {
                 let t = Instant::now();
@@ -966,7 +1115,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             },
             || {
                 let t = Instant::now();
-                let plan = StepPlan::for_deck(&new_h, bc, limiter, deck);
+                let plan = StepPlan::for_deck(&new_h, bc, limiter, deck, batches);
                 (plan, t.elapsed().as_secs_f64())
             },
         );
@@ -986,8 +1135,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         self.h = new_h;
         self.data = Some(new_data);
         self.plan = plan;
+        self.staged = None;
         self.version += 1;
-        Ok(())
+        self.settle_residency()
     }
 
     /// The hierarchy the current old state asks for: its ghosts filled,
@@ -1088,6 +1238,10 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         })?;
         let moves = moves.map_err(|source| IntegratorError::Regrid { step, source })?;
         let t_items = t0.elapsed().as_secs_f64() - t_tag - t_cluster - t_plan;
+        let how = self.resident_move(&new_res)?;
+        if how != RegridMove::InBackend {
+            return self.regrid_through_host(new_h, plan, new_res, how);
+        }
         let ex = self
             .backend
             .resident()
@@ -1116,9 +1270,80 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         Ok(())
     }
 
+    /// How a regrid of the resident state moves it into `new`'s: in the
+    /// backend, unless `run.residency = "auto"` finds the old and the new
+    /// state too large for the device together.
+    fn resident_move(&mut self, new: &ResidentPlan) -> Result<RegridMove, IntegratorError> {
+        if self.deck.run.residency != Residency::Auto {
+            return Ok(RegridMove::InBackend);
+        }
+        let size = std::mem::size_of::<T>();
+        let old = self
+            .resident
+            .as_ref()
+            .ok_or_else(poisoned)?
+            .device_bytes(size);
+        let new = new.device_bytes(size);
+        let Some(budget) = self.memory_budget() else {
+            return Ok(RegridMove::InBackend);
+        };
+        let how = residency::regrid_move(old, new, budget);
+        if how != RegridMove::InBackend {
+            log::info!(
+                "run.residency = \"auto\": after step {} the old state ({:.3} GB) and the new ({:.3} GB) exceed the {:.3} GB allowed together: {}",
+                self.step,
+                residency::gb(old),
+                residency::gb(new),
+                residency::gb(budget),
+                if how == RegridMove::ThroughHost {
+                    "the regrid goes through host memory"
+                } else {
+                    "the steps continue host-staged"
+                }
+            );
+        }
+        Ok(how)
+    }
+
+    /// A regrid of the resident state to `new_h` by way of the host: the
+    /// state comes back, is regridded as in host residency, and then is
+    /// loaded again ([`RegridMove::ThroughHost`], with `new_res`) or stays
+    /// on the host ([`RegridMove::ToHost`]).
+    fn regrid_through_host(
+        &mut self,
+        new_h: Hierarchy,
+        plan: StepPlan<T>,
+        new_res: ResidentPlan,
+        how: RegridMove,
+    ) -> Result<(), IntegratorError> {
+        let step = self.step;
+        // The host regrid moves the state with its ghost cells filled.
+        self.fill_ghosts()?;
+        self.unload_resident();
+        let data = self.data.take().ok_or_else(poisoned)?;
+        let (new_data, _) = transfer(&self.h, data, &new_h, self.limiter)
+            .map_err(|source| IntegratorError::Regrid { step, source })?;
+        self.h = new_h;
+        self.data = Some(new_data);
+        self.plan = plan;
+        self.version += 1;
+        if how == RegridMove::ThroughHost {
+            self.staged = Some(new_res);
+            Ok(())
+        } else {
+            self.set_on_device(false)
+        }
+    }
+
     /// The step plan (fill plans, packing, probes, registers) of `h`.
     fn step_plan(&self, h: &Hierarchy) -> Result<StepPlan<T>, IntegratorError> {
-        StepPlan::for_deck(h, self.bc.clone(), self.limiter, &self.deck)
+        StepPlan::for_deck(
+            h,
+            self.bc.clone(),
+            self.limiter,
+            &self.deck,
+            !self.on_device,
+        )
     }
 
     /// Fills the ghost cells of the old state (for output or analysis); the

@@ -14,6 +14,8 @@
 //! | `plan` | per-hierarchy plans: ghost fill, bins, work descriptions, flux probes, registers |
 //! | `stages` | assemble, prepare and close of one batch |
 //! | `pipeline` | the batch loop, sequential or pipelined |
+//! | [`resident`] | device residency: the whole hierarchy kept in the backend |
+//! | `residency` | `run.residency = "auto"`: the resident state weighed against device memory |
 //! | `schedule` | adaptive / static batch selection through quilt-batch |
 //! | [`stop`] | the graceful stop on SIGINT, SIGTERM and SIGHUP |
 //! | [`timing`] | time per phase |
@@ -30,6 +32,7 @@ pub mod init;
 mod integrator;
 mod pipeline;
 mod plan;
+mod residency;
 pub mod resident;
 mod ring;
 mod schedule;
@@ -38,7 +41,7 @@ pub mod stop;
 mod tagging;
 pub mod timing;
 
-pub use backend::{CpuBackend, CudaBackend, SolveBackend, SolveError, backend_for};
+pub use backend::{CpuBackend, CudaBackend, DeviceMemory, SolveBackend, SolveError, backend_for};
 pub use error::IntegratorError;
 pub use integrator::{Integrator, RunTotals, StepInfo};
 pub use timing::{EstimateErrors, PhaseTimes};

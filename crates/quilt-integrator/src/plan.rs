@@ -104,6 +104,9 @@ pub(crate) struct PlanLayout<T> {
     pub probes_of: Vec<Vec<usize>>,
     /// Packing efficiency (fraction of bin volume used).
     pub fill_ratio: f64,
+    /// Whether `work`, `patch_work`, `probe_work` and the flux blocks are
+    /// built (host-staged steps need them).
+    pub batches: bool,
 }
 
 /// Per-step flux blocks, written by close.
@@ -141,13 +144,14 @@ impl<T: Real> StepPlan<T> {
 
     /// The plan `deck` asks for: bins as its `[batching]` says, and the
     /// work descriptions and flux blocks of host-staged batches only when
-    /// its steps are host-staged (a device-resident run never solves such
-    /// batches).
+    /// the steps are host-staged (`batches`; a device-resident run never
+    /// solves such batches).
     pub fn for_deck(
         h: &Hierarchy,
         bc: BoundaryConditions<T>,
         limiter: Limiter,
         deck: &crate::deck::Deck,
+        batches: bool,
     ) -> Result<Self, IntegratorError> {
         Self::build(
             h,
@@ -155,8 +159,35 @@ impl<T: Real> StepPlan<T> {
             limiter,
             deck.batching.bin_edge,
             deck.batching.layout == crate::deck::BatchLayoutKind::PerPatch,
-            deck.run.residency == crate::deck::Residency::Host,
+            batches,
         )
+    }
+
+    /// Adds the work descriptions and flux blocks of host-staged batches
+    /// to a plan of `h` built without them (a run that leaves device
+    /// residency).
+    pub fn ensure_batches(&mut self, h: &Hierarchy) -> Result<(), IntegratorError> {
+        if self.layout.batches {
+            return Ok(());
+        }
+        let l = &mut self.layout;
+        let (w, pw, qw) = Self::work(h, &l.fill, &l.bins, &l.probes, &l.probes_of)?;
+        (l.work, l.patch_work, l.probe_work) = (w, pw, qw);
+        self.fluxes = FluxStore::new(h, &l.probes);
+        l.batches = true;
+        Ok(())
+    }
+
+    /// Drops the work descriptions and flux blocks of host-staged batches
+    /// (a run that enters device residency).
+    pub fn drop_batches(&mut self) {
+        let l = &mut self.layout;
+        (l.work, l.patch_work, l.probe_work) = (Vec::new(), Vec::new(), Vec::new());
+        self.fluxes = FluxStore {
+            fine: Vec::new(),
+            probes: Vec::new(),
+        };
+        l.batches = false;
     }
 
     fn build(
@@ -233,6 +264,7 @@ impl<T: Real> StepPlan<T> {
                 probes,
                 probes_of,
                 fill_ratio,
+                batches,
             },
             fluxes,
             registers,

@@ -57,6 +57,33 @@ impl ResidentPlan {
             + l.flux_len() as u64
             + self.items.fill.scratch_len
     }
+
+    /// Bytes of backend memory the resident state takes with values of
+    /// `value_size` bytes: the batch with its fluxes and the fill's scratch
+    /// ([`ResidentPlan::values`]), the compact interiors that loads and
+    /// stores pass through, and the step's items with a prefix sum of
+    /// cells per item. What `run.residency = "auto"` weighs against the
+    /// device's memory.
+    pub fn device_bytes(&self, value_size: usize) -> u64 {
+        fn list<I>(v: &[I]) -> u64 {
+            (v.len() * (size_of::<I>() + size_of::<u64>())) as u64
+        }
+        let it = &self.items;
+        let f = &it.fill;
+        let levels: u64 = it
+            .levels
+            .iter()
+            .map(|l| list(&l.reflux.items) + list(&l.reflux.coarse) + list(&l.restrict))
+            .sum();
+        let items = list(&f.copies)
+            + list(&f.interp)
+            + f.boundary.iter().map(|b| list(b)).sum::<u64>()
+            + f.flags.len() as u64
+            + list(&it.after)
+            + 2 * list(&it.interiors)
+            + levels;
+        (self.values() + it.interior_len) * value_size as u64 + items
+    }
 }
 
 /// Places boxes `extents` into bins of edge `edge` on shelves: sorted by

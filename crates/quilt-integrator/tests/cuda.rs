@@ -16,6 +16,7 @@ fn run<T: Real>(deck: &Deck, steps: usize) -> (Vec<u64>, Vec<String>, String) {
     for _ in 0..steps {
         it.step().expect("step");
     }
+    it.sync_host().expect("copy back");
     let h = it.hierarchy();
     let d = it.data();
     let mut bits = Vec::new();
@@ -34,6 +35,7 @@ fn run<T: Real>(deck: &Deck, steps: usize) -> (Vec<u64>, Vec<String>, String) {
 fn cpu_and_gpu_agree<T: Real>(precision: Precision) {
     let mut deck = common::closed_box();
     deck.run.precision = precision;
+    deck.run.residency = quilt_integrator::deck::Residency::Host;
     deck.run.backend = BackendChoice::Cpu;
     let (cpu, cpu_boxes, n0) = run::<T>(&deck, 12);
     deck.run.backend = BackendChoice::Cuda;
@@ -115,5 +117,63 @@ fn resident_gpu_steps_reproduce_the_cpu_run() {
         resident_gpu_matches_host_cpu::<f64>(d.clone(), 4);
         d.run.precision = Precision::F32;
         resident_gpu_matches_host_cpu::<f32>(d, 4);
+    }
+}
+
+/// `run.residency = "auto"` on the GPU: resident when the device has room,
+/// host-staged under a forced small budget (`run.device_memory_limit`),
+/// switching at the first regrid under a budget between the two
+/// hierarchies' states; always the CPU's answer bit for bit.
+#[test]
+#[ignore = "needs a CUDA device and NVRTC"]
+fn auto_residency_on_the_gpu_follows_the_memory_budget() {
+    use quilt_integrator::deck::Residency;
+    let steps = 9;
+    let mut deck = common::closed_box();
+    deck.run.backend = BackendChoice::Cpu;
+    deck.run.residency = Residency::Host;
+    let (cpu, cpu_boxes, _) = run::<f64>(&deck, steps);
+    deck.run.backend = BackendChoice::Cuda;
+    // Where the state lived after every step, the resident bytes, and the
+    // step of the first regrid.
+    let go = |deck: &Deck| {
+        let backend = backend_for::<f64>(deck).expect("backend");
+        assert_eq!(backend.name(), "cuda");
+        let mut it: Integrator<f64, Box<dyn SolveBackend<f64>>> =
+            Integrator::new(deck, backend).expect("integrator");
+        let mut places = vec![it.residency()];
+        let (mut bytes, mut first) = (vec![None], None);
+        for s in 1..=steps {
+            let info = it.step().expect("step");
+            places.push(it.residency());
+            bytes.push(it.resident_bytes());
+            if info.regridded && first.is_none() {
+                first = Some(s);
+            }
+        }
+        (places, bytes, first.expect("a regrid"))
+    };
+    deck.run.residency = Residency::Device;
+    let (_, bytes, first) = go(&deck);
+    let (s0, s1) = (bytes[1].unwrap(), bytes[first].unwrap());
+    assert_ne!(s0, s1);
+    let cases = [
+        (0, "room on the device"),
+        (1, "a forced budget of one byte"),
+        (s0.min(s1), "a budget for the smaller state only"),
+    ];
+    deck.run.residency = Residency::Auto;
+    for (limit, what) in cases {
+        deck.run.device_memory_limit = limit;
+        let (places, _, _) = go(&deck);
+        match limit {
+            0 => assert!(places.iter().all(|&p| p == Residency::Device), "{what}"),
+            1 => assert!(places.iter().all(|&p| p == Residency::Host), "{what}"),
+            _ => assert_ne!(places[0], places[first], "{what}: no switch"),
+        }
+        let (gpu, boxes, _) = run::<f64>(&deck, steps);
+        assert_eq!(cpu_boxes, boxes, "{what}: hierarchies differ");
+        let diff = cpu.iter().zip(&gpu).filter(|(a, b)| a != b).count();
+        assert_eq!(diff, 0, "{what}: {diff} of {} values differ", cpu.len());
     }
 }

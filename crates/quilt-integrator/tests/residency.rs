@@ -27,7 +27,9 @@ fn bits<T: Real>(it: &mut Integrator<T, CpuBackend<T>>) -> Vec<u64> {
 /// Runs `steps` steps in both residencies and compares after every one.
 fn compare<T: Real>(deck: &Deck, steps: usize) {
     let solver = deck.solver().unwrap();
-    let mut host = Integrator::<T, _>::new(deck, CpuBackend::new(solver)).unwrap();
+    let mut host_deck = deck.clone();
+    host_deck.run.residency = Residency::Host;
+    let mut host = Integrator::<T, _>::new(&host_deck, CpuBackend::new(solver)).unwrap();
     let mut dev_deck = deck.clone();
     dev_deck.run.residency = Residency::Device;
     let mut dev = Integrator::<T, _>::new(&dev_deck, CpuBackend::new(solver)).unwrap();
@@ -117,4 +119,104 @@ fn resident_steps_conserve_in_a_closed_box() {
         let rel = ((after[c] - before[c]) / before[c]).abs();
         assert!(rel < 1e-12, "component {c}: relative change {rel:e}");
     }
+}
+
+/// What a run of the closed box did at every step.
+struct Trace {
+    dts: Vec<u64>,
+    residency: Vec<Residency>,
+    regridded: Vec<bool>,
+    host_current: Vec<bool>,
+    bytes: Vec<Option<u64>>,
+    state: Vec<u64>,
+}
+
+fn trace(deck: &Deck, steps: usize) -> Trace {
+    let mut it = common::cpu(deck);
+    let mut t = Trace {
+        dts: Vec::new(),
+        residency: vec![it.residency()],
+        regridded: vec![false],
+        host_current: vec![true],
+        bytes: vec![None],
+        state: Vec::new(),
+    };
+    for _ in 0..steps {
+        let info = it.step().unwrap();
+        t.dts.push(info.dt.to_bits());
+        t.residency.push(it.residency());
+        t.regridded.push(info.regridded);
+        t.host_current.push(it.host_is_current());
+        t.bytes.push(it.resident_bytes());
+    }
+    t.state = bits(&mut it);
+    t
+}
+
+/// `run.residency = "auto"` on the CPU backend, whose resident mode gets a
+/// memory budget from `run.device_memory_limit`: the state stays in the
+/// backend while it fits, a regrid that outgrows the budget goes through
+/// the host or leaves device residency, and every run gives the answer of
+/// the host-staged run bit for bit.
+#[test]
+fn auto_residency_follows_the_memory_budget_with_the_same_answer() {
+    let steps = 9;
+    let mut deck = common::closed_box();
+    deck.run.residency = Residency::Host;
+    let host = trace(&deck, steps);
+    assert!(host.residency.iter().all(|&r| r == Residency::Host));
+    let same = |t: &Trace, what: &str| {
+        assert_eq!(t.dts, host.dts, "{what}: time steps");
+        assert_eq!(t.state.len(), host.state.len(), "{what}: state size");
+        let diff = t
+            .state
+            .iter()
+            .zip(&host.state)
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(diff, 0, "{what}: {diff} values differ");
+    };
+
+    deck.run.residency = Residency::Device;
+    let dev = trace(&deck, steps);
+    same(&dev, "device");
+    // The resident state's bytes before and after the first regrid.
+    let first = dev.regridded.iter().position(|&r| r).expect("a regrid");
+    let (s0, s1) = (dev.bytes[1].unwrap(), dev.bytes[first].unwrap());
+    assert!(s0 > 0 && s1 > 0 && s0 != s1, "sizes {s0} and {s1}");
+
+    deck.run.residency = Residency::Auto;
+    // No device memory and no limit: host-staged.
+    let auto = trace(&deck, steps);
+    assert!(auto.residency.iter().all(|&r| r == Residency::Host));
+    same(&auto, "auto without a budget");
+    // A budget for everything: resident throughout, regrids in the backend.
+    deck.run.device_memory_limit = 1 << 50;
+    let auto = trace(&deck, steps);
+    assert!(auto.residency.iter().all(|&r| r == Residency::Device));
+    assert!(!auto.host_current[first]);
+    same(&auto, "auto with room");
+    // Room for either state alone: the first regrid goes through the host.
+    deck.run.device_memory_limit = s0.max(s1);
+    let auto = trace(&deck, steps);
+    assert_eq!(auto.residency[first], Residency::Device);
+    assert!(auto.host_current[first], "the state went through the host");
+    same(&auto, "auto through the host");
+    // Room for the smaller state only: the residency changes at the
+    // first regrid (device to host if the hierarchy grew, else the other
+    // way).
+    deck.run.device_memory_limit = s0.min(s1);
+    let auto = trace(&deck, steps);
+    let (before, after) = if s1 > s0 {
+        (Residency::Device, Residency::Host)
+    } else {
+        (Residency::Host, Residency::Device)
+    };
+    assert_eq!((auto.residency[0], auto.residency[first]), (before, after));
+    same(&auto, "auto switching");
+    // Too little for the first hierarchy: host-staged from the start.
+    deck.run.device_memory_limit = 1;
+    let auto = trace(&deck, steps);
+    assert!(auto.residency.iter().all(|&r| r == Residency::Host));
+    same(&auto, "auto without room");
 }

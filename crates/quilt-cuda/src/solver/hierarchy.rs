@@ -519,10 +519,15 @@ impl<T: GpuReal> CudaSolver<T> {
         Ok(())
     }
 
-    /// Frees the resident hierarchy's items (the batch stays cached as the
-    /// solver's last layout).
+    /// Frees the resident hierarchy's items; its batch's arrays go to the
+    /// spare arrays of the next layouts (no later batch has its layout).
     pub fn unload_hierarchy(&mut self) {
-        self.hierarchy = None;
+        if self.hierarchy.take().is_some() && self.resident {
+            self.resident = false;
+            if let Some(st) = self.state.take() {
+                st.recycle(&mut self.spare);
+            }
+        }
     }
 
     /// Launches the copy items of `p` on stream 0, with `scratch` (a

@@ -378,6 +378,27 @@ impl<T: GpuReal> CudaSolver<T> {
         self.spare.allocations()
     }
 
+    /// Free and total bytes of the device's memory, after the solver gave
+    /// back what it keeps only for reuse: the states of recent layouts, the
+    /// current one unless it holds a resident batch, and spare arrays.
+    /// Waits for the solver's streams first.
+    pub fn device_memory(&mut self) -> Result<(u64, u64), CudaError> {
+        self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        for s in &self.streams {
+            s.synchronize().call("cuStreamSynchronize")?;
+        }
+        self.recent.clear();
+        if !self.resident {
+            self.state = None;
+        }
+        if self.hierarchy.is_none() {
+            self.hierarchy_io = None;
+        }
+        self.spare.clear();
+        let (free, total) = cudarc::driver::result::mem_get_info().call("cuMemGetInfo")?;
+        Ok((free as u64, total as u64))
+    }
+
     /// An allocator of page-locked host memory in this solver's context:
     /// a batch prepared in it is copied to the device and back directly,
     /// with no staging copy on the host.

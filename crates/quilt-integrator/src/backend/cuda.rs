@@ -100,6 +100,16 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
     fn resident(&mut self) -> Option<&mut dyn ResidentSolve<T>> {
         Some(self)
     }
+
+    fn device_memory(&mut self) -> Option<super::DeviceMemory> {
+        match self.solver.device_memory() {
+            Ok((free, total)) => Some(super::DeviceMemory { free, total }),
+            Err(e) => {
+                log::warn!("device memory unknown ({e}): the state stays in host memory");
+                None
+            }
+        }
+    }
 }
 
 /// Device residency on the GPU: the hierarchy's batch and the items of

@@ -134,6 +134,23 @@ pub trait SolveBackend<T: Real>: Send {
     fn resident(&mut self) -> Option<&mut dyn ResidentSolve<T>> {
         None
     }
+
+    /// The memory of the device the backend computes on, after it gave
+    /// back what it keeps only for reuse (cached layouts, spare arrays);
+    /// `None` for a backend that computes in host memory.
+    /// `run.residency = "auto"` decides by it.
+    fn device_memory(&mut self) -> Option<DeviceMemory> {
+        None
+    }
+}
+
+/// Free and total bytes of a device's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceMemory {
+    /// Bytes free now.
+    pub free: u64,
+    /// Bytes in all.
+    pub total: u64,
 }
 
 /// Runs whole steps of a hierarchy kept in the backend between regrids
@@ -207,5 +224,9 @@ impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
 
     fn resident(&mut self) -> Option<&mut dyn ResidentSolve<T>> {
         (**self).resident()
+    }
+
+    fn device_memory(&mut self) -> Option<DeviceMemory> {
+        (**self).device_memory()
     }
 }

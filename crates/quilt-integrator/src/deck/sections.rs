@@ -61,6 +61,14 @@ pub enum BackendChoice {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Residency {
+    /// In the backend when the state and the step's workspaces fit
+    /// `run.device_memory_fraction` of its free memory (and
+    /// `run.device_memory_limit`), else in host memory; decided again at
+    /// every regrid, so a hierarchy that outgrows the device continues
+    /// host-staged instead of failing. A backend without device memory of
+    /// its own (the CPU) runs host-staged unless `run.device_memory_limit`
+    /// gives it a budget.
+    Auto,
     /// In host memory: every step prepares batches of patches on the CPU,
     /// solves them on the backend and closes them back (the mode for
     /// problems larger than device memory).
@@ -544,9 +552,18 @@ pub struct RunSection {
     pub backend: BackendChoice,
     /// CPU threads; 0 for one per core. Default 0.
     pub threads: usize,
-    /// `host` (batches staged through host memory every step) or `device`
-    /// (the state stays in the backend between regrids). Default `host`.
+    /// `auto` (the backend when the state fits its memory, else the
+    /// host), `host` (batches staged through host memory every step) or
+    /// `device` (the state stays in the backend between regrids). Default
+    /// `auto`.
     pub residency: Residency,
+    /// Fraction of the device's free memory that `residency = "auto"`
+    /// lets the resident state take (the rest stays for the kernels'
+    /// tables, other processes and fragmentation). Default 0.9.
+    pub device_memory_fraction: f64,
+    /// Bytes the resident state may take at most under `residency =
+    /// "auto"`; 0 for no limit beyond the fraction. Default 0.
+    pub device_memory_limit: u64,
 }
 
 impl Default for RunSection {
@@ -557,7 +574,9 @@ impl Default for RunSection {
             precision: Precision::F64,
             backend: BackendChoice::Auto,
             threads: 0,
-            residency: Residency::Host,
+            residency: Residency::Auto,
+            device_memory_fraction: 0.9,
+            device_memory_limit: 0,
         }
     }
 }

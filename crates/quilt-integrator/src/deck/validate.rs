@@ -446,6 +446,10 @@ pub(crate) fn validate_with_budget(
     c.ensure(d.run.threads <= 4096, "run.threads", || {
         format!("{} must be at most 4096", d.run.threads)
     })?;
+    let f = d.run.device_memory_fraction;
+    c.ensure(f > 0.0 && f <= 1.0, "run.device_memory_fraction", || {
+        format!("{f} must be in (0, 1]")
+    })?;
 
     // Output.
     let name = &d.output.name;
