@@ -235,46 +235,70 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
             // Levels are independent here: built side by side, finest first.
             let fine_levels: Vec<usize> = (1..h.num_levels()).rev().collect();
             let level_items = |l: usize| -> Result<LevelItems, IntegratorError> {
+                let tl = std::time::Instant::now();
                 let reg = &plan.registers[l - 1];
                 let mut flat = reg.flat();
                 let shifts = h
                     .level_geometry(l - 1)
                     .map_or_else(|| vec![iv(0, 0, 0)], |lg| lg.periodic_shifts());
-                // The probes' faces, as the host's refluxing hands them over.
+                // The probes of each fine patch of the level (probes come
+                // fine patch after fine patch).
+                let first = h.level_range(l).start;
+                let mut of_fine = vec![0..0; h.level_range(l).len()];
                 for (k, q) in lay.probes.iter().enumerate() {
-                    if h.patches()[q.fine].level() != l {
-                        continue;
+                    if h.patches()[q.fine].level() == l {
+                        let r = &mut of_fine[q.fine - first];
+                        *r = if r.start == r.end {
+                            k..k + 1
+                        } else {
+                            r.start..k + 1
+                        };
                     }
-                    let mut at = layout.patches()[n + k].flux_offset;
-                    let sz = q.interior.size();
-                    let area = [sz.y * sz.z, sz.x * sz.z, sz.x * sz.y].map(|a| a as u64);
-                    for (axis, &a) in area.iter().enumerate() {
-                        for side in Side::BOTH {
-                            let faces = q.interior.boundary_faces(axis, side);
-                            let fs = faces.size();
-                            let src = Strided {
-                                base: at,
-                                sy: fs.x as u64,
-                                sz: fs.x as u64 * fs.y as u64,
-                                sc: a,
-                            };
-                            at += a * NCOMP as u64;
-                            let outside = q.interior.adjacent(axis, side, 1);
-                            for s in &shifts {
-                                for c in h.patches_intersecting(l - 1, &outside.shift(s)) {
-                                    flat.add_coarse(q.fine, c, axis, faces.shift(s), src)
-                                        .map_err(mesh("probe fluxes"))?;
+                }
+                // The probes' faces, as the host's refluxing hands them over.
+                flat.record_par(|share| {
+                    let mut count = 0;
+                    for k in of_fine[share.fine_patch() - first].clone() {
+                        let q = &lay.probes[k];
+                        let mut at = layout.patches()[n + k].flux_offset;
+                        let sz = q.interior.size();
+                        let area = [sz.y * sz.z, sz.x * sz.z, sz.x * sz.y].map(|a| a as u64);
+                        for (axis, &a) in area.iter().enumerate() {
+                            for side in Side::BOTH {
+                                let faces = q.interior.boundary_faces(axis, side);
+                                let fs = faces.size();
+                                let src = Strided {
+                                    base: at,
+                                    sy: fs.x as u64,
+                                    sz: fs.x as u64 * fs.y as u64,
+                                    sc: a,
+                                };
+                                at += a * NCOMP as u64;
+                                let outside = q.interior.adjacent(axis, side, 1);
+                                for s in &shifts {
+                                    for c in h.patches_intersecting(l - 1, &outside.shift(s)) {
+                                        count += share.add_coarse(c, axis, faces.shift(s), src)?;
+                                    }
                                 }
                             }
                         }
                     }
-                }
+                    Ok(count)
+                })
+                .map_err(mesh("probe fluxes"))?;
+                let t_probe = tl.elapsed().as_secs_f64();
                 let reflux = flat
                     .finish(h, &patch_places, &|f| {
                         layout.patches().get(f).map(|d| d.flux_offset)
                     })
                     .map_err(mesh("refluxing"))?;
+                let t_reflux = tl.elapsed().as_secs_f64();
                 let restrict = restrict_items(h, l, &patch_places).map_err(mesh("restriction"))?;
+                log::debug!(
+                    "level {l} items: register and probe faces {t_probe:.3} s, reflux items {:.3} s, restriction {:.3} s",
+                    t_reflux - t_probe,
+                    tl.elapsed().as_secs_f64() - t_reflux
+                );
                 Ok(LevelItems {
                     level: l,
                     reflux,

@@ -723,6 +723,46 @@ impl FineShare<'_> {
     }
 }
 
+/// One fine patch's faces of a [`FlatRegister`], handed out by
+/// [`FlatRegister::record_par`].
+pub struct FlatShare<'a> {
+    reg: &'a FluxRegister,
+    n: usize,
+    /// The register face of `coarse[0]`.
+    base: usize,
+    coarse: &'a mut [[u64; 2]],
+    hits: &'a mut [u32],
+}
+
+impl FlatShare<'_> {
+    /// The fine patch (hierarchy index).
+    pub fn fine_patch(&self) -> usize {
+        self.reg.fine_start + self.n
+    }
+
+    /// [`FlatRegister::add_coarse`] for this fine patch.
+    pub fn add_coarse(
+        &mut self,
+        coarse_patch: usize,
+        axis: usize,
+        faces: IndexBox,
+        src: Strided,
+    ) -> Result<usize, MeshError> {
+        let reg = self.reg;
+        let blocks = reg.fine_blocks[self.n]..reg.fine_blocks[self.n + 1];
+        let mut count = 0;
+        for (b, region, to_cell) in reg.coarse_matches(coarse_patch, axis, &blocks, &faces)? {
+            for f in region.iter() {
+                let face = b.offset / reg.ncomp + b.cells.offset(&(f + to_cell)) - self.base;
+                self.coarse[face] = [src.index(rel(&f, &faces.lo), 0), src.sc];
+                self.hits[face] += 1;
+            }
+            count += region.num_cells() as usize;
+        }
+        Ok(count)
+    }
+}
+
 /// Builds a [`FlatReflux`] from a register: where each face's coarse flux
 /// lives is recorded by [`FlatRegister::add_coarse`] (the calls
 /// [`FineShare::add_coarse`] receives with values), the rest comes from
@@ -760,19 +800,54 @@ impl FlatRegister<'_> {
         faces: IndexBox,
         src: Strided,
     ) -> Result<usize, MeshError> {
+        let n = self.reg.fine_index(fine_patch)?;
+        let mut share = FlatShare {
+            reg: self.reg,
+            n,
+            base: 0,
+            coarse: &mut self.coarse,
+            hits: &mut self.hits,
+        };
+        share.add_coarse(coarse_patch, axis, faces, src)
+    }
+
+    /// [`FlatRegister::add_coarse`] fine patch by fine patch, in parallel:
+    /// `f` is called once for every fine patch of the level with a
+    /// [`FlatShare`] that records into that patch's faces only, which
+    /// gives what the same calls made one patch after another give.
+    /// Returns the sum of what the calls return.
+    pub fn record_par<F>(&mut self, f: F) -> Result<usize, MeshError>
+    where
+        F: Fn(&mut FlatShare<'_>) -> Result<usize, MeshError> + Sync,
+    {
         let reg = self.reg;
-        let n = reg.fine_index(fine_patch)?;
-        let blocks = reg.fine_blocks[n]..reg.fine_blocks[n + 1];
-        let mut count = 0;
-        for (b, region, to_cell) in reg.coarse_matches(coarse_patch, axis, &blocks, &faces)? {
-            for f in region.iter() {
-                let face = b.offset / reg.ncomp + b.cells.offset(&(f + to_cell));
-                self.coarse[face] = [src.index(rel(&f, &faces.lo), 0), src.sc];
-                self.hits[face] += 1;
-            }
-            count += region.num_cells() as usize;
+        let nfine = reg.fine_blocks.len() - 1;
+        let total = self.coarse.len();
+        // A fine patch's blocks are contiguous, so are its faces.
+        let bound = |n: usize| {
+            reg.blocks
+                .get(reg.fine_blocks[n])
+                .map_or(total, |b| b.offset / reg.ncomp)
+        };
+        let mut parts = Vec::with_capacity(nfine);
+        let (mut coarse, mut hits) = (&mut self.coarse[..], &mut self.hits[..]);
+        for n in 0..nfine {
+            let (lo, hi) = (bound(n), if n + 1 == nfine { total } else { bound(n + 1) });
+            let (c, c_rest) = std::mem::take(&mut coarse).split_at_mut(hi - lo);
+            let (k, k_rest) = std::mem::take(&mut hits).split_at_mut(hi - lo);
+            parts.push(FlatShare {
+                reg,
+                n,
+                base: lo,
+                coarse: c,
+                hits: k,
+            });
+            (coarse, hits) = (c_rest, k_rest);
         }
-        Ok(count)
+        parts
+            .into_par_iter()
+            .map(|mut share| f(&mut share))
+            .try_reduce(|| 0, |a, b| Ok(a + b))
     }
 
     /// The items, with patch `i`'s ghost-grown box at `places[i]` and the
@@ -785,7 +860,7 @@ impl FlatRegister<'_> {
         self,
         h: &Hierarchy,
         places: &[Strided],
-        fine_flux: &dyn Fn(usize) -> Option<u64>,
+        fine_flux: &(dyn Fn(usize) -> Option<u64> + Sync),
     ) -> Result<FlatReflux, MeshError> {
         let reg = self.reg;
         if let Some(face) = self.hits.iter().position(|&k| k != 1) {
@@ -803,79 +878,98 @@ impl FlatRegister<'_> {
             owner[reg.fine_blocks[n]..reg.fine_blocks[n + 1]].fill(n);
         }
         let nc = reg.ncomp as u64;
+        // Each coarse patch's items depend on its pieces alone: built for
+        // all coarse patches at once, then joined in their order.
+        let per_patch: Vec<Result<FlatReflux, MeshError>> = reg
+            .coarse_pieces
+            .par_iter()
+            .enumerate()
+            .map(|(cn, pieces)| {
+                let mut out = FlatReflux::default();
+                let ci = reg.coarse_start + cn;
+                let cgb = h.patches()[ci].ghost_box();
+                let mut passes: Vec<u32> = Vec::with_capacity(pieces.len());
+                for (k, pc) in pieces.iter().enumerate() {
+                    let b = &reg.blocks[pc.block];
+                    let pass = pieces[..k]
+                        .iter()
+                        .zip(&passes)
+                        .filter(|(q, _)| {
+                            q.cells
+                                .shift(&-q.shift)
+                                .intersects(&pc.cells.shift(&-pc.shift))
+                        })
+                        .map(|(_, &p)| p + 1)
+                        .max()
+                        .unwrap_or(0);
+                    passes.push(pass);
+                    out.passes = out.passes.max(pass + 1);
+                    let n = owner[pc.block];
+                    let fi = reg.fine_start + n;
+                    let interior = reg.fine_interiors[n];
+                    let side = if b.sign > 0.0 { Side::Lo } else { Side::Hi };
+                    let sz = interior.size();
+                    let area = [sz.y * sz.z, sz.x * sz.z, sz.x * sz.y].map(|v| v as u64);
+                    let before: u64 = (0..2 * b.axis + side.index())
+                        .map(|k| area[k / 2])
+                        .sum::<u64>()
+                        * nc;
+                    let fb = interior.boundary_faces(b.axis, side);
+                    let fs = fb.size();
+                    let base = fine_flux(fi).ok_or_else(|| {
+                        MeshError::invalid(
+                            format!("flat register of level {}", reg.level),
+                            format!("fine patch index {fi} has no flux block"),
+                        )
+                    })?;
+                    let arr = Strided {
+                        base: base + before,
+                        sy: fs.x as u64,
+                        sz: fs.x as u64 * fs.y as u64,
+                        sc: area[b.axis],
+                    };
+                    let mut first = pc.cells.lo;
+                    for e in 0..3 {
+                        first[e] = if e == b.axis {
+                            b.fine_faces.lo[e]
+                        } else {
+                            first[e] * reg.ratio
+                        };
+                    }
+                    let s = pc.cells.size();
+                    out.items.push(RefluxItem {
+                        dst: places[ci].at(rel(&(pc.cells.lo - pc.shift), &cgb.lo)),
+                        fine: arr.at(rel(&first, &fb.lo)),
+                        factor: b.sign / reg.dx[b.axis],
+                        coarse: out.coarse.len() as u64,
+                        n: [s.x as u32, s.y as u32, s.z as u32],
+                        axis: b.axis as u32,
+                        ratio: reg.ratio as u32,
+                        pass,
+                    });
+                    let ncell = b.offset / reg.ncomp;
+                    out.coarse.extend(
+                        pc.cells
+                            .iter()
+                            .map(|q| self.coarse[ncell + b.cells.offset(&q)]),
+                    );
+                }
+                Ok(out)
+            })
+            .collect();
         let mut out = FlatReflux {
             ncomp: reg.ncomp as u32,
             ..Default::default()
         };
-        for (cn, pieces) in reg.coarse_pieces.iter().enumerate() {
-            let ci = reg.coarse_start + cn;
-            let cgb = h.patches()[ci].ghost_box();
-            let mut passes: Vec<u32> = Vec::with_capacity(pieces.len());
-            for (k, pc) in pieces.iter().enumerate() {
-                let b = &reg.blocks[pc.block];
-                let pass = pieces[..k]
-                    .iter()
-                    .zip(&passes)
-                    .filter(|(q, _)| {
-                        q.cells
-                            .shift(&-q.shift)
-                            .intersects(&pc.cells.shift(&-pc.shift))
-                    })
-                    .map(|(_, &p)| p + 1)
-                    .max()
-                    .unwrap_or(0);
-                passes.push(pass);
-                out.passes = out.passes.max(pass + 1);
-                let n = owner[pc.block];
-                let fi = reg.fine_start + n;
-                let interior = reg.fine_interiors[n];
-                let side = if b.sign > 0.0 { Side::Lo } else { Side::Hi };
-                let sz = interior.size();
-                let area = [sz.y * sz.z, sz.x * sz.z, sz.x * sz.y].map(|v| v as u64);
-                let before: u64 = (0..2 * b.axis + side.index())
-                    .map(|k| area[k / 2])
-                    .sum::<u64>()
-                    * nc;
-                let fb = interior.boundary_faces(b.axis, side);
-                let fs = fb.size();
-                let base = fine_flux(fi).ok_or_else(|| {
-                    MeshError::invalid(
-                        format!("flat register of level {}", reg.level),
-                        format!("fine patch index {fi} has no flux block"),
-                    )
-                })?;
-                let arr = Strided {
-                    base: base + before,
-                    sy: fs.x as u64,
-                    sz: fs.x as u64 * fs.y as u64,
-                    sc: area[b.axis],
-                };
-                let mut first = pc.cells.lo;
-                for e in 0..3 {
-                    first[e] = if e == b.axis {
-                        b.fine_faces.lo[e]
-                    } else {
-                        first[e] * reg.ratio
-                    };
-                }
-                let s = pc.cells.size();
-                out.items.push(RefluxItem {
-                    dst: places[ci].at(rel(&(pc.cells.lo - pc.shift), &cgb.lo)),
-                    fine: arr.at(rel(&first, &fb.lo)),
-                    factor: b.sign / reg.dx[b.axis],
-                    coarse: out.coarse.len() as u64,
-                    n: [s.x as u32, s.y as u32, s.z as u32],
-                    axis: b.axis as u32,
-                    ratio: reg.ratio as u32,
-                    pass,
-                });
-                let ncell = b.offset / reg.ncomp;
-                out.coarse.extend(
-                    pc.cells
-                        .iter()
-                        .map(|q| self.coarse[ncell + b.cells.offset(&q)]),
-                );
-            }
+        for part in per_patch {
+            let part = part?;
+            let at = out.coarse.len() as u64;
+            out.items.extend(part.items.into_iter().map(|mut it| {
+                it.coarse += at;
+                it
+            }));
+            out.coarse.extend(part.coarse);
+            out.passes = out.passes.max(part.passes);
         }
         Ok(out)
     }

@@ -52,7 +52,9 @@ impl Hierarchy {
         limits: SizeLimits,
         levels: Vec<Vec<PatchSpec>>,
     ) -> Result<Self, MeshError> {
+        let t0 = std::time::Instant::now();
         let v = validate::validate(&geometry, ghost, limits, &levels)?;
+        let t_valid = t0.elapsed().as_secs_f64();
         let mut h = Hierarchy {
             levels: (0..levels.len())
                 .map(|l| geometry.level(l))
@@ -67,10 +69,11 @@ impl Hierarchy {
         };
         relations::compute(&mut h);
         log::debug!(
-            "hierarchy: {} levels, {} patches, ghost {}",
+            "hierarchy: {} levels, {} patches, ghost {}; validated in {t_valid:.3} s, relations {:.3} s",
             h.num_levels(),
             h.num_patches(),
-            h.ghost
+            h.ghost,
+            t0.elapsed().as_secs_f64() - t_valid
         );
         Ok(h)
     }

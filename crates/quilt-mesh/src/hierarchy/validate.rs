@@ -2,6 +2,8 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use super::bins::BoxBins;
 use super::patch::{Patch, PatchId, PatchSpec, SizeLimits};
 use crate::cluster::{extended_domain, image_shifts};
@@ -90,9 +92,20 @@ pub(crate) fn validate(
             let coarse_lg = geometry.level(l - 1)?;
             let coarse = &out.bins[l - 1];
             let coarse_start = out.level_starts[l - 1];
-            for (n, s) in specs.iter().enumerate() {
-                let parent = resolve_parent(&lg, s, coarse, coarse_start, &out.patches, &out.ids)?;
-                check_nesting(&lg, &coarse_lg, ghost, s, coarse)?;
+            // Each patch's parent and nesting depend on the level below
+            // alone: checked for all patches at once, the first failure
+            // in patch order reported.
+            let (patches, ids) = (&out.patches, &out.ids);
+            let parents: Vec<Result<usize, MeshError>> = specs
+                .par_iter()
+                .map(|s| {
+                    let parent = resolve_parent(&lg, s, coarse, coarse_start, patches, ids)?;
+                    check_nesting(&lg, &coarse_lg, ghost, s, coarse)?;
+                    Ok(parent)
+                })
+                .collect();
+            for (n, parent) in parents.into_iter().enumerate() {
+                let parent = parent?;
                 out.patches[start + n].parent = Some(parent);
                 out.patches[parent].children.push(start + n);
             }
@@ -160,17 +173,23 @@ fn check_disjoint(
     boxes: &[IndexBox],
 ) -> Result<BoxBins, MeshError> {
     let bins = BoxBins::from_boxes(boxes);
-    let mut hits = Vec::new();
-    for (n, b) in boxes.iter().enumerate() {
-        bins.query_into(b, &mut hits);
-        if let Some(&m) = hits.iter().find(|&&m| m != n) {
-            return Err(MeshError::Overlap {
-                level,
-                a: specs[n.min(m)].id,
-                b: specs[n.max(m)].id,
-                region: b.intersect(&boxes[m]),
-            });
-        }
+    // The first box (in order) that meets another, and that other.
+    let clash = boxes
+        .par_iter()
+        .enumerate()
+        .map_init(Vec::new, |hits, (n, b)| {
+            bins.query_into(b, hits);
+            hits.iter().find(|&&m| m != n).map(|&m| (n, m))
+        })
+        .find_first(Option::is_some)
+        .flatten();
+    if let Some((n, m)) = clash {
+        return Err(MeshError::Overlap {
+            level,
+            a: specs[n.min(m)].id,
+            b: specs[n.max(m)].id,
+            region: boxes[n].intersect(&boxes[m]),
+        });
     }
     Ok(bins)
 }
