@@ -1132,9 +1132,10 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             new_h.num_patches(),
             new_h.total_cells()
         );
-        self.h = new_h;
+        let old_h = std::mem::replace(&mut self.h, new_h);
         self.data = Some(new_data);
-        self.plan = plan;
+        let old_plan = std::mem::replace(&mut self.plan, plan);
+        drop_elsewhere((old_h, old_plan));
         self.staged = None;
         self.version += 1;
         self.settle_residency()
@@ -1261,10 +1262,13 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             new_h.total_cells(),
             t0.elapsed().as_secs_f64() - t_tag - t_cluster - t_plan - t_items
         );
-        self.h = new_h;
-        self.plan = plan;
-        self.resident = Some(new_res);
-        self.data = None;
+        let old = (
+            std::mem::replace(&mut self.h, new_h),
+            std::mem::replace(&mut self.plan, plan),
+            self.resident.replace(new_res),
+            self.data.take(),
+        );
+        drop_elsewhere(old);
         self.host_current = false;
         self.version += 1;
         Ok(())
@@ -1442,6 +1446,20 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
             });
         }
         Ok(me)
+    }
+}
+
+/// Drops `old` on a thread of its own: the structures a regrid replaces
+/// (the old hierarchy, its plans and, at the first resident regrid, the
+/// host copy of the state) hold gigabytes in many allocations, whose
+/// release the next step need not wait for. Dropped in place if no thread
+/// can be started.
+fn drop_elsewhere<X: Send + 'static>(old: X) {
+    let spawned = std::thread::Builder::new()
+        .name("quilt-drop".into())
+        .spawn(move || drop(old));
+    if let Err(e) = spawned {
+        log::debug!("no thread for dropping the old hierarchy ({e}): dropped in place");
     }
 }
 
