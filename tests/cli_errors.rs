@@ -663,7 +663,7 @@ fn euler_sphere_cases(dir: &Path) -> Vec<Case> {
             "gpu",
             &[
                 "invalid value 'gpu' for '--residency <WHERE>'",
-                "expected host or device",
+                "expected auto, host or device",
             ],
         ),
         set(
