@@ -314,19 +314,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let on_device = match deck.run.residency {
             Residency::Host => false,
             Residency::Device => true,
-            Residency::Auto => {
-                let r = &deck.run;
-                let b = residency::budget(
-                    backend.device_memory(),
-                    0,
-                    r.device_memory_fraction,
-                    r.device_memory_limit,
-                );
-                backend.resident().is_some()
-                    && b.is_some_and(|b| {
-                        residency::lower_bound(&hierarchy, std::mem::size_of::<T>()) <= b
-                    })
-            }
+            Residency::Auto => memory_budget(&mut backend, 0, deck)
+                .is_some_and(|b| residency::lower_bound(&hierarchy, std::mem::size_of::<T>()) <= b),
         };
         let plan = StepPlan::for_deck(&hierarchy, bc.clone(), limiter, deck, !on_device)?;
         let queues = rayon::current_num_threads();
@@ -774,15 +763,10 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .map(|p| p.device_bytes(std::mem::size_of::<T>()))
     }
 
-    /// The bytes a resident state may take now (see [`crate::residency`]).
+    /// The bytes a resident state may take now (see [`memory_budget`]).
     fn memory_budget(&mut self) -> Option<u64> {
-        let held = self
-            .resident
-            .as_ref()
-            .map_or(0, |p| p.device_bytes(std::mem::size_of::<T>()));
-        let r = &self.deck.run;
-        let (fraction, limit) = (r.device_memory_fraction, r.device_memory_limit);
-        residency::budget(self.backend.device_memory(), held, fraction, limit)
+        let held = self.resident_bytes().unwrap_or(0);
+        memory_budget(&mut self.backend, held, &self.deck)
     }
 
     /// Under `run.residency = "auto"`, with no state resident: weighs the
@@ -795,11 +779,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         }
         let size = std::mem::size_of::<T>();
         self.staged = None;
-        let budget = if self.backend.resident().is_some() {
-            self.memory_budget()
-        } else {
-            None
-        };
+        let budget = self.memory_budget();
         let mut need = residency::lower_bound(&self.h, size);
         let fits = match budget {
             Some(b) if need <= b => {
@@ -1447,6 +1427,20 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
         }
         Ok(me)
     }
+}
+
+/// The bytes a resident state may take on `backend` under `deck`'s
+/// `[run]` memory settings, with `held` bytes resident now
+/// ([`residency::budget`]); `None` for a backend without a resident mode.
+fn memory_budget<T: Real, B: SolveBackend<T>>(
+    backend: &mut B,
+    held: u64,
+    deck: &Deck,
+) -> Option<u64> {
+    backend.resident()?;
+    let r = &deck.run;
+    let (fraction, limit) = (r.device_memory_fraction, r.device_memory_limit);
+    residency::budget(backend.device_memory(), held, fraction, limit)
 }
 
 /// Drops `old` on a thread of its own: the structures a regrid replaces
