@@ -1,6 +1,5 @@
-//! Large device arrays (state, fluxes, stage and accumulator) and the
-//! small buffers ([`Shell`]) of layout states that were dropped, kept for
-//! the next layouts: allocating and
+//! Large device arrays (state, fluxes, stage and accumulator) of layout
+//! states that were dropped, kept for the next layouts: allocating and
 //! freeing device memory synchronises the device and costs far more than
 //! a batch's transfers, and an integrator's batches change layout at every
 //! batch of an adaptive step.
@@ -11,7 +10,6 @@ use cudarc::driver::CudaContext;
 
 use crate::buffer::DeviceBuffer;
 use crate::error::CudaError;
-use crate::solver::state::Shell;
 
 /// Most spare arrays kept (a layout state has up to four).
 const MAX_SPARE: usize = 12;
@@ -20,13 +18,8 @@ const MAX_SPARE: usize = 12;
 /// one step differ by a bin or two.
 const ROOM_QUARTERS: usize = 5;
 
-/// Most shells of dropped layout states kept.
-const MAX_SHELLS: usize = 4;
-
 pub(crate) struct SpareBuffers<T> {
     bufs: Vec<DeviceBuffer<T>>,
-    /// Small buffers of dropped layout states, most recent last.
-    shells: Vec<Shell<T>>,
     allocations: u64,
 }
 
@@ -34,7 +27,6 @@ impl<T: Copy> SpareBuffers<T> {
     pub fn new() -> Self {
         Self {
             bufs: Vec::new(),
-            shells: Vec::new(),
             allocations: 0,
         }
     }
@@ -70,25 +62,9 @@ impl<T: Copy> SpareBuffers<T> {
         }
     }
 
-    /// The small buffers of the last dropped layout state (an empty shell
-    /// when there is none).
-    pub fn take_shell(&mut self) -> Shell<T> {
-        self.shells.pop().unwrap_or_else(Shell::empty)
-    }
-
-    /// Keeps the small buffers of a dropped layout state (dropping the
-    /// oldest beyond [`MAX_SHELLS`]).
-    pub fn give_shell(&mut self, shell: Shell<T>) {
-        if self.shells.len() >= MAX_SHELLS {
-            self.shells.remove(0);
-        }
-        self.shells.push(shell);
-    }
-
-    /// Frees every spare array and shell (the device is short of memory).
+    /// Frees every spare array (the device is short of memory).
     pub fn clear(&mut self) {
         self.bufs.clear();
-        self.shells.clear();
     }
 
     /// Whether no array is kept.

@@ -35,103 +35,6 @@ pub(crate) struct ChunkEvents {
     pub done: CudaEvent,
 }
 
-/// The small device and page-locked buffers and the events of a dropped
-/// layout state, for the next new layout: an adaptive step changes layout
-/// at every batch, and allocating these (each page-locked buffer pins
-/// memory, each free synchronises) cost more than building the layout's
-/// tables.
-pub(crate) struct Shell<T> {
-    d_descs: Option<DeviceBuffer<PatchDesc>>,
-    d_order: Option<DeviceBuffer<u32>>,
-    d_scan: Option<DeviceBuffer<ScanItem>>,
-    tables: Vec<(DeviceBuffer<ColItem>, DeviceBuffer<u32>)>,
-    passes: Vec<DeviceBuffer<PassInfo>>,
-    d_step: Option<DeviceBuffer<T>>,
-    h_step: Option<PinnedBuffer<T>>,
-    d_rates: Option<DeviceBuffer<u64>>,
-    h_rates: Option<PinnedBuffer<u64>>,
-    d_bad: Option<DeviceBuffer<u32>>,
-    h_bad: Option<PinnedBuffer<u32>>,
-    d_counters: Option<DeviceBuffer<u64>>,
-    h_counters: Option<PinnedBuffer<u64>>,
-    d_errors: Option<DeviceBuffer<u64>>,
-    h_errors: Option<PinnedBuffer<u64>>,
-    d_barrier: Option<DeviceBuffer<u32>>,
-    d_queue: Option<DeviceBuffer<u32>>,
-    timing: Vec<CudaEvent>,
-    events: Vec<ChunkEvents>,
-}
-
-impl<T> Shell<T> {
-    /// A shell with nothing to reuse.
-    pub fn empty() -> Self {
-        Self {
-            d_descs: None,
-            d_order: None,
-            d_scan: None,
-            tables: Vec::new(),
-            passes: Vec::new(),
-            d_step: None,
-            h_step: None,
-            d_rates: None,
-            h_rates: None,
-            d_bad: None,
-            h_bad: None,
-            d_counters: None,
-            h_counters: None,
-            d_errors: None,
-            h_errors: None,
-            d_barrier: None,
-            d_queue: None,
-            timing: Vec::new(),
-            events: Vec::new(),
-        }
-    }
-}
-
-/// Room allocated above a new small buffer's need (in quarters), so that
-/// the next layouts, a few patches larger, reuse it.
-const SHELL_ROOM_QUARTERS: usize = 5;
-
-/// `old` holding `len` values if it is large enough, else a new buffer
-/// with room.
-fn device<U: Copy>(
-    ctx: &Arc<CudaContext>,
-    old: Option<DeviceBuffer<U>>,
-    len: usize,
-) -> Result<DeviceBuffer<U>, CudaError> {
-    match old.map(|b| b.reuse(len)) {
-        Some(Ok(b)) => Ok(b),
-        _ => DeviceBuffer::with_room(ctx, len, (len * SHELL_ROOM_QUARTERS).div_ceil(4)),
-    }
-}
-
-/// [`device`] for page-locked memory; the values are zeroed either way.
-fn pinned<U: bytemuck::Pod>(
-    ctx: &Arc<CudaContext>,
-    old: Option<PinnedBuffer<U>>,
-    len: usize,
-) -> Result<PinnedBuffer<U>, CudaError> {
-    if let Some(mut b) = old.and_then(|b| b.reuse(len)) {
-        b.as_mut_slice().fill(U::zeroed());
-        return Ok(b);
-    }
-    let cap = (len * SHELL_ROOM_QUARTERS).div_ceil(4).max(len);
-    PinnedBuffer::new(ctx, cap)?
-        .reuse(len)
-        .ok_or_else(|| CudaError::Internal("a new page-locked buffer is too small".into()))
-}
-
-fn chunk_events(ctx: &Arc<CudaContext>) -> Result<ChunkEvents, CudaError> {
-    Ok(ChunkEvents {
-        up0: timing_event(ctx)?,
-        k0: timing_event(ctx)?,
-        scanned: timing_event(ctx)?,
-        k1: timing_event(ctx)?,
-        done: timing_event(ctx)?,
-    })
-}
-
 pub(crate) struct LayoutState<T> {
     pub plan: HostPlan,
     pub use_const: bool,
@@ -141,7 +44,7 @@ pub(crate) struct LayoutState<T> {
     pub d_scan: DeviceBuffer<ScanItem>,
     pub scan_start: Vec<u32>,
     /// Uploaded tables, kept alive for the pointers in `steps`.
-    tables: Vec<(DeviceBuffer<ColItem>, DeviceBuffer<u32>)>,
+    _tables: Vec<(DeviceBuffer<ColItem>, DeviceBuffer<u32>)>,
     /// Host copy of every table's `pstart`, for item counts per chunk.
     pub pstart: HashMap<(crate::plan::PassGeom, TableKind), Vec<u32>>,
     pub steps: HashMap<SweepOrder, StepPlan>,
@@ -214,14 +117,13 @@ impl<T: GpuReal> LayoutState<T> {
         spare: &mut SpareBuffers<T>,
     ) -> Result<Self, CudaError> {
         let plan = HostPlan::new(layout, chunking)?;
-        let mut shell = spare.take_shell();
         let n = plan.descs.len();
-        let d_descs = device(ctx, shell.d_descs.take(), n)?;
+        let d_descs = DeviceBuffer::new(ctx, n)?;
         d_descs.upload(0, &plan.descs, stream)?;
-        let d_order = device(ctx, shell.d_order.take(), n)?;
+        let d_order = DeviceBuffer::new(ctx, n)?;
         d_order.upload(0, &plan.order, stream)?;
         let scan = plan.scan_table();
-        let d_scan = device(ctx, shell.d_scan.take(), scan.items.len())?;
+        let d_scan = DeviceBuffer::new(ctx, scan.items.len())?;
         d_scan.upload(0, &scan.items, stream)?;
         let scan_start = scan.pstart;
         let use_const = const_descs && n <= CONST_DESCS;
@@ -231,8 +133,6 @@ impl<T: GpuReal> LayoutState<T> {
 
         // Tables of every pass of both sweep orders.
         let mut tables = Vec::new();
-        let mut old_tables = std::mem::take(&mut shell.tables).into_iter();
-        let mut old_passes = std::mem::take(&mut shell.passes).into_iter();
         let mut ptrs: TablePtrs = HashMap::new();
         let mut pstart = HashMap::new();
         let mut steps = HashMap::new();
@@ -244,17 +144,16 @@ impl<T: GpuReal> LayoutState<T> {
                     continue;
                 }
                 let t = plan.table(&p.geom, p.kind)?;
-                let (old_items, old_pstart) = old_tables.next().unzip();
-                let d_items = device(ctx, old_items, t.items.len())?;
+                let d_items = DeviceBuffer::new(ctx, t.items.len())?;
                 d_items.upload(0, &t.items, stream)?;
-                let d_pstart = device(ctx, old_pstart, t.pstart.len())?;
+                let d_pstart = DeviceBuffer::new(ctx, t.pstart.len())?;
                 d_pstart.upload(0, &t.pstart, stream)?;
                 ptrs.insert(key, (d_items.at(0), d_pstart.at(0)));
                 pstart.insert(key, t.pstart);
                 tables.push((d_items, d_pstart));
             }
             let infos = pass_infos(&passes, &ptrs);
-            let d_passes = device(ctx, old_passes.next(), infos.len())?;
+            let d_passes = DeviceBuffer::new(ctx, infos.len())?;
             d_passes.upload(0, &infos, stream)?;
             steps.insert(order, StepPlan { passes, d_passes });
         }
@@ -268,7 +167,7 @@ impl<T: GpuReal> LayoutState<T> {
             d_order,
             d_scan,
             scan_start,
-            tables,
+            _tables: tables,
             pstart,
             steps,
             d_data: spare.take(ctx, data_len)?,
@@ -283,26 +182,34 @@ impl<T: GpuReal> LayoutState<T> {
             } else {
                 None
             },
-            d_step: device(ctx, shell.d_step.take(), STEP_WORDS * n)?,
-            h_step: pinned(ctx, shell.h_step.take(), STEP_WORDS * n)?,
-            d_rates: device(ctx, shell.d_rates.take(), n)?,
-            h_rates: pinned(ctx, shell.h_rates.take(), n)?,
-            d_bad: device(ctx, shell.d_bad.take(), n)?,
-            h_bad: pinned(ctx, shell.h_bad.take(), n)?,
-            d_counters: device(ctx, shell.d_counters.take(), 2 * nchunks)?,
-            h_counters: pinned(ctx, shell.h_counters.take(), 2 * nchunks)?,
-            d_errors: device(ctx, shell.d_errors.take(), ERROR_SLOTS * nchunks)?,
-            h_errors: pinned(ctx, shell.h_errors.take(), ERROR_SLOTS * nchunks)?,
-            d_barrier: device(ctx, shell.d_barrier.take(), 1)?,
-            d_queue: device(ctx, shell.d_queue.take(), MAX_PASSES * nchunks)?,
+            d_step: DeviceBuffer::new(ctx, STEP_WORDS * n)?,
+            h_step: PinnedBuffer::new(ctx, STEP_WORDS * n)?,
+            d_rates: DeviceBuffer::new(ctx, n)?,
+            h_rates: PinnedBuffer::new(ctx, n)?,
+            d_bad: DeviceBuffer::new(ctx, n)?,
+            h_bad: PinnedBuffer::new(ctx, n)?,
+            d_counters: DeviceBuffer::new(ctx, 2 * nchunks)?,
+            h_counters: PinnedBuffer::new(ctx, 2 * nchunks)?,
+            d_errors: DeviceBuffer::new(ctx, ERROR_SLOTS * nchunks)?,
+            h_errors: PinnedBuffer::new(ctx, ERROR_SLOTS * nchunks)?,
+            d_barrier: DeviceBuffer::new(ctx, 1)?,
+            d_queue: DeviceBuffer::new(ctx, MAX_PASSES * nchunks)?,
             h_data: None,
             h_flux: None,
-            start: shell.timing.pop().map_or_else(|| timing_event(ctx), Ok)?,
-            ready: shell.timing.pop().map_or_else(|| timing_event(ctx), Ok)?,
-            sweeps: shell.timing.pop().map_or_else(|| timing_event(ctx), Ok)?,
-            end: shell.timing.pop().map_or_else(|| timing_event(ctx), Ok)?,
+            start: timing_event(ctx)?,
+            ready: timing_event(ctx)?,
+            sweeps: timing_event(ctx)?,
+            end: timing_event(ctx)?,
             events: (0..nchunks)
-                .map(|_| shell.events.pop().map_or_else(|| chunk_events(ctx), Ok))
+                .map(|_| {
+                    Ok(ChunkEvents {
+                        up0: timing_event(ctx)?,
+                        k0: timing_event(ctx)?,
+                        scanned: timing_event(ctx)?,
+                        k1: timing_event(ctx)?,
+                        done: timing_event(ctx)?,
+                    })
+                })
                 .collect::<Result<_, CudaError>>()?,
             dt: vec![0.0; n],
             plan,
@@ -321,75 +228,28 @@ impl<T: GpuReal> LayoutState<T> {
     /// Gives the large device arrays to `spare` for later layouts (the
     /// rest is freed).
     pub fn recycle(self, spare: &mut SpareBuffers<T>) {
-        let data = self.recycle_keeping_data(spare);
-        spare.give(data);
+        spare.give(self.d_data);
+        spare.give(self.d_flux);
+        if let Some(b) = self.d_stage {
+            spare.give(b);
+        }
+        if let Some(b) = self.d_acc {
+            spare.give(b);
+        }
     }
 
     /// [`LayoutState::recycle`] of every large array but the state, which
     /// is returned (a regrid on the device reads it while the new layout
     /// is set up).
     pub fn recycle_keeping_data(self, spare: &mut SpareBuffers<T>) -> DeviceBuffer<T> {
-        let Self {
-            d_descs,
-            d_order,
-            d_scan,
-            tables,
-            steps,
-            d_data,
-            d_flux,
-            d_stage,
-            d_acc,
-            d_step,
-            h_step,
-            d_rates,
-            h_rates,
-            d_bad,
-            h_bad,
-            d_counters,
-            h_counters,
-            d_errors,
-            h_errors,
-            d_barrier,
-            d_queue,
-            start,
-            ready,
-            sweeps,
-            end,
-            events,
-            ..
-        } = self;
-        spare.give(d_flux);
-        if let Some(b) = d_stage {
+        spare.give(self.d_flux);
+        if let Some(b) = self.d_stage {
             spare.give(b);
         }
-        if let Some(b) = d_acc {
+        if let Some(b) = self.d_acc {
             spare.give(b);
         }
-        // Both orders' pass tables, in the order `new` builds them.
-        let mut steps: Vec<(SweepOrder, StepPlan)> = steps.into_iter().collect();
-        steps.sort_by_key(|(o, _)| *o != SweepOrder::Xyz);
-        spare.give_shell(Shell {
-            d_descs: Some(d_descs),
-            d_order: Some(d_order),
-            d_scan: Some(d_scan),
-            tables,
-            passes: steps.into_iter().map(|(_, s)| s.d_passes).collect(),
-            d_step: Some(d_step),
-            h_step: Some(h_step),
-            d_rates: Some(d_rates),
-            h_rates: Some(h_rates),
-            d_bad: Some(d_bad),
-            h_bad: Some(h_bad),
-            d_counters: Some(d_counters),
-            h_counters: Some(h_counters),
-            d_errors: Some(d_errors),
-            h_errors: Some(h_errors),
-            d_barrier: Some(d_barrier),
-            d_queue: Some(d_queue),
-            timing: vec![end, sweeps, ready, start],
-            events,
-        });
-        d_data
+        self.d_data
     }
 
     /// Hands over the pinned staging buffers (to the state of the next
