@@ -8,7 +8,7 @@ use super::bins::BoxBins;
 use super::layout::Hierarchy;
 use super::patch::{Overlap, Patch};
 use crate::geometry::LevelGeometry;
-use crate::index::{BoxList, IndexBox, Side, box_difference};
+use crate::index::{BoxList, IndexBox, IntVect, Side, box_difference, iv};
 
 pub(crate) fn compute(h: &mut Hierarchy) {
     // Each patch's relations depend on the layout alone: computed for all
@@ -40,24 +40,7 @@ fn relate(
     let pdomain = lg.periodic_domain();
     let shifts = lg.periodic_shifts();
 
-    let mut siblings = Vec::new();
-    for shift in &shifts {
-        bins[level].query_into(&ghost_box.shift(&-shift), hits);
-        for &n in hits.iter() {
-            let source = start + n;
-            if source == i && *shift == crate::index::iv(0, 0, 0) {
-                continue;
-            }
-            let region = ghost_box.intersect(&bins[level].boxes()[n].shift(shift));
-            if !region.is_empty() {
-                siblings.push(Overlap {
-                    source,
-                    region,
-                    shift: *shift,
-                });
-            }
-        }
-    }
+    let siblings = overlaps(&bins[level], start, &ghost_box, &shifts, Some(i), hits);
 
     let mut cf = BoxList::from_box(ghost_box.intersect(&pdomain));
     cf.subtract(&interior);
@@ -88,25 +71,20 @@ fn relate(
         }
     }
 
-    let mut coarse = Vec::new();
-    if level > 0 {
-        let clg = levels[level - 1];
-        let cstart = level_starts[level - 1];
+    let coarse = if level > 0 {
+        let shifts = levels[level - 1].periodic_shifts();
         let need: IndexBox = ghost_box.coarsen(lg.ratio).grow(1);
-        for shift in clg.periodic_shifts() {
-            bins[level - 1].query_into(&need.shift(&-shift), hits);
-            for &n in hits.iter() {
-                let region = need.intersect(&bins[level - 1].boxes()[n].shift(&shift));
-                if !region.is_empty() {
-                    coarse.push(Overlap {
-                        source: cstart + n,
-                        region,
-                        shift,
-                    });
-                }
-            }
-        }
-    }
+        overlaps(
+            &bins[level - 1],
+            level_starts[level - 1],
+            &need,
+            &shifts,
+            None,
+            hits,
+        )
+    } else {
+        Vec::new()
+    };
 
     p.sibling_overlaps = siblings;
     p.coarse_fine_ghosts = cf;
@@ -114,4 +92,36 @@ fn relate(
     p.coarse_fine_faces = cf_faces;
     p.physical_faces = phys_faces;
     p.coarse_overlaps = coarse;
+}
+
+/// The parts of `bx` that the boxes of `bins` (hierarchy indices from
+/// `start`) cover, each box also at its periodic images `box + shift`;
+/// `me`, at no shift, is left out (a patch is not its own sibling).
+fn overlaps(
+    bins: &BoxBins,
+    start: usize,
+    bx: &IndexBox,
+    shifts: &[IntVect],
+    me: Option<usize>,
+    hits: &mut Vec<usize>,
+) -> Vec<Overlap> {
+    let mut out = Vec::new();
+    for shift in shifts {
+        bins.query_into(&bx.shift(&-shift), hits);
+        for &n in hits.iter() {
+            let source = start + n;
+            if Some(source) == me && *shift == iv(0, 0, 0) {
+                continue;
+            }
+            let region = bx.intersect(&bins.boxes()[n].shift(shift));
+            if !region.is_empty() {
+                out.push(Overlap {
+                    source,
+                    region,
+                    shift: *shift,
+                });
+            }
+        }
+    }
+    out
 }
