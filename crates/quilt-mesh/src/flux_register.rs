@@ -480,6 +480,23 @@ impl FluxRegister {
         Ok(count)
     }
 
+    /// Where each fine patch's part of an array over the register's
+    /// faces begins, for arrays of `len` entries with `per_face` entries
+    /// per face (`ncomp` for values, 1 for one entry per face): the fine
+    /// patches' blocks are laid out patch after patch, so each patch's
+    /// part is contiguous. One bound per fine patch and `len` last.
+    fn fine_bounds(&self, len: usize, per_face: usize) -> Vec<usize> {
+        let nfine = self.fine_blocks.len() - 1;
+        (0..=nfine)
+            .map(|n| {
+                self.blocks
+                    .get(self.fine_blocks[n])
+                    .filter(|_| n < nfine)
+                    .map_or(len, |b| b.offset / self.ncomp * per_face)
+            })
+            .collect()
+    }
+
     /// Accumulates the register fine patch by fine patch, in parallel:
     /// `f` is called once for every fine patch of the level with a
     /// [`FineShare`] that adds coarse and fine fluxes into that patch's
@@ -491,27 +508,12 @@ impl FluxRegister {
         F: Fn(&mut FineShare<'_>) -> Result<usize, MeshError> + Sync,
     {
         let mut acc = std::mem::take(&mut self.acc);
-        let nfine = self.fine_blocks.len() - 1;
-        // Blocks are laid out patch after patch, so each patch's values
-        // are one contiguous part of `acc`.
-        let start = |n: usize| {
-            self.blocks
-                .get(self.fine_blocks[n])
-                .map_or(acc.len(), |b| b.offset)
-        };
-        let bounds: Vec<usize> = (0..=nfine)
-            .map(|n| if n == nfine { acc.len() } else { start(n) })
-            .collect();
-        let mut parts = Vec::with_capacity(nfine);
-        let mut rest: &mut [f64] = &mut acc;
-        for n in 0..nfine {
-            let (part, tail) = rest.split_at_mut(bounds[n + 1] - bounds[n]);
-            parts.push((n, part));
-            rest = tail;
-        }
+        let bounds = self.fine_bounds(acc.len(), self.ncomp);
+        let parts = split_at_bounds(&mut acc, &bounds);
         let this = &*self;
         let r = parts
             .into_par_iter()
+            .enumerate()
             .map(|(n, acc)| {
                 let mut share = FineShare {
                     reg: this,
@@ -672,6 +674,18 @@ impl FluxRegister {
     }
 }
 
+/// `v` cut at `bounds` (ascending, the last `v.len()`): part `n` is
+/// `bounds[n]..bounds[n + 1]`.
+fn split_at_bounds<'a, X>(mut v: &'a mut [X], bounds: &[usize]) -> Vec<&'a mut [X]> {
+    let mut parts = Vec::with_capacity(bounds.len().saturating_sub(1));
+    for w in bounds.windows(2) {
+        let (part, rest) = std::mem::take(&mut v).split_at_mut(w[1] - w[0]);
+        parts.push(part);
+        v = rest;
+    }
+    parts
+}
+
 /// Blocks `blocks` of a register, whose values start at register offset
 /// `base` in the accumulator slice at hand.
 struct Share {
@@ -821,32 +835,22 @@ impl FlatRegister<'_> {
         F: Fn(&mut FlatShare<'_>) -> Result<usize, MeshError> + Sync,
     {
         let reg = self.reg;
-        let nfine = reg.fine_blocks.len() - 1;
-        let total = self.coarse.len();
-        // A fine patch's blocks are contiguous, so are its faces.
-        let bound = |n: usize| {
-            reg.blocks
-                .get(reg.fine_blocks[n])
-                .map_or(total, |b| b.offset / reg.ncomp)
-        };
-        let mut parts = Vec::with_capacity(nfine);
-        let (mut coarse, mut hits) = (&mut self.coarse[..], &mut self.hits[..]);
-        for n in 0..nfine {
-            let (lo, hi) = (bound(n), if n + 1 == nfine { total } else { bound(n + 1) });
-            let (c, c_rest) = std::mem::take(&mut coarse).split_at_mut(hi - lo);
-            let (k, k_rest) = std::mem::take(&mut hits).split_at_mut(hi - lo);
-            parts.push(FlatShare {
-                reg,
-                n,
-                base: lo,
-                coarse: c,
-                hits: k,
-            });
-            (coarse, hits) = (c_rest, k_rest);
-        }
-        parts
+        let bounds = reg.fine_bounds(self.coarse.len(), 1);
+        let coarse = split_at_bounds(&mut self.coarse, &bounds);
+        let hits = split_at_bounds(&mut self.hits, &bounds);
+        coarse
             .into_par_iter()
-            .map(|mut share| f(&mut share))
+            .zip(hits)
+            .enumerate()
+            .map(|(n, (coarse, hits))| {
+                f(&mut FlatShare {
+                    reg,
+                    n,
+                    base: bounds[n],
+                    coarse,
+                    hits,
+                })
+            })
             .try_reduce(|| 0, |a, b| Ok(a + b))
     }
 
