@@ -1112,13 +1112,25 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             new_h.num_patches(),
             new_h.total_cells()
         );
-        let old_h = std::mem::replace(&mut self.h, new_h);
-        self.data = Some(new_data);
-        let old_plan = std::mem::replace(&mut self.plan, plan);
-        drop_elsewhere((old_h, old_plan));
-        self.staged = None;
-        self.version += 1;
+        drop_elsewhere(self.install(new_h, Some(new_data), plan));
         self.settle_residency()
+    }
+
+    /// Puts a regrid's hierarchy, host state and step plan in place and
+    /// counts the new layout; returns the old ones, for
+    /// [`drop_elsewhere`].
+    fn install(
+        &mut self,
+        h: Hierarchy,
+        data: Option<HierarchyData<T>>,
+        plan: StepPlan<T>,
+    ) -> (Hierarchy, Option<HierarchyData<T>>, StepPlan<T>) {
+        self.version += 1;
+        (
+            std::mem::replace(&mut self.h, h),
+            std::mem::replace(&mut self.data, data),
+            std::mem::replace(&mut self.plan, plan),
+        )
     }
 
     /// The hierarchy the current old state asks for: its ghosts filled,
@@ -1243,14 +1255,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             t0.elapsed().as_secs_f64() - t_tag - t_cluster - t_plan - t_items
         );
         let old = (
-            std::mem::replace(&mut self.h, new_h),
-            std::mem::replace(&mut self.plan, plan),
+            self.install(new_h, None, plan),
             self.resident.replace(new_res),
-            self.data.take(),
         );
         drop_elsewhere(old);
         self.host_current = false;
-        self.version += 1;
         Ok(())
     }
 
@@ -1307,10 +1316,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let data = self.data.take().ok_or_else(poisoned)?;
         let (new_data, _) = transfer(&self.h, data, &new_h, self.limiter)
             .map_err(|source| IntegratorError::Regrid { step, source })?;
-        self.h = new_h;
-        self.data = Some(new_data);
-        self.plan = plan;
-        self.version += 1;
+        drop_elsewhere(self.install(new_h, Some(new_data), plan));
         if how == RegridMove::ThroughHost {
             self.staged = Some(new_res);
             Ok(())
