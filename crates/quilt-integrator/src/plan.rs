@@ -183,10 +183,7 @@ impl<T: Real> StepPlan<T> {
     pub fn drop_batches(&mut self) {
         let l = &mut self.layout;
         (l.work, l.patch_work, l.probe_work) = (Vec::new(), Vec::new(), Vec::new());
-        self.fluxes = FluxStore {
-            fine: Vec::new(),
-            probes: Vec::new(),
-        };
+        self.fluxes = FluxStore::empty();
         l.batches = false;
     }
 
@@ -225,50 +222,41 @@ impl<T: Real> StepPlan<T> {
             probes_of[p.coarse].push(n);
         }
         let ghost = h.ghost();
-        let (work, patch_work, probe_work, fluxes) = if batches {
-            let (w, pw, qw) = Self::work(h, &fill, &bins, &probes, &probes_of)?;
-            (w, pw, qw, FluxStore::new(h, &probes))
-        } else {
-            (
-                Vec::new(),
-                Vec::new(),
-                Vec::new(),
-                FluxStore {
-                    fine: Vec::new(),
-                    probes: Vec::new(),
-                },
-            )
+        let mut plan = Self {
+            layout: PlanLayout {
+                fill,
+                bin_edge,
+                ghost,
+                bins,
+                work: Vec::new(),
+                patch_work: Vec::new(),
+                probe_work: Vec::new(),
+                probes,
+                probes_of,
+                fill_ratio,
+                batches: false,
+            },
+            fluxes: FluxStore::empty(),
+            registers,
         };
+        if batches {
+            plan.ensure_batches(h)?;
+        }
+        let l = &plan.layout;
         log::debug!(
             "step plan: {} patches in {} bins (fill {:.3}), {} flux probes, {} registers",
             h.num_patches(),
-            bins.len(),
-            fill_ratio,
-            probes.len(),
-            registers.len()
+            l.bins.len(),
+            l.fill_ratio,
+            l.probes.len(),
+            plan.registers.len()
         );
         log::debug!(
             "step plan of {} patches: fill plans, packing, probes and registers {t_parts:.3} s, batch work and flux blocks {:.3} s",
             h.num_patches(),
             t0.elapsed().as_secs_f64() - t_parts
         );
-        Ok(Self {
-            layout: PlanLayout {
-                fill,
-                bin_edge,
-                ghost,
-                bins,
-                work,
-                patch_work,
-                probe_work,
-                probes,
-                probes_of,
-                fill_ratio,
-                batches,
-            },
-            fluxes,
-            registers,
-        })
+        Ok(plan)
     }
 
     /// The bins of `h`: packed, or one per patch (`per_patch`), with the
@@ -356,6 +344,16 @@ impl<T: Real> StepPlan<T> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok((work, patch_work, probe_work))
+    }
+}
+
+impl<T> FluxStore<T> {
+    /// No flux blocks (a plan without batch work).
+    fn empty() -> Self {
+        Self {
+            fine: Vec::new(),
+            probes: Vec::new(),
+        }
     }
 }
 
