@@ -1631,15 +1631,11 @@ fn reflux_and_restrict<T: Real>(
     plan: &mut StepPlan<T>,
     data: &mut HierarchyData<T>,
 ) -> Result<(), IntegratorError> {
-    // Probes by their fine patch, in probe order.
-    let mut probes_of_fine: Vec<Vec<usize>> = vec![Vec::new(); h.num_patches()];
-    for (n, q) in plan.layout.probes.iter().enumerate() {
-        probes_of_fine[q.fine].push(n);
-    }
     for l in (1..h.num_levels()).rev() {
         let reg = &mut plan.registers[l - 1];
         reg.reset();
         let (probes, fluxes) = (&plan.layout.probes, &plan.fluxes);
+        let probes_of_fine = &plan.layout.probes_of_fine;
         // Fine patch by fine patch, in parallel: a probe's faces are faces
         // of its own fine patch's blocks, so each block gets its coarse
         // fluxes (probe order) and then its fine ones, as in a serial loop.
@@ -1647,7 +1643,7 @@ fn reflux_and_restrict<T: Real>(
         reg.accumulate_par(|share| {
             let f = share.fine_patch();
             let mut count = 0;
-            for &n in &probes_of_fine[f] {
+            for n in probes_of_fine[f].clone() {
                 count += add_probe(share, h, &probes[n], &fluxes.probes[n])
                     .map_err(|e| quilt_mesh::MeshError::invalid("probe fluxes", e.to_string()))?;
             }

@@ -102,6 +102,9 @@ pub(crate) struct PlanLayout<T> {
     pub probes: Vec<Probe>,
     /// Probe indices per hierarchy patch (as the coarse patch `P`).
     pub probes_of: Vec<Vec<usize>>,
+    /// The probes of each hierarchy patch as the fine patch they serve
+    /// (consecutive: probes come fine patch after fine patch).
+    pub probes_of_fine: Vec<std::ops::Range<usize>>,
     /// Packing efficiency (fraction of bin volume used).
     pub fill_ratio: f64,
     /// Whether `work`, `patch_work`, `probe_work` and the flux blocks are
@@ -218,8 +221,15 @@ impl<T: Real> StepPlan<T> {
         let registers = registers.map_err(IntegratorError::mesh("flux registers"))?;
         let t_parts = t0.elapsed().as_secs_f64();
         let mut probes_of = vec![Vec::new(); h.num_patches()];
+        let mut probes_of_fine = vec![0..0; h.num_patches()];
         for (n, p) in probes.iter().enumerate() {
             probes_of[p.coarse].push(n);
+            let r = &mut probes_of_fine[p.fine];
+            *r = if r.start == r.end {
+                n..n + 1
+            } else {
+                r.start..n + 1
+            };
         }
         let ghost = h.ghost();
         let mut plan = Self {
@@ -233,6 +243,7 @@ impl<T: Real> StepPlan<T> {
                 probe_work: Vec::new(),
                 probes,
                 probes_of,
+                probes_of_fine,
                 fill_ratio,
                 batches: false,
             },
@@ -443,6 +454,7 @@ mod tests {
         assert_eq!(listed, 3 + 2);
         assert_eq!(registers.len(), 1);
         assert_eq!(plan.probes_of[0], vec![0]);
+        assert_eq!(plan.probes_of_fine, vec![0..0, 0..0, 0..2]);
         // The paper's default scheme: one patch per bin, at its origin.
         let per_patch = StepPlan::<f64>::new(
             &h,

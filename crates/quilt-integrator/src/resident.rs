@@ -241,24 +241,10 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
                 let shifts = h
                     .level_geometry(l - 1)
                     .map_or_else(|| vec![iv(0, 0, 0)], |lg| lg.periodic_shifts());
-                // The probes of each fine patch of the level (probes come
-                // fine patch after fine patch).
-                let first = h.level_range(l).start;
-                let mut of_fine = vec![0..0; h.level_range(l).len()];
-                for (k, q) in lay.probes.iter().enumerate() {
-                    if h.patches()[q.fine].level() == l {
-                        let r = &mut of_fine[q.fine - first];
-                        *r = if r.start == r.end {
-                            k..k + 1
-                        } else {
-                            r.start..k + 1
-                        };
-                    }
-                }
                 // The probes' faces, as the host's refluxing hands them over.
                 flat.record_par(|share| {
                     let mut count = 0;
-                    for k in of_fine[share.fine_patch() - first].clone() {
+                    for k in lay.probes_of_fine[share.fine_patch()].clone() {
                         let q = &lay.probes[k];
                         let mut at = layout.patches()[n + k].flux_offset;
                         let sz = q.interior.size();
