@@ -117,52 +117,67 @@ impl<T: Copy> DeviceBuffer<T> {
     }
 
     /// Copies the runs `(start, len)` of `src` to the same places on the
-    /// device, on `stream`, in one batched call (`cuMemcpyBatchAsync`);
-    /// same rules as [`DeviceBuffer::upload`].
+    /// device, on `stream`, one `cuMemcpyHtoDAsync` per run; same rules as
+    /// [`DeviceBuffer::upload`].
     pub fn upload_runs(
         &self,
         runs: &[(usize, usize)],
         src: &[T],
         stream: &CudaStream,
     ) -> Result<(), CudaError> {
-        let host = src.as_ptr() as u64;
-        self.run_copies(runs, src.len(), |dev, host_at| (dev, host + host_at))
-            .run(stream, true, self.ctx.ordinal())
+        self.check_runs(runs, src.len());
+        let size = std::mem::size_of::<T>();
+        for &(s, n) in runs.iter().filter(|r| r.1 > 0) {
+            // SAFETY: in range of both (checked above); the caller keeps
+            // `src` alive and unwritten until the stream passes this point.
+            unsafe {
+                sys::cuMemcpyHtoDAsync_v2(
+                    self.at(s),
+                    src.as_ptr().add(s).cast(),
+                    n * size,
+                    stream.cu_stream(),
+                )
+            }
+            .result()
+            .call("cuMemcpyHtoDAsync")?;
+        }
+        Ok(())
     }
 
     /// Copies the runs `(start, len)` of the device buffer into the same
-    /// places of `dst`, on `stream`, in one batched call; same rules as
-    /// [`DeviceBuffer::download`].
+    /// places of `dst`, on `stream`, one `cuMemcpyDtoHAsync` per run; same
+    /// rules as [`DeviceBuffer::download`].
     pub fn download_runs(
         &self,
         runs: &[(usize, usize)],
         dst: &mut [T],
         stream: &CudaStream,
     ) -> Result<(), CudaError> {
-        let host = dst.as_mut_ptr() as u64;
-        self.run_copies(runs, dst.len(), |dev, host_at| (host + host_at, dev))
-            .run(stream, false, self.ctx.ordinal())
+        self.check_runs(runs, dst.len());
+        let size = std::mem::size_of::<T>();
+        for &(s, n) in runs.iter().filter(|r| r.1 > 0) {
+            // SAFETY: in range of both (checked above); the caller keeps
+            // `dst` alive and untouched until the stream passes this point.
+            unsafe {
+                sys::cuMemcpyDtoHAsync_v2(
+                    dst.as_mut_ptr().add(s).cast(),
+                    self.at(s),
+                    n * size,
+                    stream.cu_stream(),
+                )
+            }
+            .result()
+            .call("cuMemcpyDtoHAsync")?;
+        }
+        Ok(())
     }
 
-    /// The copies of `runs` between this buffer and host memory of
-    /// `host_len` values, as `(destination, source)` addresses given by
-    /// `ends(device address, host byte offset)`.
-    fn run_copies(
-        &self,
-        runs: &[(usize, usize)],
-        host_len: usize,
-        ends: impl Fn(u64, u64) -> (u64, u64),
-    ) -> RunCopies {
-        let size = std::mem::size_of::<T>();
-        let mut copies = RunCopies::default();
+    /// Panics unless every run lies in this buffer and in host memory of
+    /// `host_len` values (a caller's bug, not an input error).
+    fn check_runs(&self, runs: &[(usize, usize)], host_len: usize) {
         for &(s, n) in runs {
             assert!(s + n <= self.len && s + n <= host_len, "run out of range");
-            if n > 0 {
-                let (d, src) = ends(self.at(s), (s * size) as u64);
-                copies.push(d, src, n * size);
-            }
         }
-        copies
     }
 
     /// Sets the bytes of values `at .. at + n` to `byte` on `stream`.
@@ -187,101 +202,6 @@ impl<T: Copy> DeviceBuffer<T> {
             )
         }
         .call("cuMemsetD8Async")
-    }
-}
-
-/// Most copies handed to one `cuMemcpyBatchAsync` call.
-const MAX_BATCHED_COPIES: usize = 512;
-
-/// Many host–device copies issued as batched calls.
-#[derive(Default)]
-struct RunCopies {
-    dsts: Vec<sys::CUdeviceptr>,
-    srcs: Vec<sys::CUdeviceptr>,
-    sizes: Vec<usize>,
-}
-
-impl RunCopies {
-    fn push(&mut self, dst: u64, src: u64, bytes: usize) {
-        self.dsts.push(dst);
-        self.srcs.push(src);
-        self.sizes.push(bytes);
-    }
-
-    /// Issues the copies on `stream` (host to device if `up`). A single
-    /// copy goes through the plain call, which every driver has.
-    fn run(mut self, stream: &CudaStream, up: bool, device: usize) -> Result<(), CudaError> {
-        match self.sizes.len() {
-            0 => Ok(()),
-            1 => {
-                let (d, s, n) = (self.dsts[0], self.srcs[0], self.sizes[0]);
-                // SAFETY: the caller checked both ranges and keeps the host
-                // memory alive until the stream passes this point.
-                unsafe {
-                    if up {
-                        sys::cuMemcpyHtoDAsync_v2(
-                            d,
-                            s as *const std::ffi::c_void,
-                            n,
-                            stream.cu_stream(),
-                        )
-                        .result()
-                        .call("cuMemcpyHtoDAsync")
-                    } else {
-                        sys::cuMemcpyDtoHAsync_v2(
-                            d as *mut std::ffi::c_void,
-                            s,
-                            n,
-                            stream.cu_stream(),
-                        )
-                        .result()
-                        .call("cuMemcpyDtoHAsync")
-                    }
-                }
-            }
-            total => {
-                let host = sys::CUmemLocation {
-                    type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST,
-                    id: 0,
-                };
-                let device = sys::CUmemLocation {
-                    type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                    id: device as i32,
-                };
-                let mut attrs = [sys::CUmemcpyAttributes {
-                    srcAccessOrder: sys::CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
-                    srcLocHint: if up { host } else { device },
-                    dstLocHint: if up { device } else { host },
-                    flags: 0,
-                }];
-                let mut idx = [0usize];
-                // A bounded number of copies per call: the driver's batch
-                // is not meant for tens of thousands at once.
-                let mut at = 0;
-                while at < total {
-                    let count = (total - at).min(MAX_BATCHED_COPIES);
-                    // SAFETY: `count` entries from `at` in each array; the
-                    // caller checked every range and keeps the host memory
-                    // alive until the stream passes this point.
-                    unsafe {
-                        sys::cuMemcpyBatchAsync_v2(
-                            self.dsts[at..].as_mut_ptr(),
-                            self.srcs[at..].as_mut_ptr(),
-                            self.sizes[at..].as_mut_ptr(),
-                            count,
-                            attrs.as_mut_ptr(),
-                            idx.as_mut_ptr(),
-                            1,
-                            stream.cu_stream(),
-                        )
-                        .result()
-                        .call("cuMemcpyBatchAsync")?;
-                    }
-                    at += count;
-                }
-                Ok(())
-            }
-        }
     }
 }
 
