@@ -682,10 +682,16 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             &mut phases,
         )?;
         log::debug!(
-            "step {step}: t = {:.6e}, dt = {dt:.3e}, {} batches, {:.3} s",
+            "step {step}: t = {:.6e}, dt = {dt:.3e}, {} batches, {:.3} s; batch loop {:.3} s: prepare {:.3} s (assembly {:.3} s), solve {:.3} s, close {:.3} s, selection and model {:.3} s; reflux and restriction {reflux_restrict:.3} s",
             self.time,
             stats.batches,
-            info.phases.wall
+            info.phases.wall,
+            stats.wall,
+            stats.prepare,
+            stats.assemble,
+            stats.solve,
+            stats.close,
+            stats.between
         );
         Ok(info)
     }

@@ -34,6 +34,12 @@ pub(crate) struct LoopStats {
     pub solve: f64,
     pub close: f64,
     pub wall: f64,
+    /// Wall seconds of the batches' assembly (layouts, probe packing,
+    /// buffers from the ring), part of `prepare`.
+    pub assemble: f64,
+    /// Wall seconds of the loop's own work between the stages: batch
+    /// selection and the cost model's observations.
+    pub between: f64,
     pub report: StepReport,
     pub estimates: EstimateErrors,
 }
@@ -64,8 +70,10 @@ fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
     pick: &Pick,
     ring: &mut BatchRing<T>,
 ) -> Result<StagedBatch<T>, IntegratorError> {
+    let t = Instant::now();
     let (bl, queues) = stages::assemble(layout, h, &pick.bins, &pick.queues)?;
     let mut batch = ring.take(bl, layout.bins.len())?;
+    let assemble_secs = t.elapsed().as_secs_f64();
     let prepare_secs = match stages::prepare(layout, h, old, time, &mut batch, &queues) {
         Ok(s) => s,
         Err(e) => {
@@ -78,6 +86,7 @@ fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
         bins: pick.bins.clone(),
         queues,
         prepare_secs,
+        assemble_secs,
     })
 }
 
@@ -265,6 +274,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             let t = Instant::now();
             let mut staged = stage(layout, h, &olds, time, &pick, ring)?;
             stats.prepare += t.elapsed().as_secs_f64();
+            stats.assemble += staged.assemble_secs;
             let t = Instant::now();
             let r = backend.solve(&mut staged.batch, dt, order);
             let solve_secs = t.elapsed().as_secs_f64();
@@ -316,12 +326,15 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
         let t = Instant::now();
         let mut cur = stage(layout, h, &olds, time, &first, ring)?;
         stats.prepare += t.elapsed().as_secs_f64();
+        stats.assemble += cur.assemble_secs;
         let mut cur_pick = first;
         let mut prev: Option<(StagedBatch<T>, f64)> = None;
         loop {
+            let t_next = Instant::now();
             let close_before = prev.as_ref().map_or(0.0, |(_, c)| *c);
             let next_pick =
                 scheduler.next(model.model(), Some(cur_pick.solve_estimate - close_before))?;
+            stats.between += t_next.elapsed().as_secs_f64();
             let solving = &mut cur.batch;
             let be = &mut *backend;
             let news_ref = &mut news;
@@ -353,6 +366,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
                     )
                 },
             );
+            let t_observe = Instant::now();
             let (r, solve_secs) = solved;
             // Batches of a failed step go back to the ring (the step is
             // repeated or the run ends; either way nothing leaks).
@@ -399,11 +413,13 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             }
             stats.batches += 1;
             stats.bins += cur.bins.len();
+            stats.between += t_observe.elapsed().as_secs_f64();
             match (staged, next_pick) {
                 (Some((s, secs)), Some(np)) => {
                     stats.prepare += secs;
                     prev = Some((cur, cur_pick.close_estimate));
                     cur = s?;
+                    stats.assemble += cur.assemble_secs;
                     cur_pick = np;
                 }
                 _ => {

@@ -26,7 +26,7 @@ use quilt_mesh::fill::{BoundaryConditions, GhostFill};
 use quilt_mesh::flux_register::FluxRegister;
 use quilt_mesh::interp::Limiter;
 use quilt_mesh::{Hierarchy, IndexBox, Side};
-use quilt_pack::{HierarchyPacking, PackOptions, pack_hierarchy};
+use quilt_pack::{HierarchyPacking, PackOptions, pack, pack_hierarchy};
 use quilt_sweep::physics::NCOMP;
 use rayon::prelude::*;
 
@@ -75,6 +75,17 @@ pub(crate) struct BinPlan {
     pub patches: Vec<(usize, [u32; 3])>,
 }
 
+/// The probes of one plan bin, packed once per regrid into a box that a
+/// batch holding the bin places whole: a batch then packs a few shelves
+/// instead of every probe of its bins.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Shelf {
+    /// Cells of the box along each axis.
+    pub extent: [u32; 3],
+    /// `(probe index, offset of its ghost-grown box in the shelf)`.
+    pub probes: Vec<(usize, [u32; 3])>,
+}
+
 /// Everything the step needs that depends on the hierarchy only.
 pub(crate) struct StepPlan<T> {
     /// Read-only during a step.
@@ -105,6 +116,9 @@ pub(crate) struct PlanLayout<T> {
     /// The probes of each hierarchy patch as the fine patch they serve
     /// (consecutive: probes come fine patch after fine patch).
     pub probes_of_fine: Vec<std::ops::Range<usize>>,
+    /// The probes of each bin's patches on shelves, aligned with `bins`
+    /// (built with `work`).
+    pub shelves: Vec<Vec<Shelf>>,
     /// Packing efficiency (fraction of bin volume used).
     pub fill_ratio: f64,
     /// Whether `work`, `patch_work`, `probe_work` and the flux blocks are
@@ -174,9 +188,19 @@ impl<T: Real> StepPlan<T> {
             return Ok(());
         }
         let l = &mut self.layout;
-        let (w, pw, qw) = Self::work(h, &l.fill, &l.bins, &l.probes, &l.probes_of)?;
+        let ((w, shelved), fluxes) = rayon::join(
+            || {
+                rayon::join(
+                    || Self::work(h, &l.fill, &l.bins, &l.probes, &l.probes_of),
+                    || shelves(&l.bins, &l.probes, &l.probes_of, l.ghost, l.bin_edge),
+                )
+            },
+            || FluxStore::new(h, &l.probes),
+        );
+        let (w, pw, qw) = w?;
+        l.shelves = shelved?;
         (l.work, l.patch_work, l.probe_work) = (w, pw, qw);
-        self.fluxes = FluxStore::new(h, &l.probes);
+        self.fluxes = fluxes;
         l.batches = true;
         Ok(())
     }
@@ -186,6 +210,7 @@ impl<T: Real> StepPlan<T> {
     pub fn drop_batches(&mut self) {
         let l = &mut self.layout;
         (l.work, l.patch_work, l.probe_work) = (Vec::new(), Vec::new(), Vec::new());
+        l.shelves = Vec::new();
         self.fluxes = FluxStore::empty();
         l.batches = false;
     }
@@ -244,6 +269,7 @@ impl<T: Real> StepPlan<T> {
                 probes,
                 probes_of,
                 probes_of_fine,
+                shelves: Vec::new(),
                 fill_ratio,
                 batches: false,
             },
@@ -342,10 +368,13 @@ impl<T: Real> StepPlan<T> {
             // A probe is a plain copy of its coarse patch's prepared cells.
             PatchWork::new(e, g).with_ghost_fill(0, all - inner)
         };
-        let patch_work: Vec<PatchWork> = (0..h.num_patches()).map(patch_work).collect();
-        let probe_work: Vec<PatchWork> = probes.iter().map(probe_work).collect();
+        let patch_work: Vec<PatchWork> = (0..h.num_patches())
+            .into_par_iter()
+            .map(patch_work)
+            .collect();
+        let probe_work: Vec<PatchWork> = probes.par_iter().map(probe_work).collect();
         let work = bins
-            .iter()
+            .par_iter()
             .map(|b| {
                 let mut w: Vec<PatchWork> = b.patches.iter().map(|&(i, _)| patch_work[i]).collect();
                 for &(i, _) in &b.patches {
@@ -368,12 +397,70 @@ impl<T> FluxStore<T> {
     }
 }
 
+/// The shelves of every bin (see [`Shelf`]): the probes of its patches,
+/// in patch order, packed into bins of edge `bin_edge` (one shelf per bin
+/// that packing opens), each cut down to the box its probes occupy.
+pub(crate) fn shelves(
+    bins: &[BinPlan],
+    probes: &[Probe],
+    probes_of: &[Vec<usize>],
+    ghost: i32,
+    bin_edge: u32,
+) -> Result<Vec<Vec<Shelf>>, IntegratorError> {
+    bins.par_iter()
+        .map(|b| {
+            let list: Vec<usize> = b
+                .patches
+                .iter()
+                .flat_map(|&(i, _)| probes_of[i].iter().copied())
+                .collect();
+            if list.is_empty() {
+                return Ok(Vec::new());
+            }
+            let extents: Vec<[u32; 3]> = list
+                .iter()
+                .map(|&n| {
+                    let s = probes[n].interior.grow(ghost).size();
+                    [side_u32(s.x), side_u32(s.y), side_u32(s.z)]
+                })
+                .collect();
+            let packing = pack(&extents, [bin_edge; 3], &PackOptions::default())?;
+            let mut shelves: Vec<Shelf> = (0..packing.bins_used)
+                .map(|_| Shelf {
+                    extent: [0; 3],
+                    probes: Vec::new(),
+                })
+                .collect();
+            let mut lo = vec![[u32::MAX; 3]; packing.bins_used];
+            for (k, pl) in packing.placements.iter().enumerate() {
+                if pl.extent != extents[k] {
+                    return Err(IntegratorError::Internal(format!(
+                        "probe {} was placed rotated ({:?} for {:?})",
+                        list[k], pl.extent, extents[k]
+                    )));
+                }
+                let (s, low) = (&mut shelves[pl.bin], &mut lo[pl.bin]);
+                *low = [0, 1, 2].map(|a| low[a].min(pl.offset[a]));
+                s.extent = [0, 1, 2].map(|a| s.extent[a].max(pl.offset[a] + pl.extent[a]));
+                s.probes.push((list[k], pl.offset));
+            }
+            for (s, lo) in shelves.iter_mut().zip(&lo) {
+                s.extent = [0, 1, 2].map(|a| s.extent[a] - lo[a]);
+                for (_, o) in &mut s.probes {
+                    *o = [0, 1, 2].map(|a| o[a] - lo[a]);
+                }
+            }
+            Ok(shelves)
+        })
+        .collect()
+}
+
 impl<T: Real> FluxStore<T> {
     /// Zeroed flux blocks of every fine patch and probe.
     fn new(h: &Hierarchy, probes: &[Probe]) -> Self {
         let fine_flux = h
             .patches()
-            .iter()
+            .par_iter()
             .map(|p| {
                 if p.level() == 0 {
                     Vec::new()
@@ -383,7 +470,7 @@ impl<T: Real> FluxStore<T> {
             })
             .collect();
         let probe_flux = probes
-            .iter()
+            .par_iter()
             .map(|q| vec![T::zero(); flux_block_len(&q.interior)])
             .collect();
         Self {
@@ -470,5 +557,64 @@ mod tests {
             assert_eq!(b.patches, vec![(i, [0; 3])]);
         }
         assert!(per_patch.layout.fill_ratio < full.layout.fill_ratio);
+    }
+
+    #[test]
+    fn shelves_hold_each_bins_probes_once_without_overlap() {
+        let h = two_level();
+        let g = h.ghost();
+        for (edge, per_patch) in [(64, false), (64, true), (24, true)] {
+            let plan = StepPlan::<f64>::new(
+                &h,
+                BoundaryConditions::outflow().with_vector([1, 2, 3]),
+                Limiter::default(),
+                edge,
+                per_patch,
+            )
+            .unwrap();
+            let l = &plan.layout;
+            assert_eq!(l.shelves.len(), l.bins.len());
+            let mut seen = vec![0; l.probes.len()];
+            for (b, shelves) in l.bins.iter().zip(&l.shelves) {
+                let mut want: Vec<usize> = b
+                    .patches
+                    .iter()
+                    .flat_map(|&(i, _)| l.probes_of[i].iter().copied())
+                    .collect();
+                let mut got = Vec::new();
+                for shelf in shelves {
+                    assert!(shelf.extent.iter().all(|&e| e > 0 && e <= edge));
+                    let boxes: Vec<IndexBox> = shelf
+                        .probes
+                        .iter()
+                        .map(|&(n, at)| {
+                            let size = l.probes[n].interior.grow(g).size();
+                            let lo = iv(at[0] as i32, at[1] as i32, at[2] as i32);
+                            IndexBox::from_lo_size(lo, size)
+                        })
+                        .collect();
+                    let room = IndexBox::from_lo_size(
+                        iv(0, 0, 0),
+                        iv(
+                            shelf.extent[0] as i32,
+                            shelf.extent[1] as i32,
+                            shelf.extent[2] as i32,
+                        ),
+                    );
+                    for (k, bx) in boxes.iter().enumerate() {
+                        assert!(room.contains_box(bx), "{bx} outside {room}");
+                        assert!(boxes[k + 1..].iter().all(|o| !o.intersects(bx)));
+                    }
+                    got.extend(shelf.probes.iter().map(|&(n, _)| n));
+                }
+                want.sort_unstable();
+                got.sort_unstable();
+                assert_eq!(got, want);
+                for n in got {
+                    seen[n] += 1;
+                }
+            }
+            assert!(seen.iter().all(|&c| c == 1), "{seen:?}");
+        }
     }
 }

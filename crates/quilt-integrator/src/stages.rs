@@ -17,12 +17,12 @@ use quilt_mesh::{Hierarchy, IndexBox};
 use quilt_pack::{PackOptions, pack};
 use quilt_sweep::layout::data_index;
 use quilt_sweep::physics::NCOMP;
-use quilt_sweep::{Batch, BatchLayout, PatchDesc, PatchShape};
+use quilt_sweep::{Batch, BatchLayout, PatchShape};
 use rayon::prelude::*;
 
 use crate::Real;
 use crate::error::IntegratorError;
-use crate::plan::{FluxStore, PlanLayout};
+use crate::plan::{FluxStore, PlanLayout, Shelf};
 
 /// Descriptor ids of probes start here (hierarchy patch ids are `u32`).
 pub(crate) const PROBE_ID_BASE: u64 = 1 << 32;
@@ -48,11 +48,14 @@ pub(crate) struct StagedBatch<T> {
     pub queues: Vec<Vec<Job>>,
     /// Measured prepare seconds per queue.
     pub prepare_secs: Vec<f64>,
+    /// Wall seconds of the batch's assembly and buffer.
+    pub assemble_secs: f64,
 }
 
 /// Builds the layout of a batch made of the global bins `bins`, with the
 /// selector's queues (`PatchRef::bin` indexes `bins`), and its jobs. The
-/// probes of the batch's patches go into extra bins packed here.
+/// probes of the batch's patches come on their bins' shelves, packed here
+/// into extra bins.
 pub(crate) fn assemble<T: Real>(
     plan: &PlanLayout<T>,
     h: &Hierarchy,
@@ -62,58 +65,56 @@ pub(crate) fn assemble<T: Real>(
     let g = plan.ghost;
     let mut shapes = Vec::new();
     let mut places = Vec::new();
-    let mut desc_of = std::collections::HashMap::new();
+    // Descriptor of the first patch of each of the batch's bins.
+    let mut first_desc = Vec::with_capacity(bins.len());
     for (nb, &b) in bins.iter().enumerate() {
+        first_desc.push(shapes.len());
         for &(i, offset) in &plan.bins[b].patches {
-            desc_of.insert(i, shapes.len());
             shapes.push(patch_shape(h, i, g)?);
             places.push((nb as u32, offset));
         }
     }
-    // Probes of the batch's patches, packed into extra bins.
-    let mut probe_list = Vec::new();
-    for &b in bins {
-        for &(i, _) in &plan.bins[b].patches {
-            probe_list.extend(plan.probes_of[i].iter().copied());
-        }
-    }
+    let patches = shapes.len();
+    let shelves: Vec<&Shelf> = bins.iter().flat_map(|&b| &plan.shelves[b]).collect();
     let mut probe_desc = std::collections::HashMap::new();
-    if !probe_list.is_empty() {
-        let extents: Vec<[u32; 3]> = probe_list
-            .iter()
-            .map(|&n| size_of_box(&plan.probes[n].interior.grow(g)))
-            .collect();
+    if !shelves.is_empty() {
+        let extents: Vec<[u32; 3]> = shelves.iter().map(|s| s.extent).collect();
         let edge = plan.bin_edge;
         let packing = pack(&extents, [edge; 3], &PackOptions::default())?;
         let first = bins.len() as u32;
-        for (k, &n) in probe_list.iter().enumerate() {
-            let q = &plan.probes[n];
-            let lg = h
-                .level_geometry(h.patches()[q.coarse].level())
-                .ok_or_else(|| {
-                    IntegratorError::Internal(format!("probe {n} has no level geometry"))
-                })?;
-            probe_desc.insert(n, shapes.len());
-            shapes.push(PatchShape {
-                id: PROBE_ID_BASE + n as u64,
-                extent: extents[k],
-                ghost: g as u32,
-                level: h.patches()[q.coarse].level() as u32,
-                dx: [lg.dx.x, lg.dx.y, lg.dx.z],
-                user: n as u32,
-            });
+        for (k, shelf) in shelves.iter().enumerate() {
             let pl = &packing.placements[k];
             if pl.extent != extents[k] {
                 return Err(IntegratorError::Internal(format!(
-                    "probe {n} was placed rotated ({:?} for {:?})",
+                    "a shelf was placed rotated ({:?} for {:?})",
                     pl.extent, extents[k]
                 )));
             }
-            places.push((first + pl.bin as u32, pl.offset));
+            for &(n, at) in &shelf.probes {
+                let q = &plan.probes[n];
+                let level = h.patches()[q.coarse].level();
+                let lg = h.level_geometry(level).ok_or_else(|| {
+                    IntegratorError::Internal(format!("probe {n} has no level geometry"))
+                })?;
+                probe_desc.insert(n, shapes.len());
+                shapes.push(PatchShape {
+                    id: PROBE_ID_BASE + n as u64,
+                    extent: size_of_box(&q.interior.grow(g)),
+                    ghost: g as u32,
+                    level: level as u32,
+                    dx: [lg.dx.x, lg.dx.y, lg.dx.z],
+                    user: n as u32,
+                });
+                places.push((
+                    first + pl.bin as u32,
+                    [0, 1, 2].map(|a| pl.offset[a] + at[a]),
+                ));
+            }
         }
     }
     let layout = BatchLayout::packed(plan.bin_edge, NCOMP as u32, &shapes, &places)?;
     let mut jobs: Vec<Vec<Job>> = Vec::with_capacity(queues.len());
+    let mut listed = 0;
     for q in queues {
         let mut list = Vec::with_capacity(q.len());
         for r in q {
@@ -131,21 +132,24 @@ pub(crate) fn assemble<T: Real>(
             };
             let probes = plan.probes_of[i]
                 .iter()
-                .map(|&n| (n, probe_desc[&n]))
-                .collect();
+                .map(|&n| {
+                    probe_desc.get(&n).map(|&d| (n, d)).ok_or_else(|| {
+                        IntegratorError::Internal(format!("probe {n} is on no shelf of its bin"))
+                    })
+                })
+                .collect::<Result<_, _>>()?;
             list.push(Job {
                 patch: i,
-                desc: desc_of[&i],
+                desc: first_desc[r.bin] + r.patch,
                 probes,
             });
+            listed += 1;
         }
         jobs.push(list);
     }
-    let listed: usize = jobs.iter().map(Vec::len).sum();
-    if listed != desc_of.len() {
+    if listed != patches {
         return Err(IntegratorError::Internal(format!(
-            "the selection's queues hold {listed} patches, the batch's bins {}",
-            desc_of.len()
+            "the selection's queues hold {listed} patches, the batch's bins {patches}"
         )));
     }
     Ok((layout, jobs))
@@ -174,10 +178,10 @@ pub(crate) fn size_of_box(b: &IndexBox) -> [u32; 3] {
 }
 
 /// Fills every patch of the batch (interior and ghosts, by the mesh's ghost
-/// fill straight into its bin), one rayon task per patch, then copies each
-/// probe from its coarse patch's filled box. Returns seconds per queue:
-/// the sum over its patches (probe copies counted with their coarse
-/// patch).
+/// fill straight into its bin), one rayon task per patch, and copies each
+/// of the patch's probes from its filled box in the same task, while its
+/// rows are in cache. Returns seconds per queue: the sum over its patches
+/// (probe copies counted with their coarse patch).
 pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     plan: &PlanLayout<T>,
     h: &Hierarchy,
@@ -187,175 +191,77 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     queues: &[Vec<Job>],
 ) -> Result<Vec<f64>, IntegratorError> {
     let g = plan.ghost;
-    let descs: Vec<PatchDesc> = batch.layout().patches().to_vec();
-    let boxes: Vec<IndexBox> = descs
+    // Patches and probes alike get a target: probes are written by the
+    // task of their coarse patch.
+    let placements: Vec<BinPlacement> = batch
+        .layout()
+        .patches()
         .iter()
-        .map(|d| {
-            if d.id >= PROBE_ID_BASE {
+        .map(|d| BinPlacement {
+            bin: d.bin as usize,
+            offset: d.offset.map(|v| v as usize),
+            bx: if d.id >= PROBE_ID_BASE {
                 plan.probes[d.user as usize].interior.grow(g)
             } else {
                 h.patches()[d.user as usize].ghost_box()
-            }
+            },
         })
         .collect();
-    // Only the patches are filled through targets; probes are copied after.
-    let mut placements = Vec::new();
-    let mut slot_of = vec![usize::MAX; descs.len()];
-    for (n, d) in descs.iter().enumerate() {
-        if d.id < PROBE_ID_BASE {
-            slot_of[n] = placements.len();
-            placements.push(BinPlacement {
-                bin: d.bin as usize,
-                offset: d.offset.map(|v| v as usize),
-                bx: boxes[n],
-            });
+    let edge = plan.bin_edge as usize;
+    let targets = split_bins(batch.data_mut(), edge, NCOMP, &placements)
+        .map_err(IntegratorError::mesh("batch targets"))?;
+    let mut slots: Vec<Option<FillTarget<'_, T>>> = targets.into_iter().map(Some).collect();
+    let mut take = |desc: usize, what: &str| {
+        slots
+            .get_mut(desc)
+            .and_then(Option::take)
+            .ok_or_else(|| IntegratorError::Internal(format!("{what} listed twice")))
+    };
+    // One task per patch, not per queue: a queue is the cost model's unit
+    // of CPU work, but running queues as tasks leaves the batch to its
+    // slowest queue whenever fewer workers are free than there are queues
+    // (one drives the solve, others close the previous batch). Each queue
+    // is charged the sum of its patches' seconds, the figure the model
+    // estimates.
+    type Work<'t, T> = (usize, usize, FillTarget<'t, T>, Vec<FillTarget<'t, T>>);
+    let mut work: Vec<Work<'_, T>> = Vec::with_capacity(queues.iter().map(Vec::len).sum());
+    for (qi, q) in queues.iter().enumerate() {
+        for job in q {
+            let t = take(job.desc, &format!("patch index {}", job.patch))?;
+            let probes = job
+                .probes
+                .iter()
+                .map(|&(n, pd)| take(pd, &format!("probe {n}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            work.push((qi, job.patch, t, probes));
         }
     }
-    let edge = plan.bin_edge as usize;
-    let mut secs = {
-        let targets = split_bins(batch.data_mut(), edge, NCOMP, &placements)
-            .map_err(IntegratorError::mesh("batch targets"))?;
-        let mut slots: Vec<Option<FillTarget<'_, T>>> = targets.into_iter().map(Some).collect();
-        // One task per patch, not per queue: a queue is the cost model's
-        // unit of CPU work, but running queues as tasks leaves the batch to
-        // its slowest queue whenever fewer workers are free than there are
-        // queues (one drives the solve, others close the previous batch).
-        // Each queue is charged the sum of its patches' seconds, the figure
-        // the model estimates.
-        let mut work: Vec<(usize, usize, FillTarget<'_, T>)> =
-            Vec::with_capacity(queues.iter().map(Vec::len).sum());
-        for (qi, q) in queues.iter().enumerate() {
-            for job in q {
-                let t = slots
-                    .get_mut(slot_of[job.desc])
-                    .and_then(Option::take)
-                    .ok_or_else(|| {
-                        IntegratorError::Internal(format!("patch index {} listed twice", job.patch))
-                    })?;
-                work.push((qi, job.patch, t));
-            }
-        }
-        let timed = work
-            .into_par_iter()
-            .with_max_len(1)
-            .map_init(FillScratch::new, |scratch, (qi, patch, mut target)| {
-                let t0 = Instant::now();
-                plan.fill
-                    .prepare(old, patch, time, &mut target, scratch)
-                    .map_err(IntegratorError::mesh(format!(
-                        "preparing patch {}",
-                        h.patches()[patch].id()
-                    )))?;
-                Ok((qi, t0.elapsed().as_secs_f64()))
-            })
-            .collect::<Result<Vec<(usize, f64)>, IntegratorError>>()?;
-        let mut secs = vec![0.0; queues.len()];
-        for (qi, t) in timed {
-            secs[qi] += t;
-        }
-        secs
-    };
-    // Probe copies, one task per patch with probes as the fills: each
-    // probe's box is its own part of the batch, and it reads only its
-    // coarse patch's part, filled above.
-    let (layout, data, _) = batch.buffers_mut();
-    let shared = SharedRows::new(data);
-    let (b, nc) = (layout.bin_edge() as usize, layout.ncomp() as usize);
-    let probe_jobs: Vec<(usize, &Job)> = queues
-        .iter()
-        .enumerate()
-        .flat_map(|(qi, q)| {
-            q.iter()
-                .filter(|j| !j.probes.is_empty())
-                .map(move |j| (qi, j))
-        })
-        .collect();
-    let probe_secs: Vec<(usize, f64)> = probe_jobs
+    let timed = work
         .into_par_iter()
         .with_max_len(1)
-        .map(|(qi, job)| {
-            let t0 = Instant::now();
-            {
-                for &(_, pd) in &job.probes {
-                    let (src, dst) = (&descs[job.desc], &descs[pd]);
-                    let rel = [0, 1, 2].map(|a| (boxes[pd].lo[a] - boxes[job.desc].lo[a]) as usize);
-                    let n = dst.extent.map(|v| v as usize);
-                    for c in 0..nc {
-                        for k in 0..n[2] {
-                            for j in 0..n[1] {
-                                let from = data_index(
-                                    b,
-                                    nc,
-                                    src.bin as usize,
-                                    c,
-                                    [
-                                        src.offset[0] as usize + rel[0],
-                                        src.offset[1] as usize + rel[1] + j,
-                                        src.offset[2] as usize + rel[2] + k,
-                                    ],
-                                );
-                                let to = data_index(
-                                    b,
-                                    nc,
-                                    dst.bin as usize,
-                                    c,
-                                    [
-                                        dst.offset[0] as usize,
-                                        dst.offset[1] as usize + j,
-                                        dst.offset[2] as usize + k,
-                                    ],
-                                );
-                                // SAFETY: the layout validated that patch
-                                // boxes do not overlap, so a probe's rows
-                                // are written by its own job alone, and its
-                                // coarse patch's rows are not written here.
-                                unsafe { shared.copy_row(from, to, n[0]) };
-                            }
-                        }
-                    }
+        .map_init(
+            FillScratch::new,
+            |scratch, (qi, patch, mut target, probes)| {
+                let t0 = Instant::now();
+                let what = || format!("preparing patch {}", h.patches()[patch].id());
+                plan.fill
+                    .prepare(old, patch, time, &mut target, scratch)
+                    .map_err(IntegratorError::mesh(what()))?;
+                for mut probe in probes {
+                    let region = probe.bx();
+                    probe
+                        .copy_from(&target, &region)
+                        .map_err(IntegratorError::mesh(what()))?;
                 }
-            }
-            (qi, t0.elapsed().as_secs_f64())
-        })
-        .collect();
-    for (qi, t) in probe_secs {
+                Ok((qi, t0.elapsed().as_secs_f64()))
+            },
+        )
+        .collect::<Result<Vec<(usize, f64)>, IntegratorError>>()?;
+    let mut secs = vec![0.0; queues.len()];
+    for (qi, t) in timed {
         secs[qi] += t;
     }
     Ok(secs)
-}
-
-/// A batch's data array shared by tasks that copy disjoint rows.
-struct SharedRows<T> {
-    ptr: *mut T,
-    len: usize,
-}
-
-// SAFETY: the tasks sharing it touch disjoint ranges (see `copy_row`).
-unsafe impl<T: Send> Send for SharedRows<T> {}
-// SAFETY: as above.
-unsafe impl<T: Send> Sync for SharedRows<T> {}
-
-impl<T: Copy> SharedRows<T> {
-    fn new(data: &mut [T]) -> Self {
-        Self {
-            ptr: data.as_mut_ptr(),
-            len: data.len(),
-        }
-    }
-
-    /// Copies `n` values from `from` to `to`.
-    ///
-    /// # Safety
-    /// No other task writes `from .. from + n` or touches `to .. to + n`
-    /// meanwhile, and the two ranges do not overlap.
-    unsafe fn copy_row(&self, from: usize, to: usize, n: usize) {
-        assert!(
-            from + n <= self.len && to + n <= self.len,
-            "row out of range"
-        );
-        // SAFETY: in range (checked); disjoint and unshared by the contract.
-        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(from), self.ptr.add(to), n) };
-    }
 }
 
 /// Copies every patch's interior from the batch into its new state and the

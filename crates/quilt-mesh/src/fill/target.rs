@@ -259,6 +259,42 @@ impl<'a, T: Copy> FillTarget<'a, T> {
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(o), n) }
     }
 
+    /// Copies every component of the cells of `region` from `src` into
+    /// this target (same index space): how a filled patch hands a part of
+    /// its box to another target, e.g. a flux probe, while its rows are
+    /// still in cache. Errors unless `region` lies in both boxes and the
+    /// component counts agree.
+    pub fn copy_from(
+        &mut self,
+        src: &FillTarget<'_, T>,
+        region: &IndexBox,
+    ) -> Result<(), MeshError> {
+        if region.is_empty() {
+            return Ok(());
+        }
+        if !self.bx.contains_box(region) || !src.bx.contains_box(region) || src.ncomp != self.ncomp
+        {
+            return Err(bad(
+                format!("copy of {region} into the fill target over {}", self.bx),
+                format!(
+                    "the source covers {} with {} components, the target has {}",
+                    src.bx, src.ncomp, self.ncomp
+                ),
+            ));
+        }
+        let n = region.size();
+        let (nx, ny) = (n.x as usize, n.y as usize);
+        for c in 0..self.ncomp {
+            for k in region.lo.z..=region.hi.z {
+                let rows = self.rows_mut(c, region.lo.x, region.lo.y, k, nx, ny);
+                for (j, dst) in (region.lo.y..).zip(rows) {
+                    dst.copy_from_slice(src.row(c, region.lo.x, j, k, nx));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Copies `n` values of component `c` from the row at `src` to the row
     /// at `dst`, both in the box and not overlapping.
     #[inline(always)]
@@ -421,5 +457,49 @@ mod tests {
         let e = split_bins(&mut big, 4, 1, &[pl(0, 0), pl(1, 0), pl(0, 1)]).unwrap_err();
         assert!(e.to_string().contains("overlap"), "{e}");
         assert!(split_bins(&mut big, 4, 1, &[pl(2, 0)]).is_err());
+    }
+
+    #[test]
+    fn copy_from_moves_a_region_between_targets() {
+        let (b, nc) = (8usize, 2usize);
+        let mut buf = vec![0.0f64; 2 * nc * b * b * b];
+        let big = IndexBox::new(iv(4, 4, 4), iv(9, 8, 7));
+        let small = IndexBox::new(iv(5, 6, 5), iv(8, 7, 7));
+        let place = |bin, offset, bx| BinPlacement { bin, offset, bx };
+        let mut ts = split_bins(
+            &mut buf,
+            b,
+            nc,
+            &[place(0, [1, 0, 2], big), place(1, [0, 3, 1], small)],
+        )
+        .unwrap();
+        let (left, right) = ts.split_at_mut(1);
+        let (src, dst) = (&mut left[0], &mut right[0]);
+        let value =
+            |c: usize, p: IntVect| (c * 1000 + (p.x * 100 + p.y * 10 + p.z) as usize) as f64;
+        for c in 0..nc {
+            for p in big.iter() {
+                src.set(c, &p, value(c, p)).unwrap();
+            }
+        }
+        dst.copy_from(src, &small).unwrap();
+        for c in 0..nc {
+            for p in small.iter() {
+                assert_eq!(dst.get(c, &p), Some(value(c, p)));
+            }
+        }
+        // Only the small box's values were written in bin 1.
+        let written = buf[nc * b * b * b..].iter().filter(|&&v| v != 0.0).count();
+        assert_eq!(written, nc * small.num_cells() as usize);
+        let mut ts = split_bins(
+            &mut buf,
+            b,
+            nc,
+            &[place(0, [0, 0, 0], small), place(1, [0, 0, 0], small)],
+        )
+        .unwrap();
+        let (left, right) = ts.split_at_mut(1);
+        let outside = IndexBox::new(iv(5, 6, 5), iv(9, 7, 7));
+        assert!(right[0].copy_from(&left[0], &outside).is_err());
     }
 }
