@@ -185,7 +185,7 @@ fn fill<T: Real>(layout: BatchLayout, gas: &Gas) -> anyhow::Result<Batch<T>> {
                                         let u = w.to_conserved(gas);
                                         let at = (k * e[1] + j) * e[0] + i;
                                         for c in 0..5 {
-                                            d[c * cells + at] = T::lit(u[c]);
+                                            d[c * cells + at] = T::from_f64(u[c]);
                                         }
                                     }
                                 }

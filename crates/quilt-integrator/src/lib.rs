@@ -46,8 +46,9 @@ pub use error::IntegratorError;
 pub use integrator::{Integrator, RunTotals, StepInfo};
 pub use timing::{EstimateErrors, PhaseTimes};
 
-/// The floating-point types the integrator runs in: those the mesh, the
-/// CPU sweeps and the CUDA kernels all support (`f32`, `f64`).
-pub trait Real: quilt_mesh::Real + quilt_sweep::Real + quilt_cuda::GpuReal {}
+/// The floating-point types the integrator runs in: quilt's precision
+/// trait ([`quilt_mesh::Real`], also the sweeps') for the types the CUDA
+/// kernels support (`f32`, `f64`).
+pub trait Real: quilt_cuda::GpuReal {}
 
-impl<T: quilt_mesh::Real + quilt_sweep::Real + quilt_cuda::GpuReal> Real for T {}
+impl<T: quilt_cuda::GpuReal> Real for T {}

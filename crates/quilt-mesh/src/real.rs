@@ -1,21 +1,28 @@
-//! The floating-point abstraction of patch data.
+//! The floating-point abstraction of quilt: the one precision trait that
+//! patch data, the schemes (quilt-sweep re-exports it) and the backends
+//! are generic over.
 
 use std::fmt::{Debug, Display};
 
 use bytemuck::Pod;
 use num_traits::Float;
 
-/// A floating-point type patch data can hold: `f32` or `f64`.
+/// A floating-point type patch data and batches can hold: `f32` or `f64`.
 ///
 /// `Pod` lets a patch's storage be viewed as bytes (host–device copies,
-/// files); `Send + Sync` lets patches be prepared in parallel.
+/// files); `Send + Sync` lets patches be prepared in parallel. The schemes
+/// are written once, generically over `Real`, so that the single- and
+/// double-precision CUDA kernels have one CPU reference each; constants
+/// enter through [`Real::from_f64`], which rounds an `f64` literal the way
+/// a CUDA `(float)` cast does.
 ///
 /// The widening conversion is called [`Real::as_f64`] rather than `to_f64`
 /// because `num_traits::ToPrimitive` (a supertrait of `Float`) already has a
 /// `to_f64` returning `Option<f64>`, and the two would be ambiguous in
 /// generic code.
 pub trait Real: Float + Pod + Default + Send + Sync + Debug + Display + 'static {
-    /// Short name for logs and benchmark ids (`"f32"`, `"f64"`).
+    /// Short name used in kernel names, logs and benchmark ids (`"f32"`,
+    /// `"f64"`).
     const NAME: &'static str;
 
     /// Converts an `f64` (round to nearest for `f32`).

@@ -58,7 +58,7 @@ pub fn synthetic<T: Real>(n: usize, ghost: u32, gas: &Gas) -> Batch<T> {
                     let u = w.to_conserved(gas);
                     let at = ((k * e[1] + j) * e[0] + i) as usize;
                     for c in 0..5 {
-                        dense[c * cells + at] = T::lit(u[c]);
+                        dense[c * cells + at] = T::from_f64(u[c]);
                     }
                 }
             }

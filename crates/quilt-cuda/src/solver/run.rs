@@ -234,9 +234,13 @@ impl<T: GpuReal> CudaSolver<T> {
             st.dt[p] = dt;
             let w = &mut h[STEP_WORDS * p..STEP_WORDS * (p + 1)];
             for (wa, dx) in w.iter_mut().zip(d.dx) {
-                *wa = T::lit(dt / dx);
+                *wa = T::from_f64(dt / dx);
             }
-            w[3] = if tvd { T::lit(0.5 * dt) } else { T::lit(dt) };
+            w[3] = if tvd {
+                T::from_f64(0.5 * dt)
+            } else {
+                T::from_f64(dt)
+            };
         }
         Ok(())
     }

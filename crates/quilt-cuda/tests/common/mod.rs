@@ -158,7 +158,7 @@ pub fn fill<T: Real>(layout: BatchLayout, gas: &Gas, seed: u64, expand: bool) ->
                     let u = w.to_conserved(gas);
                     let at = (k * e[1] + j) * e[0] + i;
                     for v in 0..5 {
-                        dense[v * cells + at] = T::lit(u[v]);
+                        dense[v * cells + at] = T::from_f64(u[v]);
                     }
                 }
             }

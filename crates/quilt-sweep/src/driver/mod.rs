@@ -258,7 +258,7 @@ impl Solver {
                 return Err(SweepError::TimeStep(dt));
             }
             ws.dt.push(dt);
-            ws.dtdx.push([0, 1, 2].map(|a| T::lit(dt / d.dx[a])));
+            ws.dtdx.push([0, 1, 2].map(|a| T::from_f64(dt / d.dx[a])));
         }
         let mut courant = 0.0;
         let mut worst = None;

@@ -148,7 +148,7 @@ pub(crate) fn step<T: Real, K: SplitKernel<T>>(
                             }
                             return;
                         }
-                        col.record(&flux, K::flux(scratch), T::lit(dt[col.patch]), false);
+                        col.record(&flux, K::flux(scratch), T::from_f64(dt[col.patch]), false);
                     }
                     if !along_x {
                         block.store(&data, &col0, lanes, lo, hi);

@@ -82,7 +82,12 @@ pub(crate) fn step<T: Real>(
                                 scr,
                             );
                             block.put_column(lane, lo, hi, &scr.du);
-                            col.record(&flux, &scr.flux, T::lit(0.5 * dt[col.patch]), stage == 1);
+                            col.record(
+                                &flux,
+                                &scr.flux,
+                                T::from_f64(0.5 * dt[col.patch]),
+                                stage == 1,
+                            );
                         }
                         // Combine the differences of the lanes with the
                         // batch-sized arrays (x-contiguous runs of lanes).

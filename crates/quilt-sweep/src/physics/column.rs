@@ -19,7 +19,7 @@ pub const fn column_components(axis: usize) -> [usize; 5] {
 #[inline(always)]
 pub fn pressure_of<T: Real>(k: &GasConsts<T>, u: &[T; 5]) -> T {
     let inv = T::one() / u[0];
-    let ke = T::lit(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
+    let ke = T::from_f64(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
     k.gm1 * (u[4] - ke)
 }
 
@@ -32,7 +32,7 @@ pub fn pressure_of<T: Real>(k: &GasConsts<T>, u: &[T; 5]) -> T {
 pub fn signal_speed<T: Real>(k: &GasConsts<T>, u: &[T; 5]) -> (T, T, T) {
     let inv = T::one() / u[0];
     let vn = u[1] * inv;
-    let ke = T::lit(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
+    let ke = T::from_f64(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
     let p = (k.gm1 * (u[4] - ke)).max(k.p_floor);
     let cs = (k.gamma * p * inv).sqrt();
     (vn, p, cs)

@@ -47,7 +47,7 @@ pub fn floor_state<T: Real>(k: &GasConsts<T>, w: [T; 5]) -> ([T; 5], bool, bool)
     let low_rho = w[0] < k.rho_floor;
     let rho = if low_rho { k.rho_floor } else { w[0] };
     let inv = T::one() / rho;
-    let ke = T::lit(0.5) * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3])) * inv;
+    let ke = T::from_f64(0.5) * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3])) * inv;
     let p = k.gm1 * (w[4] - ke);
     let low_p = p < k.p_floor;
     let e = if low_p {

@@ -71,11 +71,11 @@ impl Gas {
     /// (the CUDA port receives the same values in its parameter block).
     pub fn consts<T: Real>(&self) -> GasConsts<T> {
         GasConsts {
-            gamma: T::lit(self.gamma),
-            gm1: T::lit(self.gamma - 1.0),
-            inv_gm1: T::lit(1.0 / (self.gamma - 1.0)),
-            rho_floor: T::lit(self.density_floor),
-            p_floor: T::lit(self.pressure_floor),
+            gamma: T::from_f64(self.gamma),
+            gm1: T::from_f64(self.gamma - 1.0),
+            inv_gm1: T::from_f64(1.0 / (self.gamma - 1.0)),
+            rho_floor: T::from_f64(self.density_floor),
+            p_floor: T::from_f64(self.pressure_floor),
         }
     }
 }

@@ -24,7 +24,7 @@ impl RtvdLimiter {
         // only occurs where the result is discarded).
         let ab = a * b;
         let r = match self {
-            Self::VanLeer => T::lit(2.0) * ab / (a + b),
+            Self::VanLeer => T::from_f64(2.0) * ab / (a + b),
             Self::Minmod => {
                 if a.abs() < b.abs() {
                     a
@@ -63,10 +63,10 @@ impl SlopeLimiter {
                 }
             }
             Self::Mc => {
-                let two = T::lit(2.0);
+                let two = T::from_f64(2.0);
                 let m = (two * a.abs())
                     .min(two * b.abs())
-                    .min(T::lit(0.5) * (a + b).abs());
+                    .min(T::from_f64(0.5) * (a + b).abs());
                 if a > T::zero() { m } else { -m }
             }
         }
@@ -112,10 +112,10 @@ impl WafLimiter {
         // Evaluated for every r and selected (branch-free, vectorises).
         let psi = match self {
             Self::Superbee => {
-                let two = T::lit(2.0);
+                let two = T::from_f64(2.0);
                 (two * r).min(one).max(r.min(two))
             }
-            Self::VanLeer => T::lit(2.0) * r / (one + r),
+            Self::VanLeer => T::from_f64(2.0) * r / (one + r),
             Self::VanAlbada => r * (one + r) / (one + r * r),
             Self::Minbee => r.min(one),
         };

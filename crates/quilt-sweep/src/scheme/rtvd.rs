@@ -71,7 +71,7 @@ fn split_fluxes<T: Real>(
     let [u0, u1, u2, u3, u4] = u.map(|x| &x[..n]);
     let [r0, r1, r2, r3, r4] = fr.map(|x| &mut x[..n]);
     let [l0, l1, l2, l3, l4] = fl.map(|x| &mut x[..n]);
-    let half = T::lit(0.5);
+    let half = T::from_f64(0.5);
     for i in lo..n {
         let w = [u0[i], u1[i], u2[i], u3[i], u4[i]];
         let inv = T::one() / w[0];
@@ -98,7 +98,7 @@ fn split_fluxes<T: Real>(
 #[inline(always)]
 fn limited_fluxes<T: Real>(lim: impl Fn(T, T) -> T, fr: &[T], fl: &[T], out: &mut [T], n: usize) {
     let (fr, fl, out) = (&fr[..n], &fl[..n], &mut out[..n]);
-    let half = T::lit(0.5);
+    let half = T::from_f64(0.5);
     for f in 2..n - 3 {
         let right = fr[f] + half * lim(fr[f] - fr[f - 1], fr[f + 1] - fr[f]);
         let left = fl[f + 1] - half * lim(fl[f + 1] - fl[f], fl[f + 2] - fl[f + 1]);
@@ -121,7 +121,7 @@ pub fn rtvd_column<T: Real>(
         "RTVD column of {len} cells"
     );
     let n = len;
-    let half = T::lit(0.5);
+    let half = T::from_f64(0.5);
 
     // 1. First-order half step on cells 1 .. n-1.
     split_fluxes(k, s.u.slices(), s.fr.slices_mut(), s.fl.slices_mut(), 0, n);

@@ -56,7 +56,7 @@ impl<T: Real> TvdScratch<T> {
 #[inline(always)]
 fn conserved<T: Real>(k: &GasConsts<T>, w: &[T; 5]) -> ([T; 5], T) {
     let rho = w[0];
-    let ke = T::lit(0.5) * rho * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3]));
+    let ke = T::from_f64(0.5) * rho * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3]));
     let u = [
         rho,
         rho * w[1],
@@ -101,7 +101,7 @@ fn llf<T: Real>(k: &GasConsts<T>, wl: &[T; 5], wr: &[T; 5]) -> [T; 5] {
     let fl = euler_flux(&ul, wl[1], wl[4]);
     let fr = euler_flux(&ur, wr[1], wr[4]);
     let a = (wl[1].abs() + cl).max(wr[1].abs() + cr);
-    let half = T::lit(0.5);
+    let half = T::from_f64(0.5);
     std::array::from_fn(|v| half * ((fl[v] + fr[v]) - a * (ur[v] - ul[v])))
 }
 
@@ -126,7 +126,7 @@ fn face_fluxes<T: Real>(
     let w = w.map(|x| &x[..n]);
     let dw = dw.map(|x| &x[..n]);
     let [o0, o1, o2, o3, o4] = out.map(|x| &mut x[..n]);
-    let half = T::lit(0.5);
+    let half = T::from_f64(0.5);
     for f in 1..n - 2 {
         let wl: [T; 5] = std::array::from_fn(|v| w[v][f] + half * dw[v][f]);
         let wr: [T; 5] = std::array::from_fn(|v| w[v][f + 1] - half * dw[v][f + 1]);
@@ -155,7 +155,7 @@ pub fn tvd_column<T: Real>(
         "TVD column of {len} cells"
     );
     let n = len;
-    let half = T::lit(0.5);
+    let half = T::from_f64(0.5);
     {
         let [u0, u1, u2, u3, u4] = s.u.slices().map(|x| &x[..n]);
         let [w0, w1, w2, w3, w4] = s.w.slices_mut().map(|x| &mut x[..n]);
@@ -217,7 +217,7 @@ pub fn stage_two<T: Real>(
     du: &[T; 5],
     floors: &mut FloorCounts,
 ) -> [T; 5] {
-    let half = T::lit(0.5);
+    let half = T::from_f64(0.5);
     let mut w = [T::zero(); 5];
     for v in 0..5 {
         w[v] = half * (un[v] + (us[v] + (acc[v] + du[v])));

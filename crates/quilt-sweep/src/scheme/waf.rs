@@ -71,7 +71,7 @@ impl<T: Real> WafScratch<T> {
 fn primitive<T: Real>(k: &GasConsts<T>, w: &[T; 5]) -> (T, T, T, T) {
     let inv = T::one() / w[0];
     let vn = w[1] * inv;
-    let ke = T::lit(0.5) * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3])) * inv;
+    let ke = T::from_f64(0.5) * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3])) * inv;
     let p = (k.gm1 * (w[4] - ke)).max(k.p_floor);
     (inv, vn, p, (k.gamma * p * inv).sqrt())
 }
@@ -94,7 +94,7 @@ fn star_state<T: Real>(u: &[T; 5], inv: T, vn: T, p: T, q: T, s: T, s_star: T) -
 fn weights<T: Real>(psi: impl Fn(T) -> T, courant: &[T], drho: &[T], out: &mut [T], n: usize) {
     let (courant, drho, out) = (&courant[..n], &drho[..n], &mut out[..n]);
     let (zero, one) = (T::zero(), T::one());
-    let cap = T::lit(WAF_RATIO_CAP);
+    let cap = T::from_f64(WAF_RATIO_CAP);
     for f in 1..n - 2 {
         let c = courant[f];
         let upwind = if c > zero { drho[f - 1] } else { drho[f + 1] };
@@ -129,7 +129,7 @@ pub fn waf_column<T: Real>(
         "WAF column of {len} cells"
     );
     let n = len;
-    let half = T::lit(0.5);
+    let half = T::from_f64(0.5);
 
     // 1. Primitive quantities once per cell (a vectorisable loop: it holds
     //    the divisions and square roots), then the HLLC wave structure at

@@ -195,7 +195,7 @@ impl<T: Real> UniformGrid<T> {
                     let u = f([i, j, k], [0, 1, 2].map(|a| x[a] * self.dx[a]));
                     for (c, v) in u.into_iter().enumerate() {
                         let at = self.index(c, [i as usize, j as usize, k as usize]);
-                        self.state[at] = T::lit(v);
+                        self.state[at] = T::from_f64(v);
                     }
                 }
             }
