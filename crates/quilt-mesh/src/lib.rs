@@ -35,7 +35,7 @@ pub use hierarchy::{
 pub use hierarchy_file::{read_hierarchy, write_hierarchy};
 pub use index::{IndexBox, IntVect, Side, iv};
 pub use interp::Limiter;
-pub use patch_data::{PatchData, PatchState, PatchView, PatchViewMut};
+pub use patch_data::{PatchData, PatchState};
 pub use real::Real;
 pub use restrict::{TimeLevel, restrict_hierarchy};
 pub use synthetic::{SyntheticSpec, generate};

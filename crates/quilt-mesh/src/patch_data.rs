@@ -439,117 +439,6 @@ impl<T: Real> PatchData<T> {
         }
         Ok(())
     }
-
-    /// A read-only view with explicit strides (AMReX `Array4`-like).
-    pub fn view(&self) -> PatchView<'_, T> {
-        let [_, sy, sz] = self.strides();
-        PatchView {
-            data: &self.data,
-            lo: self.data_box.lo,
-            hi: self.data_box.hi,
-            sy,
-            sz,
-            sc: self.comp_len,
-            ncomp: self.ncomp,
-        }
-    }
-
-    /// A mutable view with explicit strides.
-    pub fn view_mut(&mut self) -> PatchViewMut<'_, T> {
-        let [_, sy, sz] = self.strides();
-        PatchViewMut {
-            lo: self.data_box.lo,
-            hi: self.data_box.hi,
-            sy,
-            sz,
-            sc: self.comp_len,
-            ncomp: self.ncomp,
-            data: &mut self.data,
-        }
-    }
-}
-
-/// A non-owning window on patch data: the slice, the box it covers and its
-/// strides. Kernels that work on one box take views, so they can run on a
-/// patch or on a piece of a batch buffer alike.
-#[derive(Debug, Clone, Copy)]
-pub struct PatchView<'a, T> {
-    data: &'a [T],
-    lo: IntVect,
-    hi: IntVect,
-    sy: usize,
-    sz: usize,
-    sc: usize,
-    ncomp: usize,
-}
-
-/// The mutable counterpart of [`PatchView`].
-#[derive(Debug)]
-pub struct PatchViewMut<'a, T> {
-    data: &'a mut [T],
-    lo: IntVect,
-    hi: IntVect,
-    sy: usize,
-    sz: usize,
-    sc: usize,
-    ncomp: usize,
-}
-
-macro_rules! view_common {
-    () => {
-        /// The box the view covers.
-        #[inline]
-        pub fn bx(&self) -> IndexBox {
-            IndexBox::new(self.lo, self.hi)
-        }
-
-        /// Number of components.
-        #[inline]
-        pub fn ncomp(&self) -> usize {
-            self.ncomp
-        }
-
-        /// Linear offset of `(i, j, k, c)` in the underlying slice.
-        #[inline(always)]
-        pub fn offset(&self, i: i32, j: i32, k: i32, c: usize) -> usize {
-            debug_assert!(
-                IndexBox::new(self.lo, self.hi).contains(&iv(i, j, k)) && c < self.ncomp,
-                "({i},{j},{k},{c}) outside view"
-            );
-            (i - self.lo.x) as usize
-                + self.sy * (j - self.lo.y) as usize
-                + self.sz * (k - self.lo.z) as usize
-                + self.sc * c
-        }
-
-        /// Value at cell `(i, j, k)`, component `c`.
-        ///
-        /// # Panics
-        /// If the cell or component is outside the view (checked in debug
-        /// builds; in release an out-of-range offset hits the slice bound).
-        #[inline(always)]
-        pub fn get(&self, i: i32, j: i32, k: i32, c: usize) -> T {
-            self.data[self.offset(i, j, k, c)]
-        }
-    };
-}
-
-impl<T: Copy> PatchView<'_, T> {
-    view_common!();
-}
-
-impl<T: Copy> PatchViewMut<'_, T> {
-    view_common!();
-
-    /// Sets cell `(i, j, k)`, component `c`.
-    ///
-    /// # Panics
-    /// As [`PatchViewMut::get`].
-    #[inline(always)]
-    pub fn set(&mut self, i: i32, j: i32, k: i32, c: usize, v: T) {
-        let o = self.offset(i, j, k, c);
-        self.data[o] = v;
-    }
 }
 
 /// The two time levels of one patch: `old` holds time `n` (what ghost fill
@@ -612,12 +501,7 @@ mod tests {
         assert_eq!(d.try_get(2, &iv(0, 0, 0)), None);
         assert_eq!(d.try_get(0, &iv(5, 0, 0)), None);
         assert_eq!(d.try_get(0, &iv(0, 0, 0)), Some(3.0));
-        let v = d.view();
-        assert_eq!(v.get(0, 0, 0, 0), 3.0);
-        assert_eq!(v.get(-1, -1, -1, 1), 7.0);
-        let mut w = d.view_mut();
-        w.set(4, 3, 2, 1, 9.0);
-        assert_eq!(d.get(1, &iv(4, 3, 2)), 9.0);
+        d.set(1, &iv(4, 3, 2), 9.0);
         assert_eq!(*d.as_slice().last().unwrap(), 9.0);
     }
 
