@@ -9,7 +9,7 @@
 //!
 //! | module | holds |
 //! |---|---|
-//! | [`probe`] | finding a usable driver, device and NVRTC without panicking; the `auto`/`cpu`/`cuda` [`Backend`] choice |
+//! | [`mod@probe`] | finding a usable driver, device and NVRTC without panicking; the `auto`/`cpu`/`cuda` [`Backend`] choice |
 //! | [`source`] | the embedded `kernels/*.cu`, their entry points, NVRTC compilation |
 //! | [`CudaSolver`] | one step of a [`quilt_sweep::Batch`] on the GPU, mirroring [`quilt_sweep::Solver::advance`] |
 //!

@@ -37,7 +37,7 @@ pub const CALIBRATION_STEPS: u64 = 2;
 pub const MAX_CALIBRATION_STEPS: u64 = 10;
 
 /// Fewest samples a group is fitted from; with fewer it keeps its base.
-const MIN_SAMPLES: usize = 8;
+pub const MIN_SAMPLES: usize = 8;
 
 /// Timing samples of one calibration step.
 #[derive(Clone, Debug, Default)]

@@ -15,8 +15,8 @@
 //!
 //! These are the host-staged step's operations on the same cells in the
 //! same order, so both residencies give the same state bit for bit. The
-//! state moves as compact interiors ([`pack_interiors`],
-//! [`unpack_interiors`]), and back to the host only when the host needs
+//! state moves as compact interiors (`pack_interiors`,
+//! `unpack_interiors`), and back to the host only when the host needs
 //! it: regrids, outputs, checkpoints.
 
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! limit. All three take the same path: the handler only records the
 //! signal, and the application's step loop, which polls
 //! [`StopRequest::signal`] between steps, writes a checkpoint and exits
-//! with [`StopRequest::exit_code`] (128 + the signal number, the shell's
+//! with [`StopSignal::exit_code`] (128 + the signal number, the shell's
 //! convention: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP), so that
 //! scripts can tell a stopped run from a finished one.
 //!

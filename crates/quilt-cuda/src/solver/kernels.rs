@@ -29,7 +29,7 @@ pub struct KernelInfo {
     pub local_bytes: i32,
     /// Dynamic shared memory per block in bytes.
     pub shared_bytes: u32,
-    /// Resident blocks of [`BLOCK`] threads per multiprocessor.
+    /// Resident blocks of `BLOCK` threads per multiprocessor.
     pub blocks_per_sm: u32,
 }
 

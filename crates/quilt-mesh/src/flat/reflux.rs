@@ -5,7 +5,7 @@ use crate::error::MeshError;
 use crate::real::Real;
 
 /// One piece of a register's correction as a flat item over a store of
-/// patches (see [`crate::fill::flat`]): for coarse cell `d` of the piece
+/// patches (see [`crate::flat`]): for coarse cell `d` of the piece
 /// (one layer thick along `axis`) and component `c`,
 ///
 /// ```text

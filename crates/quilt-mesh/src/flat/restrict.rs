@@ -7,7 +7,7 @@ use crate::real::Real;
 use crate::restrict::{covered_coarse_cells, fine_ratio};
 
 /// A box of coarse cells set to the mean of the fine cells under them, as
-/// a flat item over a store of patches (see [`crate::fill::flat`]):
+/// a flat item over a store of patches (see [`crate::flat`]):
 /// coarse cell `d` from `coarse` gets the mean of the `ratio³` fine cells
 /// from `fine` at `ratio · d`, summed `z`, then `y`, then `x` outermost to
 /// innermost, as [`crate::restrict::restrict_patch`] sums them.
