@@ -117,67 +117,33 @@ impl<T: Copy> DeviceBuffer<T> {
     }
 
     /// Copies the runs `(start, len)` of `src` to the same places on the
-    /// device, on `stream`, one `cuMemcpyHtoDAsync` per run; same rules as
-    /// [`DeviceBuffer::upload`].
+    /// device, on `stream`: one [`DeviceBuffer::upload`] (a plain
+    /// `cuMemcpyHtoDAsync`) per run, same rules.
     pub fn upload_runs(
         &self,
         runs: &[(usize, usize)],
         src: &[T],
         stream: &CudaStream,
     ) -> Result<(), CudaError> {
-        self.check_runs(runs, src.len());
-        let size = std::mem::size_of::<T>();
-        for &(s, n) in runs.iter().filter(|r| r.1 > 0) {
-            // SAFETY: in range of both (checked above); the caller keeps
-            // `src` alive and unwritten until the stream passes this point.
-            unsafe {
-                sys::cuMemcpyHtoDAsync_v2(
-                    self.at(s),
-                    src.as_ptr().add(s).cast(),
-                    n * size,
-                    stream.cu_stream(),
-                )
-            }
-            .result()
-            .call("cuMemcpyHtoDAsync")?;
+        for &(s, n) in runs {
+            self.upload(s, &src[s..s + n], stream)?;
         }
         Ok(())
     }
 
     /// Copies the runs `(start, len)` of the device buffer into the same
-    /// places of `dst`, on `stream`, one `cuMemcpyDtoHAsync` per run; same
-    /// rules as [`DeviceBuffer::download`].
+    /// places of `dst`, on `stream`: one [`DeviceBuffer::download`] per
+    /// run, same rules.
     pub fn download_runs(
         &self,
         runs: &[(usize, usize)],
         dst: &mut [T],
         stream: &CudaStream,
     ) -> Result<(), CudaError> {
-        self.check_runs(runs, dst.len());
-        let size = std::mem::size_of::<T>();
-        for &(s, n) in runs.iter().filter(|r| r.1 > 0) {
-            // SAFETY: in range of both (checked above); the caller keeps
-            // `dst` alive and untouched until the stream passes this point.
-            unsafe {
-                sys::cuMemcpyDtoHAsync_v2(
-                    dst.as_mut_ptr().add(s).cast(),
-                    self.at(s),
-                    n * size,
-                    stream.cu_stream(),
-                )
-            }
-            .result()
-            .call("cuMemcpyDtoHAsync")?;
+        for &(s, n) in runs {
+            self.download(s, &mut dst[s..s + n], stream)?;
         }
         Ok(())
-    }
-
-    /// Panics unless every run lies in this buffer and in host memory of
-    /// `host_len` values (a caller's bug, not an input error).
-    fn check_runs(&self, runs: &[(usize, usize)], host_len: usize) {
-        for &(s, n) in runs {
-            assert!(s + n <= self.len && s + n <= host_len, "run out of range");
-        }
     }
 
     /// Sets the bytes of values `at .. at + n` to `byte` on `stream`.

@@ -32,6 +32,7 @@ use rayon::prelude::*;
 
 use crate::Real;
 use crate::error::IntegratorError;
+use crate::stages::size_of_box;
 
 /// A flux probe (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -344,7 +345,6 @@ impl<T: Real> StepPlan<T> {
         let bytes = (NCOMP * size_of::<T>()) as u32;
         let patch_work = |i: usize| -> PatchWork {
             let p = &h.patches()[i];
-            let s = p.size_with_ghosts();
             let counts = fill.plan().patches()[i].counts();
             let faces: i64 = if p.level() == 0 {
                 0
@@ -353,7 +353,7 @@ impl<T: Real> StepPlan<T> {
                     .flat_map(|a| Side::BOTH.map(|s| p.coarse_fine_faces(a, s).num_cells()))
                     .sum()
             };
-            PatchWork::new([side_u32(s.x), side_u32(s.y), side_u32(s.z)], g)
+            PatchWork::new(size_of_box(&p.ghost_box()), g)
                 .with_ghost_fill(
                     counts.interpolated.max(0) as u64,
                     counts.copied.max(0) as u64,
@@ -361,8 +361,7 @@ impl<T: Real> StepPlan<T> {
                 .with_flux_faces(faces.max(0) as u64)
         };
         let probe_work = |q: &Probe| -> PatchWork {
-            let s = q.interior.grow(ghost).size();
-            let e = [side_u32(s.x), side_u32(s.y), side_u32(s.z)];
+            let e = size_of_box(&q.interior.grow(ghost));
             let all: u64 = e.iter().map(|&v| u64::from(v)).product();
             let inner = q.interior.num_cells().max(0) as u64;
             // A probe is a plain copy of its coarse patch's prepared cells.
@@ -419,10 +418,7 @@ pub(crate) fn shelves(
             }
             let extents: Vec<[u32; 3]> = list
                 .iter()
-                .map(|&n| {
-                    let s = probes[n].interior.grow(ghost).size();
-                    [side_u32(s.x), side_u32(s.y), side_u32(s.z)]
-                })
+                .map(|&n| size_of_box(&probes[n].interior.grow(ghost)))
                 .collect();
             let packing = pack(&extents, [bin_edge; 3], &PackOptions::default())?;
             let mut shelves: Vec<Shelf> = (0..packing.bins_used)

@@ -211,11 +211,13 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     let targets = split_bins(batch.data_mut(), edge, NCOMP, &placements)
         .map_err(IntegratorError::mesh("batch targets"))?;
     let mut slots: Vec<Option<FillTarget<'_, T>>> = targets.into_iter().map(Some).collect();
-    let mut take = |desc: usize, what: &str| {
+    // The message is built only on failure: this runs for every patch and
+    // probe of every batch.
+    let mut take = |desc: usize, what: &dyn Fn() -> String| {
         slots
             .get_mut(desc)
             .and_then(Option::take)
-            .ok_or_else(|| IntegratorError::Internal(format!("{what} listed twice")))
+            .ok_or_else(|| IntegratorError::Internal(format!("{} listed twice", what())))
     };
     // One task per patch, not per queue: a queue is the cost model's unit
     // of CPU work, but running queues as tasks leaves the batch to its
@@ -227,11 +229,11 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     let mut work: Vec<Work<'_, T>> = Vec::with_capacity(queues.iter().map(Vec::len).sum());
     for (qi, q) in queues.iter().enumerate() {
         for job in q {
-            let t = take(job.desc, &format!("patch index {}", job.patch))?;
+            let t = take(job.desc, &|| format!("patch index {}", job.patch))?;
             let probes = job
                 .probes
                 .iter()
-                .map(|&(n, pd)| take(pd, &format!("probe {n}")))
+                .map(|&(n, pd)| take(pd, &|| format!("probe {n}")))
                 .collect::<Result<Vec<_>, _>>()?;
             work.push((qi, job.patch, t, probes));
         }
