@@ -3,7 +3,7 @@
 //! | task | what it does |
 //! |---|---|
 //! | `setup` | checks (and, as root on Debian/Ubuntu, installs) the system packages the workspace needs |
-//! | `test` | `setup`, then the whole test suite in the optimised `ci` profile |
+//! | `test` | `setup`, then the whole test suite in the optimised `ci` profile, then the MPI checks when Open MPI's development packages are installed |
 //! | `run` | `setup`, then the main job (the Euler sphere example) |
 //!
 //! The tasks shell out to `cargo`, `pkg-config` and `apt-get`; they hold no
@@ -31,6 +31,9 @@ enum Task {
         /// Only report what is missing; never install.
         #[arg(long)]
         check_only: bool,
+        /// Also what quilt-dist's `mpi` feature needs (Open MPI, libclang).
+        #[arg(long)]
+        mpi: bool,
     },
     /// Run setup, then the whole test suite (optimised `ci` profile).
     Test {
@@ -49,9 +52,11 @@ enum Task {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.task {
-        Task::Setup { check_only } => setup::run(!check_only),
-        Task::Test { rest } => setup::run(true).and_then(|()| test(&rest)),
-        Task::Run { rest } => setup::run(true).and_then(|()| run_main(&rest)),
+        Task::Setup { check_only, mpi } => setup::run(!check_only, mpi),
+        Task::Test { rest } => setup::run(true, false)
+            .and_then(|()| test(&rest))
+            .and_then(|()| mpi_checks()),
+        Task::Run { rest } => setup::run(true, false).and_then(|()| run_main(&rest)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -95,6 +100,57 @@ fn test(rest: &[String]) -> Result<()> {
         cmd.arg("--").args(rest);
     }
     status(cmd)
+}
+
+/// quilt-dist's `mpi` feature: its tests, then the distributed fill
+/// check under `mpirun` on 2 and 3 ranks (bitwise against the serial
+/// fill). Skipped, with the reason, when Open MPI's development packages
+/// are missing.
+fn mpi_checks() -> Result<()> {
+    if !setup::mpi_present() {
+        eprintln!(
+            "xtask test: MPI checks skipped: the `mpi` feature needs libopenmpi-dev, openmpi-bin and libclang-dev (cargo xtask setup --mpi installs them)"
+        );
+        return Ok(());
+    }
+    let mut cmd = cargo();
+    cmd.args([
+        "test",
+        "--profile",
+        "ci",
+        "-p",
+        "quilt-dist",
+        "--features",
+        "mpi",
+    ]);
+    status(cmd)?;
+    let mut cmd = cargo();
+    cmd.args([
+        "build",
+        "--profile",
+        "ci",
+        "-p",
+        "quilt-dist",
+        "--features",
+        "mpi",
+        "--example",
+        "fill_check",
+    ]);
+    status(cmd)?;
+    let exe = workspace_root().join("target/ci/examples/fill_check");
+    for ranks in ["2", "3"] {
+        let mut cmd = Command::new("mpirun");
+        if setup::is_root() {
+            cmd.arg("--allow-run-as-root");
+        }
+        cmd.args(["--oversubscribe", "-np", ranks])
+            .arg(&exe)
+            // Containers often forbid the cross-memory attach of Open MPI's
+            // shared-memory transport.
+            .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+        status(cmd)?;
+    }
+    Ok(())
 }
 
 fn run_main(rest: &[String]) -> Result<()> {

@@ -48,7 +48,53 @@ const REQUIREMENTS: &[Requirement] = &[
     },
 ];
 
-fn is_root() -> bool {
+fn has_ompi_dev() -> bool {
+    succeeds("pkg-config", &["--exists", "ompi"])
+}
+
+fn has_mpirun() -> bool {
+    succeeds("mpirun", &["--version"])
+}
+
+fn has_libclang() -> bool {
+    // bindgen (under rsmpi's build script) loads libclang; Debian keeps it
+    // under /usr/lib/llvm-<version>/lib.
+    std::fs::read_dir("/usr/lib").is_ok_and(|dirs| {
+        dirs.flatten().any(|d| {
+            d.file_name().to_string_lossy().starts_with("llvm-")
+                && std::fs::read_dir(d.path().join("lib")).is_ok_and(|libs| {
+                    libs.flatten()
+                        .any(|f| f.file_name().to_string_lossy().starts_with("libclang.so"))
+                })
+        })
+    })
+}
+
+/// What the `mpi` feature of quilt-dist needs on top of [`REQUIREMENTS`].
+const MPI_REQUIREMENTS: &[Requirement] = &[
+    Requirement {
+        what: "Open MPI headers (pkg-config module ompi)",
+        debian_package: "libopenmpi-dev",
+        present: has_ompi_dev,
+    },
+    Requirement {
+        what: "mpirun",
+        debian_package: "openmpi-bin",
+        present: has_mpirun,
+    },
+    Requirement {
+        what: "libclang (for rsmpi's bindings)",
+        debian_package: "libclang-dev",
+        present: has_libclang,
+    },
+];
+
+/// Whether everything the `mpi` feature needs is installed.
+pub fn mpi_present() -> bool {
+    MPI_REQUIREMENTS.iter().all(|r| (r.present)())
+}
+
+pub fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
@@ -60,10 +106,15 @@ fn has_apt() -> bool {
     succeeds("apt-get", &["--version"])
 }
 
-/// Check every requirement; install the missing ones when allowed and
-/// possible, otherwise fail with the exact command to run.
-pub fn run(allow_install: bool) -> Result<()> {
-    let missing: Vec<&Requirement> = REQUIREMENTS.iter().filter(|r| !(r.present)()).collect();
+/// Check every requirement (with `mpi`, those of the `mpi` feature too);
+/// install the missing ones when allowed and possible, otherwise fail with
+/// the exact command to run.
+pub fn run(allow_install: bool, mpi: bool) -> Result<()> {
+    let wanted = || {
+        let extra = if mpi { MPI_REQUIREMENTS } else { &[] };
+        REQUIREMENTS.iter().chain(extra)
+    };
+    let missing: Vec<&Requirement> = wanted().filter(|r| !(r.present)()).collect();
     if missing.is_empty() {
         eprintln!("xtask setup: all system packages present");
         return Ok(());
@@ -92,8 +143,7 @@ pub fn run(allow_install: bool) -> Result<()> {
     if !ok {
         bail!("`{command}` failed");
     }
-    let still: Vec<&str> = REQUIREMENTS
-        .iter()
+    let still: Vec<&str> = wanted()
         .filter(|r| !(r.present)())
         .map(|r| r.what)
         .collect();

@@ -1,0 +1,188 @@
+//! MPI ranks through rsmpi (feature `mpi`).
+//!
+//! Sends are `MPI_Isend`s whose buffers the transport owns until they
+//! complete; receives probe for a matching message and take it whole
+//! (`MPI_Improbe` + `MPI_Mrecv`), so message sizes need not be known in
+//! advance. Open MPI here has no asynchronous progress: the transport
+//! advances its requests whenever it is called.
+
+use std::time::{Duration, Instant};
+
+use mpi::environment::Universe;
+use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
+use mpi::request::{Request, StaticScope};
+use mpi::topology::{Communicator, SimpleCommunicator};
+
+use super::{MAX_TAG, Tag, Transport, check_peer, overdue};
+use crate::error::DistError;
+
+/// How long [`MpiRanks::recv`] waits by default.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
+
+/// A send in flight: the request and the buffer it reads, which the
+/// transport frees once the request completes.
+struct InFlight {
+    request: Option<Request<'static, [u8]>>,
+    buffer: *mut [u8],
+}
+
+// SAFETY: the buffer is owned by this `InFlight` alone (leaked from a
+// `Box` in `send` and freed once in `complete`); MPI reads it only while
+// the request is pending, and the one thread that owns the transport is
+// the only one that touches either.
+unsafe impl Send for InFlight {}
+
+impl InFlight {
+    /// Frees the buffer of a completed request.
+    fn complete(mut self) {
+        self.request = None;
+        // SAFETY: `buffer` came from `Box::leak` in `send`, and the request
+        // that read it has completed (`test` or `wait` returned).
+        drop(unsafe { Box::from_raw(self.buffer) });
+    }
+}
+
+/// The ranks of `MPI_COMM_WORLD`. Create it once per process, on the
+/// thread that will make every MPI call; dropping it completes pending
+/// sends and finalises MPI.
+pub struct MpiRanks {
+    world: SimpleCommunicator,
+    in_flight: Vec<InFlight>,
+    wait: Duration,
+    // Declared last: MPI is finalised after the requests are done.
+    _universe: Universe,
+}
+
+impl std::fmt::Debug for MpiRanks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpiRanks")
+            .field("rank", &self.rank())
+            .field("size", &self.size())
+            .field("in_flight", &self.in_flight.len())
+            .finish()
+    }
+}
+
+impl MpiRanks {
+    /// Initialises MPI; errors if it was initialised before in this
+    /// process.
+    pub fn init() -> Result<Self, DistError> {
+        let universe = mpi::initialize()
+            .ok_or_else(|| DistError::Mpi("MPI was already initialised in this process".into()))?;
+        Ok(Self {
+            world: universe.world(),
+            in_flight: Vec::new(),
+            wait: DEFAULT_WAIT,
+            _universe: universe,
+        })
+    }
+
+    /// Sets how long a receive waits before [`DistError::Timeout`].
+    pub fn set_wait(&mut self, wait: Duration) {
+        self.wait = wait;
+    }
+
+    /// Completes the sends that are done, keeps the others.
+    fn progress(&mut self) {
+        let mut still = Vec::with_capacity(self.in_flight.len());
+        for mut f in self.in_flight.drain(..) {
+            match f.request.take().map(Request::test) {
+                Some(Err(pending)) => {
+                    f.request = Some(pending);
+                    still.push(f);
+                }
+                _ => f.complete(),
+            }
+        }
+        self.in_flight = still;
+    }
+
+    fn check_tag(&self, tag: Tag) -> Result<i32, DistError> {
+        if tag > MAX_TAG {
+            return Err(DistError::Mpi(format!(
+                "rank {}: tag {tag} is above the largest portable MPI tag {MAX_TAG}",
+                self.rank()
+            )));
+        }
+        Ok(tag as i32)
+    }
+}
+
+impl Drop for MpiRanks {
+    fn drop(&mut self) {
+        for mut f in self.in_flight.drain(..) {
+            if let Some(r) = f.request.take() {
+                r.wait();
+            }
+            f.complete();
+        }
+    }
+}
+
+impl Transport for MpiRanks {
+    fn rank(&self) -> usize {
+        self.world.rank() as usize
+    }
+
+    fn size(&self) -> usize {
+        self.world.size() as usize
+    }
+
+    fn send(&mut self, to: usize, tag: Tag, data: Vec<u8>) -> Result<(), DistError> {
+        check_peer(self.rank(), self.size(), to)?;
+        let tag = self.check_tag(tag)?;
+        let buffer: &'static mut [u8] = Box::leak(data.into_boxed_slice());
+        let raw: *mut [u8] = buffer;
+        // SAFETY: `raw` stays valid until `complete` frees it, which happens
+        // only after the request has completed.
+        let shared: &'static [u8] = unsafe { &*raw };
+        let request = self
+            .world
+            .process_at_rank(to as i32)
+            .immediate_send_with_tag(StaticScope, shared, tag);
+        self.in_flight.push(InFlight {
+            request: Some(request),
+            buffer: raw,
+        });
+        self.progress();
+        Ok(())
+    }
+
+    fn try_recv(&mut self, from: usize, tag: Tag) -> Result<Option<Vec<u8>>, DistError> {
+        check_peer(self.rank(), self.size(), from)?;
+        let tag = self.check_tag(tag)?;
+        self.progress();
+        Ok(self
+            .world
+            .process_at_rank(from as i32)
+            .immediate_matched_probe_with_tag(tag)
+            .map(|m| m.matched_receive_vec::<u8>().0))
+    }
+
+    fn recv(&mut self, from: usize, tag: Tag) -> Result<Vec<u8>, DistError> {
+        let start = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            if let Some(d) = self.try_recv(from, tag)? {
+                return Ok(d);
+            }
+            overdue(self.rank(), from, tag, start, self.wait)?;
+            spins += 1;
+            if spins > 1000 {
+                std::thread::sleep(Duration::from_micros(50));
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), DistError> {
+        for mut f in self.in_flight.drain(..) {
+            if let Some(r) = f.request.take() {
+                r.wait();
+            }
+            f.complete();
+        }
+        Ok(())
+    }
+}
