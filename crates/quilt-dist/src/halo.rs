@@ -16,7 +16,7 @@
 use std::collections::HashSet;
 
 use quilt_mesh::fill::{FillPlan, OldData};
-use quilt_mesh::{Hierarchy, IndexBox, PatchData, Real};
+use quilt_mesh::{Hierarchy, HierarchyData, IndexBox, PatchData, Real};
 
 use crate::distribution::Distribution;
 use crate::error::DistError;
@@ -62,17 +62,30 @@ impl HaloPlan {
     pub fn from_needs(
         dist: &Distribution,
         rank: usize,
+        needs: impl FnMut(usize) -> Vec<Piece>,
+    ) -> Self {
+        Self::between(dist, dist, rank, needs)
+    }
+
+    /// As [`Self::from_needs`] when sources and targets are patches of two
+    /// distributions (a regrid: pieces of the old hierarchy's patches,
+    /// owned by `sources`, for the new hierarchy's patches `t`, owned by
+    /// `targets`).
+    pub fn between(
+        sources: &Distribution,
+        targets: &Distribution,
+        rank: usize,
         mut needs: impl FnMut(usize) -> Vec<Piece>,
     ) -> Self {
-        let n = dist.ranks();
+        let n = sources.ranks().max(targets.ranks());
         let mut sends = vec![Vec::new(); n];
         let mut recvs = vec![Vec::new(); n];
         let mut seen_send: Vec<HashSet<Piece>> = vec![HashSet::new(); n];
         let mut seen_recv: Vec<HashSet<Piece>> = vec![HashSet::new(); n];
-        for t in 0..dist.len() {
-            let dst = dist.owner(t);
+        for t in 0..targets.len() {
+            let dst = targets.owner(t);
             for piece in needs(t) {
-                let src = dist.owner(piece.patch);
+                let src = sources.owner(piece.patch);
                 if src == dst || piece.region.is_empty() {
                     continue;
                 }
@@ -141,18 +154,36 @@ impl HaloPlan {
     }
 
     /// Posts this rank's messages: each piece's cells, component by
-    /// component, `x` fastest, read from `local`.
+    /// component, `x` fastest, read from `local`'s old data.
     pub fn post<T: Real, D: OldData<T> + ?Sized>(
         &self,
-        t: &mut impl Transport,
+        t: &mut (impl Transport + ?Sized),
         tag: Tag,
         local: &D,
     ) -> Result<ExchangeCounts, DistError> {
+        self.post_from(t, tag, |i| local.old_patch(i))
+    }
+
+    /// [`Self::post`] reading patch `i`'s data from `source(i)` (e.g. a
+    /// new time level).
+    pub fn post_from<'a, T: Real>(
+        &self,
+        t: &mut (impl Transport + ?Sized),
+        tag: Tag,
+        source: impl Fn(usize) -> Option<&'a PatchData<T>>,
+    ) -> Result<ExchangeCounts, DistError> {
         let mut counts = ExchangeCounts::default();
         for (to, pieces) in &self.sends {
-            let mut buf = Vec::with_capacity(message_len::<T, D>(pieces, local));
+            let len = pieces
+                .iter()
+                .map(|p| {
+                    let ncomp = source(p.patch).map_or(0, PatchData::ncomp);
+                    p.region.num_cells().max(0) as usize * ncomp * size_of::<T>()
+                })
+                .sum();
+            let mut buf = Vec::with_capacity(len);
             for piece in pieces {
-                let src = local.old_patch(piece.patch).ok_or_else(|| {
+                let src = source(piece.patch).ok_or_else(|| {
                     DistError::Distribution(format!(
                         "rank {}: sending patch index {} to rank {to}, which this rank does not hold",
                         self.rank, piece.patch
@@ -171,16 +202,45 @@ impl HaloPlan {
     /// the transport's bound) for each in rank order.
     pub fn receive<T: Real>(
         &self,
-        t: &mut impl Transport,
+        t: &mut (impl Transport + ?Sized),
         tag: Tag,
         shadows: &mut Shadows<T>,
+    ) -> Result<ExchangeCounts, DistError> {
+        self.receive_into(t, tag, shadows)
+    }
+
+    /// [`Self::receive`] writing patch `i`'s pieces into
+    /// `dest.patch_mut(i)`.
+    pub fn receive_into<T: Real>(
+        &self,
+        t: &mut (impl Transport + ?Sized),
+        tag: Tag,
+        dest: &mut impl PatchesMut<T>,
     ) -> Result<ExchangeCounts, DistError> {
         let mut counts = ExchangeCounts::default();
         for (from, pieces) in &self.recvs {
             let buf = t.recv(*from, tag)?;
             counts.received_messages += 1;
             counts.received_bytes += buf.len();
-            self.unpack_message(*from, tag, pieces, &buf, shadows)?;
+            let malformed = |why: String| DistError::Malformed {
+                rank: self.rank,
+                from: *from,
+                tag,
+                why,
+            };
+            let mut at = 0;
+            for piece in pieces {
+                let dst = dest.patch_mut(piece.patch).ok_or_else(|| {
+                    malformed(format!("no place for patch index {}", piece.patch))
+                })?;
+                at = unpack(dst, &piece.region, &buf, at).map_err(malformed)?;
+            }
+            if at != buf.len() {
+                return Err(malformed(format!(
+                    "{} bytes, the plan accounts for {at}",
+                    buf.len()
+                )));
+            }
         }
         Ok(counts)
     }
@@ -188,7 +248,7 @@ impl HaloPlan {
     /// [`Self::post`], then [`Self::receive`].
     pub fn exchange<T: Real, D: OldData<T> + ?Sized>(
         &self,
-        t: &mut impl Transport,
+        t: &mut (impl Transport + ?Sized),
         tag: Tag,
         local: &D,
         shadows: &mut Shadows<T>,
@@ -202,46 +262,6 @@ impl HaloPlan {
             ..sent
         })
     }
-
-    fn unpack_message<T: Real>(
-        &self,
-        from: usize,
-        tag: Tag,
-        pieces: &[Piece],
-        buf: &[u8],
-        shadows: &mut Shadows<T>,
-    ) -> Result<(), DistError> {
-        let malformed = |why: String| DistError::Malformed {
-            rank: self.rank,
-            from,
-            tag,
-            why,
-        };
-        let mut at = 0;
-        for piece in pieces {
-            let dst = shadows
-                .get_mut(piece.patch)
-                .ok_or_else(|| malformed(format!("no shadow of patch index {}", piece.patch)))?;
-            at = unpack(dst, &piece.region, buf, at).map_err(&malformed)?;
-        }
-        if at != buf.len() {
-            return Err(malformed(format!(
-                "{} bytes, the plan accounts for {at}",
-                buf.len()
-            )));
-        }
-        Ok(())
-    }
-}
-
-fn message_len<T: Real, D: OldData<T> + ?Sized>(pieces: &[Piece], local: &D) -> usize {
-    pieces
-        .iter()
-        .map(|p| {
-            let ncomp = local.old_patch(p.patch).map_or(0, PatchData::ncomp);
-            p.region.num_cells().max(0) as usize * ncomp * size_of::<T>()
-        })
-        .sum()
 }
 
 fn pack<T: Real>(
@@ -340,6 +360,38 @@ impl<T: Real> Shadows<T> {
             .flatten()
             .map(|d| std::mem::size_of_val(d.as_slice()))
             .sum()
+    }
+}
+
+/// Where received pieces go: patch data by patch index.
+pub trait PatchesMut<T> {
+    /// Patch `index`'s data, if there is a place for it.
+    fn patch_mut(&mut self, index: usize) -> Option<&mut PatchData<T>>;
+}
+
+impl<T: Real> PatchesMut<T> for Shadows<T> {
+    fn patch_mut(&mut self, index: usize) -> Option<&mut PatchData<T>> {
+        self.get_mut(index)
+    }
+}
+
+/// The old time level of every patch of a [`HierarchyData`] as a
+/// destination of received pieces.
+pub struct OldStates<'a, T>(pub &'a mut HierarchyData<T>);
+
+impl<T: Real> PatchesMut<T> for OldStates<'_, T> {
+    fn patch_mut(&mut self, index: usize) -> Option<&mut PatchData<T>> {
+        self.0.get_mut(index).map(|s| &mut s.old)
+    }
+}
+
+/// The new time level of every patch of a [`HierarchyData`] as a
+/// destination of received pieces.
+pub struct NewStates<'a, T>(pub &'a mut HierarchyData<T>);
+
+impl<T: Real> PatchesMut<T> for NewStates<'_, T> {
+    fn patch_mut(&mut self, index: usize) -> Option<&mut PatchData<T>> {
+        self.0.get_mut(index).map(|s| &mut s.new)
     }
 }
 

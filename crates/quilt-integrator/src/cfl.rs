@@ -32,18 +32,23 @@ const NONFINITE: [&str; 5] = [
     "energy is not finite",
 ];
 
-/// The largest signal rate over the old interiors of every patch, or the
-/// first bad cell of the finest level that has one (patch order, then z,
-/// y, x). Restriction copies a bad fine value onto the levels below, so
-/// the finest occurrence is where it arose.
+/// The largest signal rate over the old interiors of every patch (of
+/// those `only` marks, when given), or the first bad cell of the finest
+/// level that has one (patch order, then z, y, x). Restriction copies a
+/// bad fine value onto the levels below, so the finest occurrence is
+/// where it arose.
 pub(crate) fn max_rate<T: Real>(
     h: &Hierarchy,
     data: &HierarchyData<T>,
     gas: &Gas,
+    only: Option<&[bool]>,
 ) -> Result<f64, BadCell> {
     let rates: Vec<Result<f64, BadCell>> = (0..h.num_patches())
         .into_par_iter()
         .map(|i| {
+            if only.is_some_and(|o| !o[i]) {
+                return Ok(0.0);
+            }
             let p = &h.patches()[i];
             let dx = h
                 .level_geometry(p.level())

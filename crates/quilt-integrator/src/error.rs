@@ -126,6 +126,10 @@ pub enum IntegratorError {
     /// A configuration the integrator cannot run.
     #[error("{0}")]
     Config(String),
+    /// Ranks could not agree or talk (a peer stopped, a wait ran out, a
+    /// malformed message).
+    #[error("ranks: {0}")]
+    Ranks(#[from] quilt_dist::DistError),
     /// An invariant of the integrator itself failed (a bug).
     #[error("internal error: {0}")]
     Internal(String),

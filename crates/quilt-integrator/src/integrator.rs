@@ -24,7 +24,9 @@ use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill, P
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_mesh::flux_register::FaceFluxes;
 use quilt_mesh::interp::Limiter;
-use quilt_mesh::regrid::{RegridOptions, build_hierarchy, new_level_boxes, transfer};
+use quilt_mesh::regrid::{
+    RegridOptions, build_hierarchy, new_level_boxes, transfer, transfer_with,
+};
 use quilt_mesh::restrict::{TimeLevel, restrict_hierarchy, restrict_level};
 use quilt_mesh::{BufferPool, Hierarchy, HierarchyData, PatchSpec, Side};
 use quilt_mesh::{PatchId, iv};
@@ -43,14 +45,16 @@ use crate::error::IntegratorError;
 use crate::init::InitialCondition;
 use crate::pipeline::{LoopInputs, run_batches, solve_error};
 use crate::plan::{Probe, StepPlan};
+use crate::ranks::Ranks;
 use crate::residency::{self, RegridMove};
 use crate::resident::{
     ResidentPlan, pack_interiors, resident_plan, resident_plan_with, size_compact, unpack_interiors,
 };
 use crate::ring::BatchRing;
 use crate::schedule::Scheduler;
-use crate::tagging::{Criterion, criteria, flat_criteria, tag_patches};
+use crate::tagging::{Criterion, criteria, flat_criteria, tag_patches, tag_some_patches};
 use crate::timing::{EstimateErrors, PhaseTimes};
+use quilt_dist::{Balancer, Distribution, Rebalance, Transport};
 
 /// What one coarse step did.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -153,6 +157,8 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     tag_bits: Vec<u32>,
     /// Whether `run.residency = "auto"` has said where the state lives.
     announced: bool,
+    /// The ranks of a distributed run (see [`Integrator::distribute`]).
+    ranks: Option<Ranks>,
 }
 
 fn limiter_of(i: Interpolation) -> Limiter {
@@ -372,6 +378,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             resident_io: Vec::new(),
             tag_bits: Vec::new(),
             announced: false,
+            ranks: None,
         })
     }
 
@@ -564,7 +571,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// cell).
     pub fn cfl_dt(&self) -> Result<f64, IntegratorError> {
         let data = self.data.as_ref().ok_or_else(poisoned)?;
-        let rate = cfl::max_rate(&self.h, data, &self.gas).map_err(|b| {
+        let only = self.ranks.as_ref().map(Ranks::owned);
+        let rate = cfl::max_rate(&self.h, data, &self.gas, only).map_err(|b| {
             let p = &self.h.patches()[b.patch];
             IntegratorError::BadState {
                 step: self.step + 1,
@@ -585,12 +593,108 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         Ok(self.cfl / rate)
     }
 
+    /// Spreads the run over the ranks of `transport`: every rank must have
+    /// built the same integrator (same deck, same hierarchy and state, as
+    /// [`Integrator::new`] does on every rank) and call this at the same
+    /// point. The patches are distributed by cost (cells until measured
+    /// costs exist) along a Morton curve; from here on each rank solves
+    /// its own patches and exchanges with its peers what the serial step
+    /// would have read across the cut, so results do not depend on the
+    /// number of ranks. Host residency only.
+    pub fn distribute(&mut self, transport: Box<dyn Transport>) -> Result<(), IntegratorError> {
+        if self.on_device || self.deck.run.residency == Residency::Device {
+            return Err(IntegratorError::Config(
+                "a run over ranks needs host residency (run.residency = \"host\" or \"auto\")"
+                    .into(),
+            ));
+        }
+        if self.ranks.is_some() {
+            return Err(IntegratorError::Config(
+                "the run is already spread over ranks".into(),
+            ));
+        }
+        let costs = cell_costs(&self.h);
+        let dist = Distribution::balanced(&self.h, &costs, transport.size())?;
+        log::info!(
+            "ranks: {} patches over {} ranks, efficiency {:.3}",
+            self.h.num_patches(),
+            transport.size(),
+            dist.efficiency(&costs)
+        );
+        let plan = self.owned_plan(&self.h, &dist, transport.rank())?;
+        let ranks = Ranks::new(transport, dist, &self.h, &plan.layout)?;
+        self.plan = plan;
+        self.ranks = Some(ranks);
+        Ok(())
+    }
+
+    /// `(rank, ranks)` of a distributed run, `None` otherwise.
+    pub fn rank(&self) -> Option<(usize, usize)> {
+        self.ranks.as_ref().map(|r| (r.rank(), r.size()))
+    }
+
+    /// The distribution of the patches over the ranks, in a distributed
+    /// run.
+    pub fn distribution(&self) -> Option<&Distribution> {
+        self.ranks.as_ref().map(Ranks::distribution)
+    }
+
+    /// Regrids of a distributed run that adopted a fresh distribution
+    /// rather than the inherited one.
+    pub fn fresh_distributions(&self) -> u64 {
+        self.ranks.as_ref().map_or(0, |r| r.fresh)
+    }
+
+    /// The step plan of `h` for `rank` under `dist`.
+    fn owned_plan(
+        &self,
+        h: &Hierarchy,
+        dist: &Distribution,
+        rank: usize,
+    ) -> Result<StepPlan<T>, IntegratorError> {
+        let owned: Vec<bool> = (0..h.num_patches())
+            .map(|i| dist.owner(i) == rank)
+            .collect();
+        StepPlan::for_deck_owned(
+            h,
+            self.bc.clone(),
+            self.limiter,
+            &self.deck,
+            true,
+            Some(&owned),
+        )
+    }
+
+    /// The CFL time step over all ranks: each rank's own patches, then the
+    /// global minimum. A bad state on any rank stops every rank; the rank
+    /// that found it names the cell.
+    fn ranks_dt(&mut self) -> Result<f64, IntegratorError> {
+        let local = self.cfl_dt();
+        let mine = match &local {
+            Ok(dt) => *dt,
+            Err(_) => f64::NAN,
+        };
+        let ranks = self.ranks.as_mut().ok_or_else(poisoned)?;
+        let dt = ranks.all_min(mine)?;
+        match local {
+            Err(e) => Err(e),
+            Ok(_) if dt.is_nan() => Err(IntegratorError::Config(format!(
+                "step {}: another rank found a bad state (its error names the cell); rank {} stops too",
+                self.step + 1,
+                ranks.rank()
+            ))),
+            Ok(_) => Ok(dt),
+        }
+    }
+
     /// One coarse step with the CFL time step, shortened to land on
     /// `run.end_time`.
     pub fn step(&mut self) -> Result<StepInfo, IntegratorError> {
         let t = Instant::now();
         let mut dt = if self.device_resident() {
             self.resident_dt()?
+        } else if self.ranks.is_some() {
+            self.ranks_dt()?
         } else {
             self.cfl_dt()?
         };
@@ -625,6 +729,12 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let step = self.step + 1;
         let order = SweepOrder::for_step(self.step);
         let mut data = self.data.take().ok_or_else(poisoned)?;
+        if let Some(r) = self.ranks.as_mut()
+            && let Err(e) = r.exchange_old(&mut data)
+        {
+            self.data = Some(data);
+            return Err(e);
+        }
         // Estimate errors count once the model is calibrated.
         let calibrated = self.calibrator.is_none();
         let res = run_batches(LoopInputs {
@@ -643,7 +753,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             step,
             pipelined: self.pipelined,
         });
-        let stats = match res {
+        let mut stats = match res {
             Ok(s) => s,
             Err(e) => {
                 self.data = Some(data);
@@ -651,10 +761,13 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             }
         };
         let t = Instant::now();
-        let r = reflux_and_restrict(&self.h, &mut self.plan, &mut data);
+        let r = reflux_and_restrict(&self.h, &mut self.plan, &mut data, self.ranks.as_mut());
         data.swap_all();
         self.data = Some(data);
         r?;
+        if let Some(ranks) = self.ranks.as_mut() {
+            stats.report = ranks.combine_report(stats.report)?;
+        }
         let reflux_restrict = t.elapsed().as_secs_f64();
         let floors = stats.report.floors;
         if floors.total() > 0 {
@@ -1068,6 +1181,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// Rebuilds the hierarchy from the current old state: ghost fill,
     /// tagging, clustering, regrid, new step plan.
     pub fn regrid_now(&mut self) -> Result<(), IntegratorError> {
+        if self.ranks.is_some() {
+            return self.regrid_ranks();
+        }
         if self.resident.is_some() {
             return self.regrid_resident();
         }
@@ -1120,6 +1236,99 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         );
         drop_elsewhere(self.install(new_h, Some(new_data), plan));
         self.settle_residency()
+    }
+
+    /// [`Integrator::regrid_now`] over ranks: each rank fills and tags its
+    /// own patches, the tags are gathered so that every rank clusters the
+    /// serial run's tags into the same hierarchy, the distribution is
+    /// inherited (each new patch stays with the rank holding most of its
+    /// cells) unless a fresh one is more than the balancer's threshold
+    /// better, and the transfer runs with the exchanges it needs.
+    fn regrid_ranks(&mut self) -> Result<(), IntegratorError> {
+        let mut ranks = self.ranks.take().ok_or_else(poisoned)?;
+        let r = self.regrid_over(&mut ranks);
+        self.ranks = Some(ranks);
+        r
+    }
+
+    fn regrid_over(&mut self, ranks: &mut Ranks) -> Result<(), IntegratorError> {
+        let step = self.step;
+        let t0 = Instant::now();
+        let mut data = self.data.take().ok_or_else(poisoned)?;
+        let (new_h, rebalance) = match self.layout_over(ranks, &mut data) {
+            Ok(v) => v,
+            Err(e) => {
+                self.data = Some(data);
+                return Err(e);
+            }
+        };
+        let t_layout = t0.elapsed().as_secs_f64();
+        let new_dist = rebalance.distribution.clone();
+        ranks.exchange_for_transfer(&self.h, &new_h, &new_dist, &mut data)?;
+        let coarse = ranks.coarse_plans(&self.h, &new_h, &new_dist);
+        let mut before_level = |l: usize, new: &mut HierarchyData<T>| {
+            ranks
+                .exchange_coarse(&coarse, l, new)
+                .map_err(|e| quilt_mesh::MeshError::invalid("regrid exchange", e.to_string()))
+        };
+        let (new_data, _) = transfer_with(
+            &self.h,
+            data,
+            &new_h,
+            self.limiter,
+            &mut BufferPool::new(),
+            &mut before_level,
+        )
+        .map_err(|source| IntegratorError::Regrid { step, source })?;
+        let plan = self.owned_plan(&new_h, &new_dist, ranks.rank())?;
+        ranks.adopt(new_dist, &new_h, &plan.layout)?;
+        ranks.fresh += u64::from(rebalance.adopted);
+        log::info!(
+            "regrid after step {step} over {} ranks: {} levels, {} patches, {} cells; efficiency {:.3} kept, {:.3} fresh, {} ({} cells move); layout {t_layout:.3} s, all {:.3} s",
+            ranks.size(),
+            new_h.num_levels(),
+            new_h.num_patches(),
+            new_h.total_cells(),
+            rebalance.kept,
+            rebalance.fresh,
+            if rebalance.adopted {
+                "fresh adopted"
+            } else {
+                "kept"
+            },
+            rebalance.cells_moved,
+            t0.elapsed().as_secs_f64()
+        );
+        drop_elsewhere(self.install(new_h, Some(new_data), plan));
+        Ok(())
+    }
+
+    /// The new hierarchy and distribution of a regrid over ranks (see
+    /// [`Integrator::regrid_ranks`]); the data is not moved.
+    fn layout_over(
+        &self,
+        ranks: &mut Ranks,
+        data: &mut HierarchyData<T>,
+    ) -> Result<(Hierarchy, Rebalance), IntegratorError> {
+        let step = self.step;
+        ranks.exchange_old(data)?;
+        let owned = ranks.owned().to_vec();
+        fill_old_ghosts_of(&self.plan.layout.fill, data, self.time, Some(&owned))?;
+        let tags = tag_some_patches(
+            &self.h,
+            data,
+            &self.criteria,
+            self.gas.gamma,
+            self.deck.amr.max_levels,
+            &owned,
+        )
+        .map_err(|source| IntegratorError::Tag { step, source })?;
+        let tags = ranks.gather_tags(&self.h, tags)?;
+        let new_h = self.cluster(&tags)?;
+        check_state_fits::<T>(&self.h, &new_h)?;
+        let kept = Distribution::inherited(&self.h, ranks.distribution(), &new_h)?;
+        let rebalance = Balancer::default().rebalance(&new_h, kept, &cell_costs(&new_h))?;
+        Ok((new_h, rebalance))
     }
 
     /// Puts a regrid's hierarchy, host state and step plan in place and
@@ -1581,17 +1790,38 @@ fn fill_old_ghosts<T: Real>(
     data: &mut HierarchyData<T>,
     time: f64,
 ) -> Result<(), IntegratorError> {
+    fill_old_ghosts_of(fill, data, time, None)
+}
+
+/// [`fill_old_ghosts`] of the patches `only` marks (a rank's own), when
+/// given; the other patches' states are left as they are.
+fn fill_old_ghosts_of<T: Real>(
+    fill: &GhostFill<T>,
+    data: &mut HierarchyData<T>,
+    time: f64,
+    only: Option<&[bool]>,
+) -> Result<(), IntegratorError> {
+    let wanted = |i: usize| only.is_none_or(|o| o[i]);
     {
         let (olds, news) = data.split_old_new();
         news.into_par_iter()
             .enumerate()
+            .filter(|(i, _)| wanted(*i))
             .try_for_each_init(FillScratch::new, |scratch, (i, new)| {
                 fill.prepare(&olds, i, time, &mut FillTarget::patch(new), scratch)
                     .map(|_| ())
             })
             .map_err(IntegratorError::mesh("ghost fill"))?;
     }
-    data.swap_all();
+    if only.is_none() {
+        data.swap_all();
+    } else {
+        for (i, s) in data.states_mut().iter_mut().enumerate() {
+            if wanted(i) {
+                s.swap();
+            }
+        }
+    }
     Ok(())
 }
 
@@ -1600,6 +1830,14 @@ fn fill_old_ghosts<T: Real>(
 fn coefficient_file<T: Real, B: SolveBackend<T>>(deck: &Deck, backend: &B) -> Option<PathBuf> {
     let dir = &deck.batching.coefficients_dir;
     (!dir.is_empty()).then(|| coefficient_path(Path::new(dir), backend.name(), &backend.device()))
+}
+
+/// Cells per patch: the cost of patches not timed yet.
+fn cell_costs(h: &Hierarchy) -> Vec<f64> {
+    h.patches()
+        .iter()
+        .map(|p| p.interior().num_cells() as f64)
+        .collect()
 }
 
 fn poisoned() -> IntegratorError {
@@ -1632,11 +1870,23 @@ fn initial_data<T: Real>(
 /// fluxes, fine patches the fine ones; both in a fixed order, so the sums
 /// do not depend on batching), refluxing and restriction, finest level
 /// first.
+///
+/// Over ranks, the flux blocks and fine interiors other ranks computed are
+/// received first, and each rank accumulates only the register shares of
+/// fine patches next to its own coarse patches (the others' faces stay
+/// zero and reflux only patches it does not own).
 fn reflux_and_restrict<T: Real>(
     h: &Hierarchy,
     plan: &mut StepPlan<T>,
     data: &mut HierarchyData<T>,
+    mut ranks: Option<&mut Ranks>,
 ) -> Result<(), IntegratorError> {
+    if let Some(r) = ranks.as_deref_mut() {
+        r.exchange_fluxes(&mut plan.fluxes)?;
+    }
+    let skip: Option<Vec<bool>> = ranks
+        .as_deref()
+        .map(|r| (0..h.num_patches()).map(|f| !r.accumulates(f)).collect());
     for l in (1..h.num_levels()).rev() {
         let reg = &mut plan.registers[l - 1];
         reg.reset();
@@ -1648,6 +1898,9 @@ fn reflux_and_restrict<T: Real>(
         let coarse_count = std::sync::atomic::AtomicUsize::new(0);
         reg.accumulate_par(|share| {
             let f = share.fine_patch();
+            if skip.as_ref().is_some_and(|s| s[f]) {
+                return Ok(0);
+            }
             let mut count = 0;
             for n in probes_of_fine[f].clone() {
                 count += add_probe(share, h, &probes[n], &fluxes.probes[n])
@@ -1658,7 +1911,7 @@ fn reflux_and_restrict<T: Real>(
         })
         .map_err(IntegratorError::mesh(format!("fluxes of level {l}")))?;
         let count = coarse_count.into_inner();
-        if count != reg.num_faces() {
+        if skip.is_none() && count != reg.num_faces() {
             return Err(IntegratorError::Internal(format!(
                 "level {l}: coarse fluxes reached {count} of the register's {} faces",
                 reg.num_faces()
@@ -1666,6 +1919,9 @@ fn reflux_and_restrict<T: Real>(
         }
         reg.reflux(h, data, TimeLevel::New)
             .map_err(IntegratorError::mesh(format!("refluxing level {}", l - 1)))?;
+        if let Some(r) = ranks.as_deref_mut() {
+            r.exchange_restriction(l, data)?;
+        }
         restrict_level(h, data, l, TimeLevel::New)
             .map_err(IntegratorError::mesh(format!("restricting level {l}")))?;
     }

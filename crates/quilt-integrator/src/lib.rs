@@ -32,6 +32,7 @@ pub mod init;
 mod integrator;
 mod pipeline;
 mod plan;
+mod ranks;
 mod residency;
 pub mod resident;
 mod ring;

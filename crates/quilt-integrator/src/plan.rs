@@ -26,7 +26,7 @@ use quilt_mesh::fill::{BoundaryConditions, GhostFill};
 use quilt_mesh::flux_register::FluxRegister;
 use quilt_mesh::interp::Limiter;
 use quilt_mesh::{Hierarchy, IndexBox, Side};
-use quilt_pack::{HierarchyPacking, PackOptions, pack, pack_hierarchy};
+use quilt_pack::{HierarchyPacking, PackOptions, PackWorkspace, pack, pack_patches};
 use quilt_sweep::physics::NCOMP;
 use rayon::prelude::*;
 
@@ -157,7 +157,7 @@ impl<T: Real> StepPlan<T> {
         bin_edge: u32,
         per_patch: bool,
     ) -> Result<Self, IntegratorError> {
-        Self::build(h, bc, limiter, bin_edge, per_patch, true)
+        Self::build(h, bc, limiter, bin_edge, per_patch, true, None)
     }
 
     /// The plan `deck` asks for: bins as its `[batching]` says, and the
@@ -171,6 +171,22 @@ impl<T: Real> StepPlan<T> {
         deck: &crate::deck::Deck,
         batches: bool,
     ) -> Result<Self, IntegratorError> {
+        Self::for_deck_owned(h, bc, limiter, deck, batches, None)
+    }
+
+    /// [`StepPlan::for_deck`] for one rank of several: only the patches
+    /// `owned` marks (by hierarchy index) go into its bins, so its steps
+    /// solve those patches and the probes of those among them that are
+    /// coarse patches. Fill plans, probes and registers still cover the
+    /// whole hierarchy, which every rank holds.
+    pub fn for_deck_owned(
+        h: &Hierarchy,
+        bc: BoundaryConditions<T>,
+        limiter: Limiter,
+        deck: &crate::deck::Deck,
+        batches: bool,
+        owned: Option<&[bool]>,
+    ) -> Result<Self, IntegratorError> {
         Self::build(
             h,
             bc,
@@ -178,6 +194,7 @@ impl<T: Real> StepPlan<T> {
             deck.batching.bin_edge,
             deck.batching.layout == crate::deck::BatchLayoutKind::PerPatch,
             batches,
+            owned,
         )
     }
 
@@ -223,6 +240,7 @@ impl<T: Real> StepPlan<T> {
         bin_edge: u32,
         per_patch: bool,
         batches: bool,
+        owned: Option<&[bool]>,
     ) -> Result<Self, IntegratorError> {
         let t0 = std::time::Instant::now();
         // The fill plans, the packing and the registers depend on the
@@ -231,7 +249,7 @@ impl<T: Real> StepPlan<T> {
             || {
                 rayon::join(
                     || GhostFill::new(h, bc, limiter),
-                    || Self::bins(h, bin_edge, per_patch),
+                    || Self::bins(h, bin_edge, per_patch, owned),
                 )
             },
             || {
@@ -297,27 +315,41 @@ impl<T: Real> StepPlan<T> {
         Ok(plan)
     }
 
-    /// The bins of `h`: packed, or one per patch (`per_patch`), with the
-    /// fraction of bin volume used.
+    /// The bins of `h`'s patches (those `owned` marks, when given): packed,
+    /// or one per patch (`per_patch`), with the fraction of bin volume
+    /// used.
     fn bins(
         h: &Hierarchy,
         bin_edge: u32,
         per_patch: bool,
+        owned: Option<&[bool]>,
     ) -> Result<(Vec<BinPlan>, f64), IntegratorError> {
+        let mine: Vec<usize> = (0..h.num_patches())
+            .filter(|&i| owned.is_none_or(|o| o.get(i).copied().unwrap_or(false)))
+            .collect();
         Ok(if per_patch {
             // The paper's default scheme: every patch alone at the origin
             // of its own bin.
-            let bins: Vec<BinPlan> = (0..h.num_patches())
-                .map(|i| BinPlan {
+            let bins: Vec<BinPlan> = mine
+                .iter()
+                .map(|&i| BinPlan {
                     patches: vec![(i, [0; 3])],
                 })
                 .collect();
-            let used: i64 = h.patches().iter().map(|p| p.ghost_box().num_cells()).sum();
+            let used: i64 = mine
+                .iter()
+                .map(|&i| h.patches()[i].ghost_box().num_cells())
+                .sum();
             let fill = used as f64 / (bins.len().max(1) as f64 * f64::from(bin_edge).powi(3));
             (bins, fill)
         } else {
-            let packing: HierarchyPacking =
-                pack_hierarchy(h, [bin_edge; 3], &PackOptions::default())?;
+            let packing: HierarchyPacking = pack_patches(
+                h,
+                &mine,
+                [bin_edge; 3],
+                &PackOptions::default(),
+                &mut PackWorkspace::new(),
+            )?;
             let mut bins: Vec<BinPlan> = (0..packing.packing.bins_used)
                 .map(|_| BinPlan {
                     patches: Vec::new(),

@@ -80,7 +80,20 @@ pub(crate) fn tag_patches<T: Real>(
     gamma: f64,
     max_levels: usize,
 ) -> Result<Vec<TagBox>, TagError> {
-    tag_in_slabs(h, data, criteria, gamma, max_levels, SLAB_CELLS)
+    tag_in_slabs(h, data, criteria, gamma, max_levels, SLAB_CELLS, None)
+}
+
+/// [`tag_patches`] of the patches `only` marks; the others get empty
+/// fields (a rank tags its own patches).
+pub(crate) fn tag_some_patches<T: Real>(
+    h: &Hierarchy,
+    data: &HierarchyData<T>,
+    criteria: &[Criterion],
+    gamma: f64,
+    max_levels: usize,
+    only: &[bool],
+) -> Result<Vec<TagBox>, TagError> {
+    tag_in_slabs(h, data, criteria, gamma, max_levels, SLAB_CELLS, Some(only))
 }
 
 /// [`tag_patches`] with slabs of about `slab_cells` cells.
@@ -91,6 +104,7 @@ fn tag_in_slabs<T: Real>(
     gamma: f64,
     max_levels: usize,
     slab_cells: i64,
+    only: Option<&[bool]>,
 ) -> Result<Vec<TagBox>, TagError> {
     let need_pressure = criteria.iter().any(|c| c.field() == TagField::Pressure);
     // (patch, first and last interior z plane of a slab); untagged patches
@@ -98,7 +112,11 @@ fn tag_in_slabs<T: Real>(
     let mut items: Vec<(usize, i32, i32)> = Vec::with_capacity(h.num_patches());
     for (i, p) in h.patches().iter().enumerate() {
         let b = p.interior();
-        if p.level() + 1 >= max_levels || criteria.is_empty() || b.is_empty() {
+        if p.level() + 1 >= max_levels
+            || criteria.is_empty()
+            || b.is_empty()
+            || only.is_some_and(|o| !o[i])
+        {
             continue;
         }
         let n = b.size();
@@ -215,8 +233,8 @@ mod tests {
         .unwrap();
         let criteria = criteria(&Deck::default()).unwrap();
         assert!(!criteria.is_empty());
-        let whole = tag_in_slabs(&h, &data, &criteria, gamma, 2, i64::MAX).unwrap();
-        let slabs = tag_in_slabs(&h, &data, &criteria, gamma, 2, 24 * 20 * 3).unwrap();
+        let whole = tag_in_slabs(&h, &data, &criteria, gamma, 2, i64::MAX, None).unwrap();
+        let slabs = tag_in_slabs(&h, &data, &criteria, gamma, 2, 24 * 20 * 3, None).unwrap();
         assert!(whole.iter().map(TagBox::count).sum::<u64>() > 100);
         for (a, b) in whole.iter().zip(&slabs) {
             assert_eq!(a.region(), b.region());

@@ -23,7 +23,9 @@ mod tests;
 pub use build::build_hierarchy;
 pub use plan::new_level_boxes;
 pub(crate) use transfer::same_level0;
-pub use transfer::{TransferStats, transfer, transfer_in};
+pub use transfer::{
+    BeforeLevel, TransferStats, interpolated_cells, transfer, transfer_in, transfer_with,
+};
 
 use crate::cluster::ClusterError;
 use crate::error::MeshError;

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 
 use crate::fill::FillTarget;
 use crate::hierarchy::{BufferPool, Hierarchy, HierarchyData};
-use crate::index::{BoxList, iv};
+use crate::index::{BoxList, IndexBox, iv};
 use crate::interp::{CoarseScratch, InterpWork, Limiter, interpolate};
 use crate::real::Real;
 
@@ -67,10 +67,66 @@ pub fn transfer<T: Real>(
 /// the pool holds afterwards is left to the caller ([`transfer`] drops it).
 pub fn transfer_in<T: Real>(
     old_h: &Hierarchy,
+    old: HierarchyData<T>,
+    new_h: &Hierarchy,
+    limiter: Limiter,
+    pool: &mut BufferPool<T>,
+) -> Result<(HierarchyData<T>, TransferStats), RegridError> {
+    transfer_with(old_h, old, new_h, limiter, pool, &mut |_, _| Ok(()))
+}
+
+/// For a new patch of level `l ≥ 1` with `interior` (not the twin of an
+/// old patch): the old patches of its level it copies from, the cells no
+/// old patch covers (interpolated from the new coarse level), and the
+/// coarse cells that interpolation reads (the open cells' bounding box,
+/// coarsened and grown by the slope stencil, within the coarse domain),
+/// if any cell is open.
+pub fn interpolated_cells(
+    old_h: &Hierarchy,
+    interior: &IndexBox,
+    l: usize,
+    ratio: i32,
+    coarse_domain: &IndexBox,
+) -> (Vec<usize>, BoxList, Option<IndexBox>) {
+    let olds = if l < old_h.num_levels() {
+        old_h.patches_intersecting(l, interior)
+    } else {
+        Vec::new()
+    };
+    // Only the cells no old patch covers are interpolated: each fine value
+    // depends on its coarse cell and that cell's neighbours alone, so these
+    // are the values an interpolation of the whole interior would leave
+    // there.
+    let mut open = BoxList::from_box(*interior);
+    let covered: Vec<_> = olds
+        .iter()
+        .map(|&o| old_h.patches()[o].interior())
+        .collect();
+    open.subtract_all(&covered);
+    let cbox = open
+        .boxes()
+        .iter()
+        .copied()
+        .reduce(|a, b| a.bounding(&b))
+        .map(|bound| bound.coarsen(ratio).grow(1).intersect(coarse_domain));
+    (olds, open, cbox)
+}
+
+/// What [`transfer_with`] calls before each level it fills.
+pub type BeforeLevel<'a, T> =
+    dyn FnMut(usize, &mut HierarchyData<T>) -> Result<(), crate::MeshError> + 'a;
+
+/// [`transfer_in`] calling `before_level(l, new)` before each level
+/// `l ≥ 1` is filled, when the new data of levels `< l` is final: a
+/// distributed run receives there the coarse cells other ranks filled,
+/// which the interpolation onto level `l` reads.
+pub fn transfer_with<T: Real>(
+    old_h: &Hierarchy,
     mut old: HierarchyData<T>,
     new_h: &Hierarchy,
     limiter: Limiter,
     pool: &mut BufferPool<T>,
+    before_level: &mut BeforeLevel<'_, T>,
 ) -> Result<(HierarchyData<T>, TransferStats), RegridError> {
     old.check_layout(old_h)?;
     let ncomp = old.ncomp();
@@ -134,6 +190,7 @@ pub fn transfer_in<T: Real>(
             continue;
         }
 
+        before_level(l, &mut new)?;
         let ratio = new_h.geometry().ratios()[l];
         let coarse_domain = new_h.geometry().level(l - 1)?.domain;
         let (cr, fr) = (new_h.level_range(l - 1), new_h.level_range(l));
@@ -150,24 +207,9 @@ pub fn transfer_in<T: Real>(
                 || (CoarseScratch::<T>::new(), InterpWork::<T>::new()),
                 |(scratch, work), ((state, patch), _)| -> Result<(i64, i64), RegridError> {
                     let interior = patch.interior();
-                    let olds = if l < old_h.num_levels() {
-                        old_h.patches_intersecting(l, &interior)
-                    } else {
-                        Vec::new()
-                    };
-                    // Only the cells no old patch covers are interpolated:
-                    // each fine value depends on its coarse cell and that
-                    // cell's neighbours alone, so these are the values an
-                    // interpolation of the whole interior would leave there.
-                    let mut open = BoxList::from_box(interior);
-                    let covered: Vec<_> = olds
-                        .iter()
-                        .map(|&o| old_h.patches()[o].interior())
-                        .collect();
-                    open.subtract_all(&covered);
-                    if let Some(bound) = open.boxes().iter().copied().reduce(|a, b| a.bounding(&b))
-                    {
-                        let cbox = bound.coarsen(ratio).grow(1).intersect(&coarse_domain);
+                    let (olds, open, cbox) =
+                        interpolated_cells(old_h, &interior, l, ratio, &coarse_domain);
+                    if let Some(cbox) = cbox {
                         scratch.reset(cbox, ncomp)?;
                         for q in new_h.patches_intersecting(l - 1, &cbox) {
                             let region = cbox.intersect(&new_h.patches()[q].interior());

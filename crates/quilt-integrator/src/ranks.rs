@@ -1,0 +1,523 @@
+//! One integrator per rank: each rank solves the patches a
+//! [`Distribution`] gives it, and exchanges with its peers exactly the
+//! data the serial step would have read across the cut.
+//!
+//! Every rank holds the whole hierarchy and a full-size state (only its
+//! own patches' values are kept current; the others hold what was last
+//! received, or nothing meaningful). Per step:
+//!
+//! 1. the CFL rate of the rank's patches, reduced to the global minimum
+//!    time step (exact);
+//! 2. the old interiors the fill of the rank's patches reads from other
+//!    ranks ([`HaloPlan::for_fill`]), received into the old state;
+//! 3. the batch loop over the rank's bins (its patches and the flux probes
+//!    of its coarse patches);
+//! 4. the flux blocks that the rank's flux-register shares need (fine
+//!    patches and probes of other ranks next to its coarse patches);
+//! 5. level by level, finest first: refluxing, then the fine interiors the
+//!    restriction onto the rank's coarse patches reads;
+//! 6. the step report: cells and floors summed, the Courant number's
+//!    maximum (all exact).
+//!
+//! Every value a rank's patch gets is computed from the same bits, by the
+//! same code and in the same order as in a serial run, so a run over any
+//! number of ranks is bitwise the serial run.
+
+use quilt_dist::{Distribution, HaloPlan, NewStates, OldStates, Piece, Tag, Transport};
+use quilt_mesh::regrid::interpolated_cells;
+use quilt_mesh::tag::TagBox;
+use quilt_mesh::{Hierarchy, HierarchyData, Real};
+use quilt_sweep::StepReport;
+
+use crate::error::IntegratorError;
+use crate::plan::{FluxStore, PlanLayout};
+
+const TAG_FILL: Tag = 100;
+const TAG_FLUX: Tag = 101;
+const TAG_REPORT: Tag = 102;
+const TAG_TAGS: Tag = 103;
+const TAG_MOVE: Tag = 104;
+/// The coarse cells the transfer onto level `l` reads use
+/// `TAG_COARSE + l`.
+const TAG_COARSE: Tag = 300;
+/// Restriction onto level `l − 1` uses `TAG_RESTRICT + l`.
+const TAG_RESTRICT: Tag = 200;
+
+/// A flux block the register shares of another rank need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Block {
+    /// The flux block of a fine patch.
+    Fine(usize),
+    /// The flux block of a probe.
+    Probe(usize),
+}
+
+/// The ranks of a run and what this one exchanges with the others.
+pub(crate) struct Ranks {
+    transport: Box<dyn Transport>,
+    dist: Distribution,
+    owned: Vec<bool>,
+    fill: HaloPlan,
+    /// `restrict[l − 1]`: the fine pieces restriction onto level `l − 1`
+    /// reads.
+    restrict: Vec<HaloPlan>,
+    /// Whether this rank accumulates fine patch `f`'s register share
+    /// (some coarse patch it owns lies next to `f`).
+    relevant: Vec<bool>,
+    flux_sends: Vec<(usize, Vec<Block>)>,
+    flux_recvs: Vec<(usize, Vec<Block>)>,
+    /// Regrids that adopted a fresh distribution.
+    pub fresh: u64,
+}
+
+impl std::fmt::Debug for Ranks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ranks")
+            .field("rank", &self.rank())
+            .field("size", &self.size())
+            .finish()
+    }
+}
+
+impl Ranks {
+    /// This rank of `transport`'s with `dist` over `h`, whose step plan
+    /// (all patches' probes) is `layout`.
+    pub fn new<T: Real>(
+        transport: Box<dyn Transport>,
+        dist: Distribution,
+        h: &Hierarchy,
+        layout: &PlanLayout<T>,
+    ) -> Result<Self, IntegratorError> {
+        if dist.ranks() != transport.size() || dist.len() != h.num_patches() {
+            return Err(IntegratorError::Internal(format!(
+                "a distribution of {} patches over {} ranks for {} patches and {} ranks",
+                dist.len(),
+                dist.ranks(),
+                h.num_patches(),
+                transport.size()
+            )));
+        }
+        let mut me = Self {
+            transport,
+            dist,
+            owned: Vec::new(),
+            fill: HaloPlan::default(),
+            restrict: Vec::new(),
+            relevant: Vec::new(),
+            flux_sends: Vec::new(),
+            flux_recvs: Vec::new(),
+            fresh: 0,
+        };
+        me.plan(h, layout);
+        Ok(me)
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.transport.rank()
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> usize {
+        self.transport.size()
+    }
+
+    /// The distribution of the current hierarchy.
+    pub fn distribution(&self) -> &Distribution {
+        &self.dist
+    }
+
+    /// Which patches this rank owns, by hierarchy index.
+    pub fn owned(&self) -> &[bool] {
+        &self.owned
+    }
+
+    /// Derives every exchange of the current distribution over `h`.
+    fn plan<T: Real>(&mut self, h: &Hierarchy, layout: &PlanLayout<T>) {
+        let me = self.rank();
+        let dist = &self.dist;
+        self.owned = (0..h.num_patches()).map(|i| dist.owner(i) == me).collect();
+        self.fill = HaloPlan::for_fill(layout.fill.plan(), dist, me);
+        self.restrict = (1..h.num_levels())
+            .map(|l| {
+                let r = h.level_geometry(l).map_or(2, |g| g.ratio);
+                HaloPlan::from_needs(dist, me, |c| {
+                    let p = &h.patches()[c];
+                    if p.level() + 1 != l {
+                        return Vec::new();
+                    }
+                    let under = p.interior().refine(r);
+                    h.patches_intersecting(l, &under)
+                        .into_iter()
+                        .map(|f| Piece {
+                            patch: f,
+                            region: h.patches()[f].interior().intersect(&under),
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        // The ranks owning a coarse patch next to each fine patch: those
+        // accumulate its register share, so they need its fine block and
+        // the blocks of its probes.
+        let near: Vec<Vec<usize>> = h
+            .patches()
+            .iter()
+            .map(|p| {
+                let l = p.level();
+                if l == 0 {
+                    return Vec::new();
+                }
+                let r = h.level_geometry(l).map_or(2, |g| g.ratio);
+                let around = p.interior().coarsen(r).grow(1);
+                let shifts = h
+                    .level_geometry(l - 1)
+                    .map_or_else(|| vec![quilt_mesh::iv(0, 0, 0)], |g| g.periodic_shifts());
+                let mut ranks: Vec<usize> = shifts
+                    .iter()
+                    .flat_map(|s| h.patches_intersecting(l - 1, &around.shift(s)))
+                    .map(|c| dist.owner(c))
+                    .collect();
+                ranks.sort_unstable();
+                ranks.dedup();
+                ranks
+            })
+            .collect();
+        self.relevant = near.iter().map(|r| r.contains(&me)).collect();
+        let n = self.size();
+        let mut sends = vec![Vec::new(); n];
+        let mut recvs = vec![Vec::new(); n];
+        for (f, ranks) in near.iter().enumerate() {
+            for &r in ranks {
+                let blocks = std::iter::once((Block::Fine(f), dist.owner(f))).chain(
+                    layout.probes_of_fine[f]
+                        .clone()
+                        .map(|q| (Block::Probe(q), dist.owner(layout.probes[q].coarse))),
+                );
+                for (b, from) in blocks {
+                    if from == r {
+                        continue;
+                    }
+                    if from == me {
+                        sends[r].push(b);
+                    }
+                    if r == me {
+                        recvs[from].push(b);
+                    }
+                }
+            }
+        }
+        let pairs = |v: Vec<Vec<Block>>| {
+            v.into_iter()
+                .enumerate()
+                .filter(|(_, b)| !b.is_empty())
+                .collect::<Vec<_>>()
+        };
+        self.flux_sends = pairs(sends);
+        self.flux_recvs = pairs(recvs);
+    }
+
+    /// Adopts `dist` for `h` (after a regrid) and derives its exchanges.
+    pub fn adopt<T: Real>(
+        &mut self,
+        dist: Distribution,
+        h: &Hierarchy,
+        layout: &PlanLayout<T>,
+    ) -> Result<(), IntegratorError> {
+        if dist.len() != h.num_patches() || dist.ranks() != self.size() {
+            return Err(IntegratorError::Internal(
+                "a distribution that does not fit the hierarchy".into(),
+            ));
+        }
+        self.dist = dist;
+        self.plan(h, layout);
+        Ok(())
+    }
+
+    /// Whether this rank accumulates fine patch `f`'s register share.
+    pub fn accumulates(&self, f: usize) -> bool {
+        self.relevant.get(f).copied().unwrap_or(false)
+    }
+
+    /// The global minimum of `x` (NaN anywhere gives NaN everywhere).
+    pub fn all_min(&mut self, x: f64) -> Result<f64, IntegratorError> {
+        Ok(self.transport.all_min(x)?)
+    }
+
+    /// Step 2: the old interiors other ranks' fills read.
+    pub fn exchange_old<T: Real>(
+        &mut self,
+        data: &mut HierarchyData<T>,
+    ) -> Result<(), IntegratorError> {
+        let t = &mut *self.transport;
+        self.fill
+            .post_from(t, TAG_FILL, |i| data.get(i).map(|s| &s.old))?;
+        self.fill.receive_into(t, TAG_FILL, &mut OldStates(data))?;
+        t.flush()?;
+        Ok(())
+    }
+
+    /// Step 4: the flux blocks other ranks' register shares need.
+    pub fn exchange_fluxes<T: Real>(
+        &mut self,
+        fluxes: &mut FluxStore<T>,
+    ) -> Result<(), IntegratorError> {
+        let t = &mut *self.transport;
+        for (to, blocks) in &self.flux_sends {
+            let mut buf = Vec::new();
+            for b in blocks {
+                let v = match *b {
+                    Block::Fine(f) => &fluxes.fine[f],
+                    Block::Probe(q) => &fluxes.probes[q],
+                };
+                buf.extend_from_slice(bytemuck::cast_slice::<T, u8>(v));
+            }
+            t.send(*to, TAG_FLUX, buf)?;
+        }
+        let me = t.rank();
+        for (from, blocks) in &self.flux_recvs {
+            let buf = t.recv(*from, TAG_FLUX)?;
+            let mut at = 0;
+            for b in blocks {
+                let v = match *b {
+                    Block::Fine(f) => &mut fluxes.fine[f],
+                    Block::Probe(q) => &mut fluxes.probes[q],
+                };
+                let dst = bytemuck::cast_slice_mut::<T, u8>(v);
+                let src = buf.get(at..at + dst.len()).ok_or_else(|| {
+                    quilt_dist::DistError::Malformed {
+                        rank: me,
+                        from: *from,
+                        tag: TAG_FLUX,
+                        why: format!("{} bytes end inside the flux blocks", buf.len()),
+                    }
+                })?;
+                dst.copy_from_slice(src);
+                at += dst.len();
+            }
+            if at != buf.len() {
+                return Err(quilt_dist::DistError::Malformed {
+                    rank: me,
+                    from: *from,
+                    tag: TAG_FLUX,
+                    why: format!("{} bytes, the flux blocks take {at}", buf.len()),
+                }
+                .into());
+            }
+        }
+        t.flush()?;
+        Ok(())
+    }
+
+    /// Step 5's exchange for fine level `l`: the new fine interiors that
+    /// restriction onto this rank's coarse patches reads.
+    pub fn exchange_restriction<T: Real>(
+        &mut self,
+        l: usize,
+        data: &mut HierarchyData<T>,
+    ) -> Result<(), IntegratorError> {
+        let Some(plan) = self.restrict.get(l.wrapping_sub(1)) else {
+            return Ok(());
+        };
+        let t = &mut *self.transport;
+        let tag = TAG_RESTRICT + l as Tag;
+        plan.post_from(t, tag, |i| data.get(i).map(|s| &s.new))?;
+        plan.receive_into(t, tag, &mut NewStates(data))?;
+        t.flush()?;
+        Ok(())
+    }
+
+    /// Step 6: the step report of all ranks (cells and floors summed, the
+    /// largest Courant number).
+    pub fn combine_report(&mut self, r: StepReport) -> Result<StepReport, IntegratorError> {
+        let mut mine = Vec::with_capacity(32);
+        mine.extend_from_slice(&r.cells.to_le_bytes());
+        mine.extend_from_slice(&r.floors.density.to_le_bytes());
+        mine.extend_from_slice(&r.floors.pressure.to_le_bytes());
+        mine.extend_from_slice(&r.courant.to_le_bytes());
+        let all = self.transport.all_gather(mine)?;
+        let mut out = StepReport {
+            dt: r.dt,
+            ..StepReport::default()
+        };
+        out.courant = 0.0;
+        for (from, b) in all.iter().enumerate() {
+            let word = |k: usize| -> Result<[u8; 8], IntegratorError> {
+                b.get(8 * k..8 * k + 8)
+                    .and_then(|s| s.try_into().ok())
+                    .ok_or_else(|| {
+                        quilt_dist::DistError::Malformed {
+                            rank: self.transport.rank(),
+                            from,
+                            tag: TAG_REPORT,
+                            why: format!("a step report of {} bytes", b.len()),
+                        }
+                        .into()
+                    })
+            };
+            out.cells += u64::from_le_bytes(word(0)?);
+            out.floors.density += u64::from_le_bytes(word(1)?);
+            out.floors.pressure += u64::from_le_bytes(word(2)?);
+            out.courant = out.courant.max(f64::from_le_bytes(word(3)?));
+        }
+        Ok(out)
+    }
+
+    /// Every patch's tag field on every rank, from each rank's fields of
+    /// its own patches (`tags`, one per patch, the others empty): the
+    /// clustering input of a serial run.
+    pub fn gather_tags(
+        &mut self,
+        h: &Hierarchy,
+        mut tags: Vec<TagBox>,
+    ) -> Result<Vec<TagBox>, IntegratorError> {
+        let mut mine = Vec::new();
+        let mut words = Vec::new();
+        for (i, t) in tags.iter().enumerate() {
+            if !self.owned.get(i).copied().unwrap_or(false) || !t.any() {
+                continue;
+            }
+            words.resize(tag_words(&t.region()), 0u32);
+            t.to_words(&mut words);
+            mine.extend_from_slice(&(i as u64).to_le_bytes());
+            mine.extend_from_slice(bytemuck::cast_slice(&words));
+        }
+        let all = self.transport.all_gather(mine)?;
+        let me = self.rank();
+        for (from, b) in all.iter().enumerate() {
+            let bad = |why: String| quilt_dist::DistError::Malformed {
+                rank: me,
+                from,
+                tag: TAG_TAGS,
+                why,
+            };
+            let mut at = 0;
+            while at < b.len() {
+                let i = b
+                    .get(at..at + 8)
+                    .map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()) as usize)
+                    .filter(|&i| i < h.num_patches())
+                    .ok_or_else(|| bad(format!("a patch index at byte {at}")))?;
+                at += 8;
+                let region = h.patches()[i].interior();
+                let n = 4 * tag_words(&region);
+                let raw = b
+                    .get(at..at + n)
+                    .ok_or_else(|| bad(format!("the tags of patch index {i} end early")))?;
+                at += n;
+                let w: Vec<u32> = raw
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect();
+                tags[i] = TagBox::from_words(region, &w).map_err(|e| bad(e.to_string()))?;
+            }
+        }
+        Ok(tags)
+    }
+
+    /// Before a regrid's transfer: the old interiors (of `old_h`, owned by
+    /// this run's distribution) that the new patches of this rank (under
+    /// `new_dist`) copy, received into the old state.
+    pub fn exchange_for_transfer<T: Real>(
+        &mut self,
+        old_h: &Hierarchy,
+        new_h: &Hierarchy,
+        new_dist: &Distribution,
+        data: &mut HierarchyData<T>,
+    ) -> Result<(), IntegratorError> {
+        let me = self.rank();
+        let plan = HaloPlan::between(&self.dist, new_dist, me, |q| {
+            let p = &new_h.patches()[q];
+            if p.level() >= old_h.num_levels() {
+                return Vec::new();
+            }
+            old_h
+                .patches_intersecting(p.level(), &p.interior())
+                .into_iter()
+                .map(|o| Piece {
+                    patch: o,
+                    region: old_h.patches()[o].interior().intersect(&p.interior()),
+                })
+                .collect()
+        });
+        let t = &mut *self.transport;
+        plan.post_from(t, TAG_MOVE, |i| data.get(i).map(|s| &s.old))?;
+        plan.receive_into(t, TAG_MOVE, &mut OldStates(data))?;
+        t.flush()?;
+        Ok(())
+    }
+
+    /// The exchanges inside a regrid's transfer: for each new level
+    /// `l ≥ 1` (index `l − 1`), the new coarse cells that the
+    /// interpolation onto this rank's new patches of level `l` reads
+    /// (the cells no old patch covers, their coarse cells grown by the
+    /// slope stencil; unchanged patches read none).
+    pub fn coarse_plans(
+        &self,
+        old_h: &Hierarchy,
+        new_h: &Hierarchy,
+        new_dist: &Distribution,
+    ) -> Vec<HaloPlan> {
+        let me = self.rank();
+        (1..new_h.num_levels())
+            .map(|l| {
+                let ratio = new_h.level_geometry(l).map_or(2, |g| g.ratio);
+                let coarse_domain = new_h
+                    .level_geometry(l - 1)
+                    .map_or_else(quilt_mesh::IndexBox::empty, |g| g.domain);
+                HaloPlan::from_needs(new_dist, me, |q| {
+                    let p = &new_h.patches()[q];
+                    if p.level() != l {
+                        return Vec::new();
+                    }
+                    let interior = p.interior();
+                    let (olds, _, cbox) =
+                        interpolated_cells(old_h, &interior, l, ratio, &coarse_domain);
+                    // An unchanged patch moves whole and reads nothing.
+                    if olds
+                        .iter()
+                        .any(|&o| old_h.patches()[o].interior() == interior)
+                    {
+                        return Vec::new();
+                    }
+                    let Some(cbox) = cbox else {
+                        return Vec::new();
+                    };
+                    new_h
+                        .patches_intersecting(l - 1, &cbox)
+                        .into_iter()
+                        .map(|c| Piece {
+                            patch: c,
+                            region: cbox.intersect(&new_h.patches()[c].interior()),
+                        })
+                        .collect()
+                })
+            })
+            .collect()
+    }
+
+    /// Runs `coarse[l − 1]` (of [`Ranks::coarse_plans`]) on the new old
+    /// state.
+    pub fn exchange_coarse<T: Real>(
+        &mut self,
+        coarse: &[HaloPlan],
+        l: usize,
+        new: &mut HierarchyData<T>,
+    ) -> Result<(), IntegratorError> {
+        let Some(plan) = coarse.get(l.wrapping_sub(1)) else {
+            return Ok(());
+        };
+        let t = &mut *self.transport;
+        let tag = TAG_COARSE + l as Tag;
+        plan.post_from(t, tag, |i| new.get(i).map(|s| &s.old))?;
+        plan.receive_into(t, tag, &mut OldStates(new))?;
+        t.flush()?;
+        Ok(())
+    }
+}
+
+/// 32-bit words of a tag field over `region` (see `TagBox::to_words`).
+fn tag_words(region: &quilt_mesh::IndexBox) -> usize {
+    let n = region.size();
+    2 * (n.x as usize).div_ceil(64) * n.y as usize * n.z as usize
+}

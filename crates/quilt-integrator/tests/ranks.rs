@@ -1,0 +1,100 @@
+//! A run spread over in-process ranks is bitwise the serial run: the
+//! hierarchy after every regrid, every time step and every value of every
+//! patch, with regrids on the way.
+
+mod common;
+
+use quilt_dist::run_ranks;
+use quilt_integrator::deck::Deck;
+use quilt_integrator::{CpuBackend, Integrator, Real};
+
+const STEPS: usize = 7;
+
+/// What one rank (or the serial run) ends with: the time steps, the
+/// hierarchy's boxes, and the old interiors of its patches (all of them
+/// for the serial run) by patch index.
+struct Outcome {
+    dts: Vec<u64>,
+    boxes: Vec<String>,
+    patches: Vec<(usize, Vec<u8>)>,
+    fresh: u64,
+}
+
+fn run<T: Real>(deck: &Deck, transport: Option<Box<dyn quilt_dist::Transport>>) -> Outcome {
+    let solver = deck.solver().expect("solver");
+    let mut it = Integrator::<T, _>::new(deck, CpuBackend::new(solver)).expect("integrator");
+    if let Some(t) = transport {
+        it.distribute(t).expect("distribute");
+    }
+    let dts = (0..STEPS)
+        .map(|_| it.step().expect("step").dt.to_bits())
+        .collect();
+    let h = it.hierarchy();
+    let owned: Vec<usize> = match it.distribution() {
+        Some(d) => d.owned(it.rank().map_or(0, |r| r.0)),
+        None => (0..h.num_patches()).collect(),
+    };
+    let patches = owned
+        .into_iter()
+        .map(|i| {
+            let d = it.data().old(i);
+            let mut bytes = Vec::new();
+            for c in 0..5 {
+                for q in h.patches()[i].interior().iter() {
+                    bytes.extend_from_slice(bytemuck::bytes_of(&d.get(c, &q)));
+                }
+            }
+            (i, bytes)
+        })
+        .collect();
+    Outcome {
+        dts,
+        boxes: h
+            .patches()
+            .iter()
+            .map(|p| format!("{} {}", p.level(), p.interior()))
+            .collect(),
+        patches,
+        fresh: it.fresh_distributions(),
+    }
+}
+
+fn check<T: Real>(deck: &Deck, ranks: usize) -> u64 {
+    let serial = run::<T>(deck, None);
+    let all = run_ranks(ranks, |t| run::<T>(deck, Some(Box::new(t))));
+    let mut seen = vec![false; serial.boxes.len()];
+    for (r, o) in all.iter().enumerate() {
+        assert_eq!(o.boxes, serial.boxes, "rank {r} of {ranks}: hierarchy");
+        assert_eq!(o.dts, serial.dts, "rank {r} of {ranks}: time steps");
+        assert_eq!(o.fresh, all[0].fresh, "rank {r} of {ranks}: distributions");
+        for (i, bytes) in &o.patches {
+            assert!(!seen[*i], "patch index {i} on two ranks");
+            seen[*i] = true;
+            assert!(
+                *bytes == serial.patches[*i].1,
+                "rank {r} of {ranks}: patch index {i} ({}) differs from the serial run",
+                serial.boxes[*i]
+            );
+        }
+    }
+    assert!(
+        seen.iter().all(|&s| s),
+        "{ranks} ranks: a patch nobody owns"
+    );
+    all[0].fresh
+}
+
+#[test]
+fn one_to_four_ranks_give_the_serial_run_f64() {
+    let deck = common::periodic_three_levels();
+    let mut fresh = 0;
+    for ranks in 1..=4 {
+        fresh += check::<f64>(&deck, ranks);
+    }
+    eprintln!("fresh distributions adopted: {fresh}");
+}
+
+#[test]
+fn three_ranks_give_the_serial_run_f32() {
+    check::<f32>(&common::periodic_three_levels(), 3);
+}
