@@ -16,6 +16,7 @@
 
 pub use quilt_batch as batch;
 pub use quilt_cuda as cuda;
+pub use quilt_dist as dist;
 pub use quilt_integrator as integrator;
 pub use quilt_mesh as mesh;
 pub use quilt_pack as pack;

@@ -567,6 +567,55 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         Ok(out)
     }
 
+    /// [`Integrator::conserved_totals`] of a run over ranks as well: each
+    /// rank's level-0 patch sums are gathered and added in patch order, as
+    /// a serial run adds them, so the totals do not depend on the rank
+    /// count. Every rank must call it at the same point.
+    pub fn global_totals(&mut self) -> Result<[f64; NCOMP], IntegratorError> {
+        let Some(ranks) = self.ranks.as_mut() else {
+            return self.conserved_totals();
+        };
+        let data = self.data.as_ref().ok_or_else(poisoned)?;
+        let range = self.h.level_range(0);
+        let mine: Vec<f64> = range
+            .clone()
+            .filter(|&i| ranks.owned()[i])
+            .flat_map(|i| (0..NCOMP).map(move |c| (i, c)))
+            .map(|(i, c)| data.old(i).interior_sum(c))
+            .collect();
+        let sums = ranks.gather_patch_values(range.clone(), NCOMP, &mine)?;
+        let volume = self
+            .h
+            .level_geometry(0)
+            .map_or(1.0, quilt_mesh::LevelGeometry::cell_volume);
+        Ok(std::array::from_fn(|c| {
+            let s: f64 = range
+                .clone()
+                .map(|i| sums[(i - range.start) * NCOMP + c])
+                .sum();
+            s * volume
+        }))
+    }
+
+    /// A 64-bit FNV-1a digest of the old interiors of every patch (every
+    /// component, `x` fastest), combined in patch order: equal digests of
+    /// two runs mean bitwise equal states, whatever their rank counts.
+    /// Every rank of a run over ranks must call it at the same point.
+    pub fn state_digest(&mut self) -> Result<u64, IntegratorError> {
+        let data = self.data.as_ref().ok_or_else(poisoned)?;
+        let h = &self.h;
+        let owned = |i: usize| self.ranks.as_ref().is_none_or(|r| r.owned()[i]);
+        let mine: Vec<f64> = (0..h.num_patches())
+            .filter(|&i| owned(i))
+            .map(|i| f64::from_bits(patch_digest(data.old(i))))
+            .collect();
+        let all = match self.ranks.as_mut() {
+            Some(r) => r.gather_patch_values(0..h.num_patches(), 1, &mine)?,
+            None => mine,
+        };
+        Ok(fnv1a(all.iter().flat_map(|d| d.to_bits().to_le_bytes())))
+    }
+
     /// The CFL time step of the current state (errors name the first bad
     /// cell).
     pub fn cfl_dt(&self) -> Result<f64, IntegratorError> {
@@ -639,6 +688,12 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         self.ranks.as_ref().map(Ranks::distribution)
     }
 
+    /// Seconds this rank of a distributed run has spent in the step's
+    /// exchanges (ghost data, flux blocks, restriction), waits included.
+    pub fn halo_seconds(&self) -> f64 {
+        self.ranks.as_ref().map_or(0.0, |r| r.halo_secs)
+    }
+
     /// Regrids of a distributed run that adopted a fresh distribution
     /// rather than the inherited one.
     pub fn fresh_distributions(&self) -> u64 {
@@ -669,7 +724,16 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// global minimum. A bad state on any rank stops every rank; the rank
     /// that found it names the cell.
     fn ranks_dt(&mut self) -> Result<f64, IntegratorError> {
-        let local = self.cfl_dt();
+        // A rank without patches (more ranks than patches) sets no bound.
+        let idle = self
+            .ranks
+            .as_ref()
+            .is_some_and(|r| !r.owned().iter().any(|&o| o));
+        let local = if idle {
+            Ok(f64::INFINITY)
+        } else {
+            self.cfl_dt()
+        };
         let mine = match &local {
             Ok(dt) => *dt,
             Err(_) => f64::NAN,
@@ -1830,6 +1894,30 @@ fn fill_old_ghosts_of<T: Real>(
 fn coefficient_file<T: Real, B: SolveBackend<T>>(deck: &Deck, backend: &B) -> Option<PathBuf> {
     let dir = &deck.batching.coefficients_dir;
     (!dir.is_empty()).then(|| coefficient_path(Path::new(dir), backend.name(), &backend.device()))
+}
+
+/// FNV-1a over `bytes`.
+fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
+    bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// [`fnv1a`] of a patch's interior values, component by component.
+fn patch_digest<T: Real>(d: &quilt_mesh::PatchData<T>) -> u64 {
+    let b = d.interior();
+    let mut bytes = Vec::with_capacity(b.num_cells().max(0) as usize * d.ncomp() * size_of::<T>());
+    for c in 0..d.ncomp() {
+        let comp = d.comp(c);
+        for z in b.lo.z..=b.hi.z {
+            for y in b.lo.y..=b.hi.y {
+                let o = d.index(&iv(b.lo.x, y, z));
+                let n = (b.hi.x - b.lo.x + 1) as usize;
+                bytes.extend_from_slice(bytemuck::cast_slice(&comp[o..o + n]));
+            }
+        }
+    }
+    fnv1a(bytes)
 }
 
 /// Cells per patch: the cost of patches not timed yet.

@@ -68,6 +68,8 @@ pub(crate) struct Ranks {
     flux_recvs: Vec<(usize, Vec<Block>)>,
     /// Regrids that adopted a fresh distribution.
     pub fresh: u64,
+    /// Seconds spent in exchanges (posting, waiting, unpacking).
+    pub halo_secs: f64,
 }
 
 impl std::fmt::Debug for Ranks {
@@ -107,6 +109,7 @@ impl Ranks {
             flux_sends: Vec::new(),
             flux_recvs: Vec::new(),
             fresh: 0,
+            halo_secs: 0.0,
         };
         me.plan(h, layout);
         Ok(me)
@@ -249,11 +252,13 @@ impl Ranks {
         &mut self,
         data: &mut HierarchyData<T>,
     ) -> Result<(), IntegratorError> {
+        let start = std::time::Instant::now();
         let t = &mut *self.transport;
         self.fill
             .post_from(t, TAG_FILL, |i| data.get(i).map(|s| &s.old))?;
         self.fill.receive_into(t, TAG_FILL, &mut OldStates(data))?;
         t.flush()?;
+        self.halo_secs += start.elapsed().as_secs_f64();
         Ok(())
     }
 
@@ -262,6 +267,7 @@ impl Ranks {
         &mut self,
         fluxes: &mut FluxStore<T>,
     ) -> Result<(), IntegratorError> {
+        let start = std::time::Instant::now();
         let t = &mut *self.transport;
         for (to, blocks) in &self.flux_sends {
             let mut buf = Vec::new();
@@ -306,6 +312,7 @@ impl Ranks {
             }
         }
         t.flush()?;
+        self.halo_secs += start.elapsed().as_secs_f64();
         Ok(())
     }
 
@@ -319,11 +326,13 @@ impl Ranks {
         let Some(plan) = self.restrict.get(l.wrapping_sub(1)) else {
             return Ok(());
         };
+        let start = std::time::Instant::now();
         let t = &mut *self.transport;
         let tag = TAG_RESTRICT + l as Tag;
         plan.post_from(t, tag, |i| data.get(i).map(|s| &s.new))?;
         plan.receive_into(t, tag, &mut NewStates(data))?;
         t.flush()?;
+        self.halo_secs += start.elapsed().as_secs_f64();
         Ok(())
     }
 
@@ -513,6 +522,41 @@ impl Ranks {
         plan.receive_into(t, tag, &mut OldStates(new))?;
         t.flush()?;
         Ok(())
+    }
+
+    /// `per` values of each patch of `range`, gathered from the ranks
+    /// owning them: `mine` holds this rank's patches of `range` in order,
+    /// `per` values each; the result holds every patch's, in patch order.
+    pub fn gather_patch_values(
+        &mut self,
+        range: std::ops::Range<usize>,
+        per: usize,
+        mine: &[f64],
+    ) -> Result<Vec<f64>, IntegratorError> {
+        let all = self
+            .transport
+            .all_gather(bytemuck::cast_slice::<f64, u8>(mine).to_vec())?;
+        let mut out = vec![0.0; range.len() * per];
+        let mut at = vec![0usize; all.len()];
+        for i in range.clone() {
+            let r = self.dist.owner(i);
+            let b = &all[r];
+            let n = 8 * per;
+            let bytes =
+                b.get(at[r]..at[r] + n)
+                    .ok_or_else(|| quilt_dist::DistError::Malformed {
+                        rank: self.transport.rank(),
+                        from: r,
+                        tag: TAG_REPORT,
+                        why: format!("{} bytes of patch values end early", b.len()),
+                    })?;
+            at[r] += n;
+            for (k, w) in bytes.chunks_exact(8).enumerate() {
+                out[(i - range.start) * per + k] =
+                    f64::from_le_bytes(w.try_into().unwrap_or_default());
+            }
+        }
+        Ok(out)
     }
 }
 

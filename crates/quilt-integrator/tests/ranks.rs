@@ -18,6 +18,8 @@ struct Outcome {
     boxes: Vec<String>,
     patches: Vec<(usize, Vec<u8>)>,
     fresh: u64,
+    digest: u64,
+    totals: [u64; 5],
 }
 
 fn run<T: Real>(deck: &Deck, transport: Option<Box<dyn quilt_dist::Transport>>) -> Outcome {
@@ -29,6 +31,8 @@ fn run<T: Real>(deck: &Deck, transport: Option<Box<dyn quilt_dist::Transport>>) 
     let dts = (0..STEPS)
         .map(|_| it.step().expect("step").dt.to_bits())
         .collect();
+    let digest = it.state_digest().expect("digest");
+    let totals = it.global_totals().expect("totals").map(f64::to_bits);
     let h = it.hierarchy();
     let owned: Vec<usize> = match it.distribution() {
         Some(d) => d.owned(it.rank().map_or(0, |r| r.0)),
@@ -56,6 +60,8 @@ fn run<T: Real>(deck: &Deck, transport: Option<Box<dyn quilt_dist::Transport>>) 
             .collect(),
         patches,
         fresh: it.fresh_distributions(),
+        digest,
+        totals,
     }
 }
 
@@ -67,6 +73,11 @@ fn check<T: Real>(deck: &Deck, ranks: usize) -> u64 {
         assert_eq!(o.boxes, serial.boxes, "rank {r} of {ranks}: hierarchy");
         assert_eq!(o.dts, serial.dts, "rank {r} of {ranks}: time steps");
         assert_eq!(o.fresh, all[0].fresh, "rank {r} of {ranks}: distributions");
+        assert_eq!(o.digest, serial.digest, "rank {r} of {ranks}: state digest");
+        assert_eq!(
+            o.totals, serial.totals,
+            "rank {r} of {ranks}: conserved totals"
+        );
         for (i, bytes) in &o.patches {
             assert!(!seen[*i], "patch index {i} on two ranks");
             seen[*i] = true;
@@ -97,4 +108,12 @@ fn one_to_four_ranks_give_the_serial_run_f64() {
 #[test]
 fn three_ranks_give_the_serial_run_f32() {
     check::<f32>(&common::periodic_three_levels(), 3);
+}
+
+/// More ranks than patches at the start (the deck's base level has 8):
+/// the idle ranks take part in every exchange and the run is still the
+/// serial one.
+#[test]
+fn more_ranks_than_patches_give_the_serial_run() {
+    check::<f64>(&common::periodic_three_levels(), 11);
 }

@@ -3,7 +3,7 @@
 //! | task | what it does |
 //! |---|---|
 //! | `setup` | checks (and, as root on Debian/Ubuntu, installs) the system packages the workspace needs |
-//! | `test` | `setup`, then the whole test suite in the optimised `ci` profile, then the MPI checks when Open MPI's development packages are installed |
+//! | `test` | `setup`, then the whole test suite in the optimised `ci` profile, then the MPI checks (distributed fill and a small run over 1–3 `mpirun` ranks, bitwise) when Open MPI's development packages are installed |
 //! | `run` | `setup`, then the main job (the Euler sphere example) |
 //!
 //! The tasks shell out to `cargo`, `pkg-config` and `apt-get`; they hold no
@@ -102,10 +102,11 @@ fn test(rest: &[String]) -> Result<()> {
     status(cmd)
 }
 
-/// quilt-dist's `mpi` feature: its tests, then the distributed fill
-/// check under `mpirun` on 2 and 3 ranks (bitwise against the serial
-/// fill). Skipped, with the reason, when Open MPI's development packages
-/// are missing.
+/// The `mpi` feature: quilt-dist's tests, the distributed fill check under
+/// `mpirun` on 2 and 3 ranks (bitwise against the serial fill), and the
+/// small deck over 1, 2 and 3 MPI ranks, whose state digests must agree.
+/// Skipped, with the reason, when Open MPI's development packages are
+/// missing.
 fn mpi_checks() -> Result<()> {
     if !setup::mpi_present() {
         eprintln!(
@@ -124,33 +125,72 @@ fn mpi_checks() -> Result<()> {
         "mpi",
     ]);
     status(cmd)?;
-    let mut cmd = cargo();
-    cmd.args([
-        "build",
-        "--profile",
-        "ci",
-        "-p",
-        "quilt-dist",
-        "--features",
-        "mpi",
-        "--example",
-        "fill_check",
-    ]);
-    status(cmd)?;
-    let exe = workspace_root().join("target/ci/examples/fill_check");
-    for ranks in ["2", "3"] {
-        let mut cmd = Command::new("mpirun");
-        if setup::is_root() {
-            cmd.arg("--allow-run-as-root");
-        }
-        cmd.args(["--oversubscribe", "-np", ranks])
-            .arg(&exe)
-            // Containers often forbid the cross-memory attach of Open MPI's
-            // shared-memory transport.
-            .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+    for (package, example) in [("quilt-dist", "fill_check"), ("quilt", "ranks")] {
+        let mut cmd = cargo();
+        cmd.args([
+            "build",
+            "--profile",
+            "ci",
+            "--features",
+            "mpi",
+            "-p",
+            package,
+        ]);
+        cmd.args(["--example", example]);
         status(cmd)?;
     }
+    let examples = workspace_root().join("target/ci/examples");
+    for ranks in ["2", "3"] {
+        status(mpirun(ranks, &examples.join("fill_check"), &[]))?;
+    }
+    let deck = workspace_root().join("examples/decks/ranks_small.toml");
+    let mut digests = Vec::new();
+    for ranks in ["1", "2", "3"] {
+        let mut cmd = mpirun(
+            ranks,
+            &examples.join("ranks"),
+            &["--threads", "1", "--config"],
+        );
+        cmd.arg(&deck);
+        let shown = format!("{cmd:?}");
+        let out = cmd
+            .output()
+            .with_context(|| format!("could not start {shown}"))?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        print!("{text}");
+        if !out.status.success() {
+            eprint!("{}", String::from_utf8_lossy(&out.stderr));
+            bail!("{shown} failed ({})", out.status);
+        }
+        let digest = text
+            .lines()
+            .find_map(|l| l.strip_prefix("ranks: state digest "))
+            .with_context(|| format!("{shown} printed no state digest"))?
+            .to_string();
+        digests.push((ranks, digest));
+    }
+    if digests.iter().any(|(_, d)| *d != digests[0].1) {
+        bail!("runs over MPI ranks ended in different states: {digests:?}");
+    }
+    eprintln!(
+        "xtask test: 1, 2 and 3 MPI ranks end bitwise equal ({})",
+        digests[0].1
+    );
     Ok(())
+}
+
+/// `mpirun -np ranks exe args…`, as root where needed, without Open MPI's
+/// cross-memory attach (containers often forbid it).
+fn mpirun(ranks: &str, exe: &std::path::Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("mpirun");
+    if setup::is_root() {
+        cmd.arg("--allow-run-as-root");
+    }
+    cmd.args(["--oversubscribe", "-np", ranks])
+        .arg(exe)
+        .args(args)
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+    cmd
 }
 
 fn run_main(rest: &[String]) -> Result<()> {
