@@ -394,7 +394,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
 
     /// The current data (the `old` state holds time [`Integrator::time`]).
     /// In device residency call [`Integrator::sync_host`] first: until
-    /// then this is the state of the last such call.
+    /// then this is the state of the last such call. In a run over ranks
+    /// only the patches this rank owns ([`Integrator::distribution`]) are
+    /// current.
     ///
     /// # Panics
     /// After a failed regrid, which consumes the data, and in device
@@ -555,8 +557,12 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     }
 
     /// Volume integrals of the five conserved components over the domain:
-    /// the level-0 sums (finer levels are restricted onto them).
+    /// the level-0 sums (finer levels are restricted onto them). A run over
+    /// ranks needs [`Integrator::global_totals`], which gathers them.
     pub fn conserved_totals(&self) -> Result<[f64; NCOMP], IntegratorError> {
+        if self.ranks.is_some() {
+            return Err(over_ranks("conserved_totals", "global_totals"));
+        }
         let mut out = [0.0; NCOMP];
         for (c, o) in out.iter_mut().enumerate() {
             *o = self
@@ -617,7 +623,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     }
 
     /// The CFL time step of the current state (errors name the first bad
-    /// cell).
+    /// cell); in a run over ranks, of this rank's patches
+    /// ([`Integrator::step`] takes the minimum over all ranks).
     pub fn cfl_dt(&self) -> Result<f64, IntegratorError> {
         let data = self.data.as_ref().ok_or_else(poisoned)?;
         let only = self.ranks.as_ref().map(Ranks::owned);
@@ -1636,6 +1643,12 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
     /// restart needs: time, step, run totals, the deck, the hierarchy and
     /// the state.
     pub fn write_checkpoint(&mut self, path: &Path) -> Result<(), IntegratorError> {
+        if self.ranks.is_some() {
+            return Err(IntegratorError::Config(
+                "checkpoints of a run over ranks are not written yet (each rank holds only its own patches)"
+                    .into(),
+            ));
+        }
         self.sync_host()?;
         let t = &self.totals;
         let counters = [
@@ -1894,6 +1907,13 @@ fn fill_old_ghosts_of<T: Real>(
 fn coefficient_file<T: Real, B: SolveBackend<T>>(deck: &Deck, backend: &B) -> Option<PathBuf> {
     let dir = &deck.batching.coefficients_dir;
     (!dir.is_empty()).then(|| coefficient_path(Path::new(dir), backend.name(), &backend.device()))
+}
+
+/// The error of a whole-state call made on one rank of several.
+fn over_ranks(call: &str, instead: &str) -> IntegratorError {
+    IntegratorError::Config(format!(
+        "{call} reads every patch, and in a run over ranks each rank holds only its own: call {instead}"
+    ))
 }
 
 /// FNV-1a over `bytes`.

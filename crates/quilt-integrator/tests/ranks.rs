@@ -117,3 +117,27 @@ fn three_ranks_give_the_serial_run_f32() {
 fn more_ranks_than_patches_give_the_serial_run() {
     check::<f64>(&common::periodic_three_levels(), 11);
 }
+
+/// Whole-state calls on one rank of several say what to call instead
+/// rather than reading other ranks' stale patches.
+#[test]
+fn whole_state_calls_on_one_rank_are_errors() {
+    let deck = common::periodic_three_levels();
+    let errors = run_ranks(2, |t| {
+        let solver = deck.solver().expect("solver");
+        let mut it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).expect("integrator");
+        it.distribute(Box::new(t)).expect("distribute");
+        it.step().expect("step");
+        let totals = it.conserved_totals().unwrap_err().to_string();
+        let dir = std::env::temp_dir().join(format!("quilt-ranks-{}", std::process::id()));
+        let path = dir.join(format!("rank{}.h5", it.rank().unwrap().0));
+        let checkpoint = it.write_checkpoint(&path).unwrap_err().to_string();
+        assert!(!path.exists());
+        it.global_totals().expect("gathered totals");
+        (totals, checkpoint)
+    });
+    for (totals, checkpoint) in errors {
+        assert!(totals.contains("call global_totals"), "{totals}");
+        assert!(checkpoint.contains("over ranks"), "{checkpoint}");
+    }
+}
