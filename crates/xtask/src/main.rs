@@ -179,8 +179,11 @@ fn mpi_checks() -> Result<()> {
     Ok(())
 }
 
-/// `mpirun -np ranks exe args…`, as root where needed, without Open MPI's
-/// cross-memory attach (containers often forbid it).
+/// `mpirun -np ranks exe args…` on this machine alone: as root where
+/// needed, without Open MPI's cross-memory attach (containers often forbid
+/// it), and with `false` as the remote-shell agent, since Open MPI 4 looks
+/// for ssh even when it launches nothing remote and a bare machine has
+/// none.
 fn mpirun(ranks: &str, exe: &std::path::Path, args: &[&str]) -> Command {
     let mut cmd = Command::new("mpirun");
     if setup::is_root() {
@@ -189,7 +192,8 @@ fn mpirun(ranks: &str, exe: &std::path::Path, args: &[&str]) -> Command {
     cmd.args(["--oversubscribe", "-np", ranks])
         .arg(exe)
         .args(args)
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .env("OMPI_MCA_plm_rsh_agent", "false");
     cmd
 }
 
