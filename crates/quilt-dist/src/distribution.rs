@@ -73,6 +73,11 @@ impl Distribution {
             .collect()
     }
 
+    /// Whether `rank` owns each patch, by patch index.
+    pub fn mask(&self, rank: usize) -> Vec<bool> {
+        self.owners.iter().map(|&r| r as usize == rank).collect()
+    }
+
     /// The summed cost of each rank's patches (`costs` by patch index).
     pub fn loads(&self, costs: &[f64]) -> Vec<f64> {
         let mut loads = vec![0.0; self.ranks];

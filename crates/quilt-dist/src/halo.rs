@@ -16,7 +16,7 @@
 use std::collections::HashSet;
 
 use quilt_mesh::fill::{FillPlan, OldData};
-use quilt_mesh::{Hierarchy, HierarchyData, IndexBox, PatchData, Real};
+use quilt_mesh::{Hierarchy, HierarchyData, IndexBox, PatchData, Real, TimeLevel};
 
 use crate::distribution::Distribution;
 use crate::error::DistError;
@@ -256,11 +256,35 @@ impl HaloPlan {
         let sent = self.post(t, tag, local)?;
         let got = self.receive(t, tag, shadows)?;
         t.flush()?;
-        Ok(ExchangeCounts {
+        Ok(sent.with_received(got))
+    }
+
+    /// The exchange within one time level of `data`, which every rank
+    /// holds whole (only the cells each rank owns being current): pieces
+    /// are read from `level` of the sending rank's patches and written to
+    /// `level` of the receiving rank's copies.
+    pub fn exchange_states<T: Real>(
+        &self,
+        t: &mut (impl Transport + ?Sized),
+        tag: Tag,
+        data: &mut HierarchyData<T>,
+        level: TimeLevel,
+    ) -> Result<ExchangeCounts, DistError> {
+        let sent = self.post_from(t, tag, |i| data.get(i).map(|s| level.of(s)))?;
+        let got = self.receive_into(t, tag, &mut States { data, level })?;
+        t.flush()?;
+        Ok(sent.with_received(got))
+    }
+}
+
+impl ExchangeCounts {
+    /// These counts' sends with `got`'s receives.
+    fn with_received(self, got: ExchangeCounts) -> Self {
+        Self {
             received_messages: got.received_messages,
             received_bytes: got.received_bytes,
-            ..sent
-        })
+            ..self
+        }
     }
 }
 
@@ -375,23 +399,19 @@ impl<T: Real> PatchesMut<T> for Shadows<T> {
     }
 }
 
-/// The old time level of every patch of a [`HierarchyData`] as a
-/// destination of received pieces.
-pub struct OldStates<'a, T>(pub &'a mut HierarchyData<T>);
-
-impl<T: Real> PatchesMut<T> for OldStates<'_, T> {
-    fn patch_mut(&mut self, index: usize) -> Option<&mut PatchData<T>> {
-        self.0.get_mut(index).map(|s| &mut s.old)
-    }
+/// One time level of every patch of a [`HierarchyData`] as a destination
+/// of received pieces.
+pub struct States<'a, T> {
+    /// The data.
+    pub data: &'a mut HierarchyData<T>,
+    /// The time level written.
+    pub level: TimeLevel,
 }
 
-/// The new time level of every patch of a [`HierarchyData`] as a
-/// destination of received pieces.
-pub struct NewStates<'a, T>(pub &'a mut HierarchyData<T>);
-
-impl<T: Real> PatchesMut<T> for NewStates<'_, T> {
+impl<T: Real> PatchesMut<T> for States<'_, T> {
     fn patch_mut(&mut self, index: usize) -> Option<&mut PatchData<T>> {
-        self.0.get_mut(index).map(|s| &mut s.new)
+        let level = self.level;
+        self.data.get_mut(index).map(|s| level.of_mut(s))
     }
 }
 

@@ -33,7 +33,5 @@ pub mod transport;
 
 pub use distribution::{Balancer, Distribution, Rebalance, efficiency};
 pub use error::DistError;
-pub use halo::{
-    ExchangeCounts, HaloPlan, NewStates, OldStates, PatchesMut, Piece, Shadows, WithShadows,
-};
+pub use halo::{ExchangeCounts, HaloPlan, PatchesMut, Piece, Shadows, States, WithShadows};
 pub use transport::{Solo, Tag, ThreadRank, Transport, run_ranks, thread_ranks};

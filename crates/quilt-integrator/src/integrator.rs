@@ -52,7 +52,7 @@ use crate::resident::{
 };
 use crate::ring::BatchRing;
 use crate::schedule::Scheduler;
-use crate::tagging::{Criterion, criteria, flat_criteria, tag_patches, tag_some_patches};
+use crate::tagging::{Criterion, criteria, flat_criteria, tag_patches};
 use crate::timing::{EstimateErrors, PhaseTimes};
 use quilt_dist::{Balancer, Distribution, Rebalance, Transport};
 
@@ -714,9 +714,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         dist: &Distribution,
         rank: usize,
     ) -> Result<StepPlan<T>, IntegratorError> {
-        let owned: Vec<bool> = (0..h.num_patches())
-            .map(|i| dist.owner(i) == rank)
-            .collect();
+        let owned = dist.mask(rank);
         StepPlan::for_deck_owned(
             h,
             self.bc.clone(),
@@ -1334,7 +1332,13 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             }
         };
         let t_layout = t0.elapsed().as_secs_f64();
-        let new_dist = rebalance.distribution.clone();
+        let Rebalance {
+            distribution: new_dist,
+            kept,
+            fresh,
+            adopted,
+            cells_moved,
+        } = rebalance;
         ranks.exchange_for_transfer(&self.h, &new_h, &new_dist, &mut data)?;
         let coarse = ranks.coarse_plans(&self.h, &new_h, &new_dist);
         let mut before_level = |l: usize, new: &mut HierarchyData<T>| {
@@ -1353,21 +1357,17 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         .map_err(|source| IntegratorError::Regrid { step, source })?;
         let plan = self.owned_plan(&new_h, &new_dist, ranks.rank())?;
         ranks.adopt(new_dist, &new_h, &plan.layout)?;
-        ranks.fresh += u64::from(rebalance.adopted);
+        ranks.fresh += u64::from(adopted);
         log::info!(
             "regrid after step {step} over {} ranks: {} levels, {} patches, {} cells; efficiency {:.3} kept, {:.3} fresh, {} ({} cells move); layout {t_layout:.3} s, all {:.3} s",
             ranks.size(),
             new_h.num_levels(),
             new_h.num_patches(),
             new_h.total_cells(),
-            rebalance.kept,
-            rebalance.fresh,
-            if rebalance.adopted {
-                "fresh adopted"
-            } else {
-                "kept"
-            },
-            rebalance.cells_moved,
+            kept,
+            fresh,
+            if adopted { "fresh adopted" } else { "kept" },
+            cells_moved,
             t0.elapsed().as_secs_f64()
         );
         drop_elsewhere(self.install(new_h, Some(new_data), plan));
@@ -1381,19 +1381,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         ranks: &mut Ranks,
         data: &mut HierarchyData<T>,
     ) -> Result<(Hierarchy, Rebalance), IntegratorError> {
-        let step = self.step;
         ranks.exchange_old(data)?;
-        let owned = ranks.owned().to_vec();
-        fill_old_ghosts_of(&self.plan.layout.fill, data, self.time, Some(&owned))?;
-        let tags = tag_some_patches(
-            &self.h,
-            data,
-            &self.criteria,
-            self.gas.gamma,
-            self.deck.amr.max_levels,
-            &owned,
-        )
-        .map_err(|source| IntegratorError::Tag { step, source })?;
+        let (tags, _) = self.fill_and_tag(data, Some(ranks.owned()))?;
         let tags = ranks.gather_tags(&self.h, tags)?;
         let new_h = self.cluster(&tags)?;
         check_state_fits::<T>(&self.h, &new_h)?;
@@ -1425,9 +1414,25 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         &self,
         data: &mut HierarchyData<T>,
     ) -> Result<(Hierarchy, [f64; 3]), IntegratorError> {
+        let t0 = Instant::now();
+        let (tags, [t_fill, t_tag]) = self.fill_and_tag(data, None)?;
+        let new_h = self.cluster(&tags)?;
+        check_state_fits::<T>(&self.h, &new_h)?;
+        let t_cluster = t0.elapsed().as_secs_f64() - t_fill - t_tag;
+        Ok((new_h, [t_fill, t_tag, t_cluster]))
+    }
+
+    /// Fills the old ghosts of the patches `only` marks (every patch
+    /// without it) and tags them, the others getting empty fields; returns
+    /// the tags and the seconds of the fill and of the tagging.
+    fn fill_and_tag(
+        &self,
+        data: &mut HierarchyData<T>,
+        only: Option<&[bool]>,
+    ) -> Result<(Vec<quilt_mesh::tag::TagBox>, [f64; 2]), IntegratorError> {
         let step = self.step;
         let t0 = Instant::now();
-        fill_old_ghosts(&self.plan.layout.fill, data, self.time)?;
+        fill_old_ghosts(&self.plan.layout.fill, data, self.time, only)?;
         let t_fill = t0.elapsed().as_secs_f64();
         let tags = tag_patches(
             &self.h,
@@ -1435,13 +1440,10 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             &self.criteria,
             self.gas.gamma,
             self.deck.amr.max_levels,
+            only,
         )
         .map_err(|source| IntegratorError::Tag { step, source })?;
-        let t_tag = t0.elapsed().as_secs_f64() - t_fill;
-        let new_h = self.cluster(&tags)?;
-        check_state_fits::<T>(&self.h, &new_h)?;
-        let t_cluster = t0.elapsed().as_secs_f64() - t_fill - t_tag;
-        Ok((new_h, [t_fill, t_tag, t_cluster]))
+        Ok((tags, [t_fill, t0.elapsed().as_secs_f64() - t_fill]))
     }
 
     /// The hierarchy the tags `tags` (one field per patch) ask for.
@@ -1628,7 +1630,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         self.sync_host()?;
         let time = self.time;
         let data = self.data.as_mut().ok_or_else(poisoned)?;
-        fill_old_ghosts(&self.plan.layout.fill, data, time)
+        fill_old_ghosts(&self.plan.layout.fill, data, time, None)
     }
 
     /// A CPU solver for the deck (what [`crate::backend::CpuBackend`] wraps).
@@ -1861,18 +1863,9 @@ fn check_deck_matches(deck: &Deck, h: &Hierarchy, source: &str) -> Result<(), In
 /// Fills the old state's ghost cells of every patch in parallel: each
 /// patch is prepared (interior and ghosts, reading only old interiors) into
 /// its dead new state, then the states swap. The old interiors are copied
-/// bit for bit, so only the ghost cells change.
+/// bit for bit, so only the ghost cells change. With `only`, just the
+/// patches it marks (a rank's own); the others are left as they are.
 fn fill_old_ghosts<T: Real>(
-    fill: &GhostFill<T>,
-    data: &mut HierarchyData<T>,
-    time: f64,
-) -> Result<(), IntegratorError> {
-    fill_old_ghosts_of(fill, data, time, None)
-}
-
-/// [`fill_old_ghosts`] of the patches `only` marks (a rank's own), when
-/// given; the other patches' states are left as they are.
-fn fill_old_ghosts_of<T: Real>(
     fill: &GhostFill<T>,
     data: &mut HierarchyData<T>,
     time: f64,
@@ -1890,13 +1883,9 @@ fn fill_old_ghosts_of<T: Real>(
             })
             .map_err(IntegratorError::mesh("ghost fill"))?;
     }
-    if only.is_none() {
-        data.swap_all();
-    } else {
-        for (i, s) in data.states_mut().iter_mut().enumerate() {
-            if wanted(i) {
-                s.swap();
-            }
+    for (i, s) in data.states_mut().iter_mut().enumerate() {
+        if wanted(i) {
+            s.swap();
         }
     }
     Ok(())

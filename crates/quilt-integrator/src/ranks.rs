@@ -23,10 +23,10 @@
 //! same code and in the same order as in a serial run, so a run over any
 //! number of ranks is bitwise the serial run.
 
-use quilt_dist::{Distribution, HaloPlan, NewStates, OldStates, Piece, Tag, Transport};
+use quilt_dist::{Distribution, HaloPlan, Piece, Tag, Transport};
 use quilt_mesh::regrid::interpolated_cells;
 use quilt_mesh::tag::TagBox;
-use quilt_mesh::{Hierarchy, HierarchyData, Real};
+use quilt_mesh::{Hierarchy, HierarchyData, Real, TimeLevel};
 use quilt_sweep::StepReport;
 
 use crate::error::IntegratorError;
@@ -139,7 +139,7 @@ impl Ranks {
     fn plan<T: Real>(&mut self, h: &Hierarchy, layout: &PlanLayout<T>) {
         let me = self.rank();
         let dist = &self.dist;
-        self.owned = (0..h.num_patches()).map(|i| dist.owner(i) == me).collect();
+        self.owned = dist.mask(me);
         self.fill = HaloPlan::for_fill(layout.fill.plan(), dist, me);
         self.restrict = (1..h.num_levels())
             .map(|l| {
@@ -253,11 +253,8 @@ impl Ranks {
         data: &mut HierarchyData<T>,
     ) -> Result<(), IntegratorError> {
         let start = std::time::Instant::now();
-        let t = &mut *self.transport;
         self.fill
-            .post_from(t, TAG_FILL, |i| data.get(i).map(|s| &s.old))?;
-        self.fill.receive_into(t, TAG_FILL, &mut OldStates(data))?;
-        t.flush()?;
+            .exchange_states(&mut *self.transport, TAG_FILL, data, TimeLevel::Old)?;
         self.halo_secs += start.elapsed().as_secs_f64();
         Ok(())
     }
@@ -327,11 +324,8 @@ impl Ranks {
             return Ok(());
         };
         let start = std::time::Instant::now();
-        let t = &mut *self.transport;
         let tag = TAG_RESTRICT + l as Tag;
-        plan.post_from(t, tag, |i| data.get(i).map(|s| &s.new))?;
-        plan.receive_into(t, tag, &mut NewStates(data))?;
-        t.flush()?;
+        plan.exchange_states(&mut *self.transport, tag, data, TimeLevel::New)?;
         self.halo_secs += start.elapsed().as_secs_f64();
         Ok(())
     }
@@ -449,10 +443,7 @@ impl Ranks {
                 })
                 .collect()
         });
-        let t = &mut *self.transport;
-        plan.post_from(t, TAG_MOVE, |i| data.get(i).map(|s| &s.old))?;
-        plan.receive_into(t, TAG_MOVE, &mut OldStates(data))?;
-        t.flush()?;
+        plan.exchange_states(&mut *self.transport, TAG_MOVE, data, TimeLevel::Old)?;
         Ok(())
     }
 
@@ -516,11 +507,8 @@ impl Ranks {
         let Some(plan) = coarse.get(l.wrapping_sub(1)) else {
             return Ok(());
         };
-        let t = &mut *self.transport;
         let tag = TAG_COARSE + l as Tag;
-        plan.post_from(t, tag, |i| new.get(i).map(|s| &s.old))?;
-        plan.receive_into(t, tag, &mut OldStates(new))?;
-        t.flush()?;
+        plan.exchange_states(&mut *self.transport, tag, new, TimeLevel::Old)?;
         Ok(())
     }
 

@@ -73,27 +73,17 @@ const SLAB_CELLS: i64 = 1 << 16;
 /// refined further (`level + 1 >= max_levels`) get empty fields. Every
 /// criterion of a cell reads only the cell's neighbourhood, so slabs are
 /// tagged independently and the fields are the same as patch by patch.
+/// With `only`, just the patches it marks are tagged (a rank's own); the
+/// others get empty fields.
 pub(crate) fn tag_patches<T: Real>(
     h: &Hierarchy,
     data: &HierarchyData<T>,
     criteria: &[Criterion],
     gamma: f64,
     max_levels: usize,
+    only: Option<&[bool]>,
 ) -> Result<Vec<TagBox>, TagError> {
-    tag_in_slabs(h, data, criteria, gamma, max_levels, SLAB_CELLS, None)
-}
-
-/// [`tag_patches`] of the patches `only` marks; the others get empty
-/// fields (a rank tags its own patches).
-pub(crate) fn tag_some_patches<T: Real>(
-    h: &Hierarchy,
-    data: &HierarchyData<T>,
-    criteria: &[Criterion],
-    gamma: f64,
-    max_levels: usize,
-    only: &[bool],
-) -> Result<Vec<TagBox>, TagError> {
-    tag_in_slabs(h, data, criteria, gamma, max_levels, SLAB_CELLS, Some(only))
+    tag_in_slabs(h, data, criteria, gamma, max_levels, SLAB_CELLS, only)
 }
 
 /// [`tag_patches`] with slabs of about `slab_cells` cells.
@@ -241,8 +231,11 @@ mod tests {
             assert_eq!(a.iter().collect::<Vec<_>>(), b.iter().collect::<Vec<_>>());
         }
         // The default slab size, and no refinement past the last level.
-        assert_eq!(tag_patches(&h, &data, &criteria, gamma, 2).unwrap(), whole);
-        let last = tag_patches(&h, &data, &criteria, gamma, 1).unwrap();
+        assert_eq!(
+            tag_patches(&h, &data, &criteria, gamma, 2, None).unwrap(),
+            whole
+        );
+        let last = tag_patches(&h, &data, &criteria, gamma, 1, None).unwrap();
         assert!(last.iter().all(|t| t.count() == 0));
     }
 }
