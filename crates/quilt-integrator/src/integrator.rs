@@ -1625,12 +1625,21 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     }
 
     /// Fills the ghost cells of the old state (for output or analysis); the
-    /// new state's contents are lost.
+    /// new state's contents are lost. In a run over ranks, those of this
+    /// rank's patches, after receiving what they read from other ranks
+    /// (every rank must call it at the same point).
     pub fn fill_ghosts(&mut self) -> Result<(), IntegratorError> {
         self.sync_host()?;
         let time = self.time;
         let data = self.data.as_mut().ok_or_else(poisoned)?;
-        fill_old_ghosts(&self.plan.layout.fill, data, time, None)
+        let only = match self.ranks.as_mut() {
+            Some(r) => {
+                r.exchange_old(data)?;
+                Some(r.owned())
+            }
+            None => None,
+        };
+        fill_old_ghosts(&self.plan.layout.fill, data, time, only)
     }
 
     /// A CPU solver for the deck (what [`crate::backend::CpuBackend`] wraps).

@@ -141,3 +141,48 @@ fn whole_state_calls_on_one_rank_are_errors() {
         assert!(checkpoint.contains("over ranks"), "{checkpoint}");
     }
 }
+
+/// Ghost cells filled on one rank of several are those of the serial run:
+/// the rank receives what its patches' fills read from the others.
+#[test]
+fn ghost_fill_over_ranks_is_the_serial_fill() {
+    let deck = common::periodic_three_levels();
+    let steps = 3;
+    let whole = |it: &Integrator<f64, CpuBackend<f64>>, i: usize| -> Vec<u64> {
+        it.data()
+            .old(i)
+            .as_slice()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect()
+    };
+    let mut serial = common::cpu(&deck);
+    for _ in 0..steps {
+        serial.step().expect("step");
+    }
+    serial.fill_ghosts().expect("fill");
+    let ranks = run_ranks(3, |t| {
+        let solver = deck.solver().expect("solver");
+        let mut it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).expect("integrator");
+        it.distribute(Box::new(t)).expect("distribute");
+        for _ in 0..steps {
+            it.step().expect("step");
+        }
+        it.fill_ghosts().expect("fill");
+        let me = it.rank().expect("a rank").0;
+        let owned = it.distribution().expect("distributed").owned(me);
+        owned
+            .into_iter()
+            .map(|i| (i, whole(&it, i)))
+            .collect::<Vec<_>>()
+    });
+    let mut checked = 0;
+    for (i, bits) in ranks.into_iter().flatten() {
+        assert!(
+            bits == whole(&serial, i),
+            "patch index {i}: ghost fill differs"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, serial.hierarchy().num_patches());
+}
