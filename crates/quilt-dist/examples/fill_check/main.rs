@@ -57,6 +57,10 @@ fn report(t: &mut impl Transport, mine: Result<String, String>) -> bool {
     }
 }
 
+/// A chunk size far below every halo message of the check.
+#[cfg(feature = "mpi")]
+const CHUNK_CHECK: usize = 977;
+
 #[cfg(feature = "mpi")]
 fn main() -> ExitCode {
     let mut t = match quilt_dist::transport::MpiRanks::init() {
@@ -66,7 +70,16 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mine = both(&mut t);
+    let mine = both(&mut t).and_then(|s| {
+        // Again with every message split into many chunks, as a state of
+        // 2 GiB or more is.
+        t.set_chunk(CHUNK_CHECK);
+        let c = check::fill_matches::<f64>(&mut t, 3)?;
+        Ok(format!(
+            "{s}; again in chunks of {CHUNK_CHECK} bytes ({} bytes sent)",
+            c.sent_bytes
+        ))
+    });
     if report(&mut t, mine) {
         ExitCode::SUCCESS
     } else {

@@ -18,7 +18,7 @@ mod threads;
 mod mpi;
 
 #[cfg(feature = "mpi")]
-pub use self::mpi::MpiRanks;
+pub use self::mpi::{MPI_CHUNK, MpiRanks};
 pub use solo::Solo;
 pub use threads::{ThreadRank, run_ranks, thread_ranks};
 

@@ -5,6 +5,13 @@
 //! (`MPI_Improbe` + `MPI_Mrecv`), so message sizes need not be known in
 //! advance. Open MPI here has no asynchronous progress: the transport
 //! advances its requests whenever it is called.
+//!
+//! MPI counts elements in a C `int`, so a message of 2 GiB or more (a
+//! state gathered onto one rank, say) cannot be one send. Every message
+//! therefore travels as chunks: all but the last hold exactly the
+//! transport's chunk size, the last fewer bytes (possibly none), so the
+//! receiver knows where a message ends without a header, and MPI's
+//! non-overtaking rule keeps the chunks of one message in order.
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +25,9 @@ use crate::error::DistError;
 
 /// How long [`MpiRanks::recv`] waits by default.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
+
+/// The default chunk size of a message: 1 GiB, below MPI's `int` count.
+pub const MPI_CHUNK: usize = 1 << 30;
 
 /// A send in flight: the request and the buffer it reads, which the
 /// transport frees once the request completes.
@@ -49,6 +59,7 @@ pub struct MpiRanks {
     world: SimpleCommunicator,
     in_flight: Vec<InFlight>,
     wait: Duration,
+    chunk: usize,
     // Declared last: MPI is finalised after the requests are done.
     _universe: Universe,
 }
@@ -73,6 +84,7 @@ impl MpiRanks {
             world: universe.world(),
             in_flight: Vec::new(),
             wait: DEFAULT_WAIT,
+            chunk: MPI_CHUNK,
             _universe: universe,
         })
     }
@@ -80,6 +92,68 @@ impl MpiRanks {
     /// Sets how long a receive waits before [`DistError::Timeout`].
     pub fn set_wait(&mut self, wait: Duration) {
         self.wait = wait;
+    }
+
+    /// Sets the chunk size of messages (at least 1 byte, at most
+    /// [`MPI_CHUNK`]). Every rank of the run must set the same.
+    pub fn set_chunk(&mut self, bytes: usize) {
+        self.chunk = bytes.clamp(1, MPI_CHUNK);
+    }
+
+    /// Posts one chunk.
+    fn post(&mut self, to: usize, tag: i32, data: Vec<u8>) {
+        let buffer: &'static mut [u8] = Box::leak(data.into_boxed_slice());
+        let raw: *mut [u8] = buffer;
+        // SAFETY: `raw` stays valid until `complete` frees it, which happens
+        // only after the request has completed.
+        let shared: &'static [u8] = unsafe { &*raw };
+        let request = self
+            .world
+            .process_at_rank(to as i32)
+            .immediate_send_with_tag(StaticScope, shared, tag);
+        self.in_flight.push(InFlight {
+            request: Some(request),
+            buffer: raw,
+        });
+    }
+
+    /// The next chunk from `from` with `tag`, if one has arrived.
+    fn try_chunk(&mut self, from: usize, tag: i32) -> Option<Vec<u8>> {
+        self.progress();
+        self.world
+            .process_at_rank(from as i32)
+            .immediate_matched_probe_with_tag(tag)
+            .map(|m| m.matched_receive_vec::<u8>().0)
+    }
+
+    /// The next chunk from `from` with `tag`, waiting at most the bound.
+    fn wait_chunk(&mut self, from: usize, tag: i32) -> Result<Vec<u8>, DistError> {
+        let start = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            if let Some(d) = self.try_chunk(from, tag) {
+                return Ok(d);
+            }
+            overdue(self.rank(), from, tag as Tag, start, self.wait)?;
+            spins += 1;
+            if spins > 1000 {
+                std::thread::sleep(Duration::from_micros(50));
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// `first` and the chunks that follow it, up to the short one.
+    fn rest_of(&mut self, from: usize, tag: i32, first: Vec<u8>) -> Result<Vec<u8>, DistError> {
+        let mut message = first;
+        let mut last = message.len();
+        while last == self.chunk {
+            let next = self.wait_chunk(from, tag)?;
+            last = next.len();
+            message.extend_from_slice(&next);
+        }
+        Ok(message)
     }
 
     /// Completes the sends that are done, keeps the others.
@@ -131,19 +205,16 @@ impl Transport for MpiRanks {
     fn send(&mut self, to: usize, tag: Tag, data: Vec<u8>) -> Result<(), DistError> {
         check_peer(self.rank(), self.size(), to)?;
         let tag = self.check_tag(tag)?;
-        let buffer: &'static mut [u8] = Box::leak(data.into_boxed_slice());
-        let raw: *mut [u8] = buffer;
-        // SAFETY: `raw` stays valid until `complete` frees it, which happens
-        // only after the request has completed.
-        let shared: &'static [u8] = unsafe { &*raw };
-        let request = self
-            .world
-            .process_at_rank(to as i32)
-            .immediate_send_with_tag(StaticScope, shared, tag);
-        self.in_flight.push(InFlight {
-            request: Some(request),
-            buffer: raw,
-        });
+        if data.len() < self.chunk {
+            self.post(to, tag, data);
+        } else {
+            let full = data.len() / self.chunk;
+            for k in 0..full {
+                let piece = data[k * self.chunk..(k + 1) * self.chunk].to_vec();
+                self.post(to, tag, piece);
+            }
+            self.post(to, tag, data[full * self.chunk..].to_vec());
+        }
         self.progress();
         Ok(())
     }
@@ -151,29 +222,17 @@ impl Transport for MpiRanks {
     fn try_recv(&mut self, from: usize, tag: Tag) -> Result<Option<Vec<u8>>, DistError> {
         check_peer(self.rank(), self.size(), from)?;
         let tag = self.check_tag(tag)?;
-        self.progress();
-        Ok(self
-            .world
-            .process_at_rank(from as i32)
-            .immediate_matched_probe_with_tag(tag)
-            .map(|m| m.matched_receive_vec::<u8>().0))
+        match self.try_chunk(from, tag) {
+            Some(first) => self.rest_of(from, tag, first).map(Some),
+            None => Ok(None),
+        }
     }
 
     fn recv(&mut self, from: usize, tag: Tag) -> Result<Vec<u8>, DistError> {
-        let start = Instant::now();
-        let mut spins = 0u32;
-        loop {
-            if let Some(d) = self.try_recv(from, tag)? {
-                return Ok(d);
-            }
-            overdue(self.rank(), from, tag, start, self.wait)?;
-            spins += 1;
-            if spins > 1000 {
-                std::thread::sleep(Duration::from_micros(50));
-            } else {
-                std::thread::yield_now();
-            }
-        }
+        check_peer(self.rank(), self.size(), from)?;
+        let tag = self.check_tag(tag)?;
+        let first = self.wait_chunk(from, tag)?;
+        self.rest_of(from, tag, first)
     }
 
     fn flush(&mut self) -> Result<(), DistError> {
