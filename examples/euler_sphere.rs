@@ -36,7 +36,7 @@ use quilt::integrator::deck::{Deck, InitialKind, Precision, Residency};
 use quilt::integrator::stop::StopRequest;
 use quilt::integrator::{Integrator, Real, SolveBackend, backend_for};
 use quilt::mesh::write_hierarchy;
-use quilt_io::{CellFields, CheckpointReal, VtkHdfSeries, euler_output, read_checkpoint_info};
+use quilt_io::{CheckpointReal, VtkHdfSeries, read_checkpoint_info};
 
 /// The example's defaults on top of quilt's: the sphere problem itself is
 /// the deck default; this fixes where it is written and when it ends.
@@ -164,18 +164,6 @@ fn run<T: Real + CheckpointReal>(
         it.record_output(t.elapsed().as_secs_f64());
         Ok(())
     };
-    let gamma = deck.hydro.gamma;
-    let fields = move |u: &[T]| {
-        let u: [f64; 5] = std::array::from_fn(|c| quilt::mesh::Real::as_f64(u[c]));
-        let v = [u[1] / u[0], u[2] / u[0], u[3] / u[0]];
-        let ke = 0.5 * (u[1] * v[0] + u[2] * v[1] + u[3] * v[2]);
-        CellFields {
-            density: u[0],
-            velocity: v,
-            pressure: (gamma - 1.0) * (u[4] - ke),
-            total_energy: u[4],
-        }
-    };
     let output = |it: &mut Integrator<T, Box<dyn SolveBackend<T>>>,
                   series: &mut Option<VtkHdfSeries>|
      -> Result<()> {
@@ -183,15 +171,9 @@ fn run<T: Real + CheckpointReal>(
             return Ok(());
         };
         let t = Instant::now();
-        it.sync_host()?;
-        let out = euler_output(
-            it.hierarchy(),
-            |i| it.data().old(i),
-            it.time(),
-            it.steps(),
-            fields,
-        )?;
-        s.write(&out)?;
+        if let Some(out) = it.output()? {
+            s.write(&out)?;
+        }
         it.record_output(t.elapsed().as_secs_f64());
         Ok(())
     };
@@ -374,7 +356,7 @@ fn shock_radius<T: Real, B: SolveBackend<T>>(it: &Integrator<T, B>, deck: &Deck)
         _ => (deck.initial.sphere.center, deck.initial.sphere.p_out),
     };
     let h = it.hierarchy();
-    let gm1 = deck.hydro.gamma - 1.0;
+    let gas = deck.gas();
     let mut r: f64 = 0.0;
     for (i, p) in h.patches().iter().enumerate() {
         let Some(lg) = h.level_geometry(p.level()) else {
@@ -383,7 +365,7 @@ fn shock_radius<T: Real, B: SolveBackend<T>>(it: &Integrator<T, B>, deck: &Deck)
         let d = it.data().old(i);
         for q in p.interior().iter() {
             let u: [f64; 5] = std::array::from_fn(|c| quilt::mesh::Real::as_f64(d.get(c, &q)));
-            let pr = gm1 * (u[4] - 0.5 * (u[1] * u[1] + u[2] * u[2] + u[3] * u[3]) / u[0]);
+            let pr = gas.primitive(u).2;
             if pr > 1.1 * ambient {
                 let x = lg.cell_center(&q);
                 let dist = ((x.x - center[0]).powi(2)

@@ -13,7 +13,14 @@
 //! `--ranks 1` the plain serial run. `--threads` sets each rank's worker
 //! threads (default: the deck's `run.threads`). Rank 0 prints the summary;
 //! `RUST_LOG=info` shows each rank's regrids and distributions.
+//!
+//! Output and checkpoints gather the state onto rank 0, which writes one
+//! file whatever the rank count: `--output DIR` writes the final state as a
+//! VTKHDF file (with its `.hdf.series`), `--checkpoint FILE` a checkpoint
+//! when the run stops (at its end or after `--stop-after N` steps), and
+//! `--restart FILE` continues such a checkpoint on any number of ranks.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -23,6 +30,7 @@ use quilt::dist::Transport;
 use quilt::integrator::cli::DeckArgs;
 use quilt::integrator::deck::{Deck, Precision};
 use quilt::integrator::{Integrator, Real, SolveBackend, backend_for};
+use quilt_io::{CheckpointReal, VtkHdfSeries};
 
 #[derive(Parser)]
 #[command(about = "Runs a deck over ranks and prints a digest of the final state")]
@@ -36,6 +44,38 @@ struct Cli {
     /// Worker threads per process (default: the deck's `run.threads`).
     #[arg(long)]
     threads: Option<usize>,
+    /// Continues the run stored in this checkpoint.
+    #[arg(long, value_name = "FILE")]
+    restart: Option<PathBuf>,
+    /// Stops after this many steps (of this invocation).
+    #[arg(long, value_name = "N")]
+    stop_after: Option<u64>,
+    /// Writes a checkpoint here when the run stops.
+    #[arg(long, value_name = "FILE")]
+    checkpoint: Option<PathBuf>,
+    /// Writes the final state as VTKHDF into this directory.
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
+}
+
+/// What to read and write besides the run.
+#[derive(Clone, Copy)]
+struct Files<'a> {
+    restart: Option<&'a std::path::Path>,
+    stop_after: Option<u64>,
+    checkpoint: Option<&'a std::path::Path>,
+    output: Option<&'a std::path::Path>,
+}
+
+impl<'a> Files<'a> {
+    fn of(cli: &'a Cli) -> Self {
+        Self {
+            restart: cli.restart.as_deref(),
+            stop_after: cli.stop_after,
+            checkpoint: cli.checkpoint.as_deref(),
+            output: cli.output.as_deref(),
+        }
+    }
 }
 
 /// What one rank measured.
@@ -51,19 +91,38 @@ struct Summary {
     fresh: u64,
 }
 
-fn run<T: Real>(deck: &Deck, transport: Option<Box<dyn Transport>>) -> Result<Summary> {
+fn run<T: Real + CheckpointReal>(
+    deck: &Deck,
+    files: Files<'_>,
+    transport: Option<Box<dyn Transport>>,
+) -> Result<Summary> {
     let backend: Box<dyn SolveBackend<T>> = backend_for(deck)?;
-    let mut it = Integrator::new(deck, backend)?;
+    let mut it = match files.restart {
+        Some(path) => Integrator::restart(path, Some(deck), backend)?,
+        None => Integrator::new(deck, backend)?,
+    };
     let ranks = transport.as_ref().map_or(1, |t| t.size());
     if let Some(t) = transport {
         it.distribute(t)?;
     }
     let t0 = Instant::now();
     let mut cells = 0;
-    while !it.finished() {
+    let mut taken = 0;
+    while !it.finished() && files.stop_after.is_none_or(|n| taken < n) {
         cells += it.step()?.solved_cells;
+        taken += 1;
     }
     let wall = t0.elapsed().as_secs_f64();
+    if let Some(path) = files.checkpoint {
+        it.write_checkpoint(path)?;
+    }
+    if let Some(dir) = files.output {
+        let out = it.output()?;
+        if let Some(out) = out {
+            let mut series = VtkHdfSeries::create(dir, &deck.output.name)?;
+            series.write(&out)?;
+        }
+    }
     Ok(Summary {
         ranks,
         threads: rayon::current_num_threads(),
@@ -80,10 +139,14 @@ fn run<T: Real>(deck: &Deck, transport: Option<Box<dyn Transport>>) -> Result<Su
 /// The run on this rank, in the deck's precision. The integrator stays on
 /// the calling thread (MPI is initialised for it); its parallel loops go to
 /// rayon's global pool.
-fn on_rank(deck: &Deck, transport: Option<Box<dyn Transport>>) -> Result<Summary> {
+fn on_rank(
+    deck: &Deck,
+    files: Files<'_>,
+    transport: Option<Box<dyn Transport>>,
+) -> Result<Summary> {
     match deck.run.precision {
-        Precision::F64 => run::<f64>(deck, transport),
-        Precision::F32 => run::<f32>(deck, transport),
+        Precision::F64 => run::<f64>(deck, files, transport),
+        Precision::F32 => run::<f32>(deck, files, transport),
     }
 }
 
@@ -111,7 +174,7 @@ fn run_main(cli: &Cli, deck: &Deck) -> Result<()> {
     }
     let t = quilt::dist::transport::MpiRanks::init()?;
     let me = t.rank();
-    let s = on_rank(deck, Some(Box::new(t)))?;
+    let s = on_rank(deck, Files::of(cli), Some(Box::new(t)))?;
     if me == 0 {
         print(&s);
     }
@@ -121,9 +184,11 @@ fn run_main(cli: &Cli, deck: &Deck) -> Result<()> {
 #[cfg(not(feature = "mpi"))]
 fn run_main(cli: &Cli, deck: &Deck) -> Result<()> {
     let s = if cli.ranks <= 1 {
-        on_rank(deck, None)?
+        on_rank(deck, Files::of(cli), None)?
     } else {
-        let mut all = quilt::dist::run_ranks(cli.ranks, |t| on_rank(deck, Some(Box::new(t))));
+        let files = Files::of(cli);
+        let mut all =
+            quilt::dist::run_ranks(cli.ranks, |t| on_rank(deck, files, Some(Box::new(t))));
         all.swap_remove(0)?
     };
     print(&s);

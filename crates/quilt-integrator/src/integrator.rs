@@ -19,7 +19,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use quilt_batch::{Coefficients, CostModel, OnlineModel, RefineOptions};
-use quilt_io::{CheckpointReal, RunState, read_checkpoint, write_checkpoint};
+use quilt_io::{
+    AmrOutput, CellFields, CheckpointReal, RunState, euler_output, read_checkpoint,
+    write_checkpoint,
+};
 use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill, PhysicalBc};
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_mesh::flux_register::FaceFluxes;
@@ -601,6 +604,51 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 .sum();
             s * volume
         }))
+    }
+
+    /// In a run over ranks, gathers every patch's old interior onto rank
+    /// `root`, whose [`Integrator::data`] then holds the whole state (for
+    /// output, say); the other ranks' states are unchanged. Every rank must
+    /// call it at the same point; a serial run has nothing to gather.
+    pub fn gather_onto(&mut self, root: usize) -> Result<(), IntegratorError> {
+        self.sync_host()?;
+        let Some(ranks) = self.ranks.as_mut() else {
+            return Ok(());
+        };
+        if root >= ranks.size() {
+            return Err(IntegratorError::Config(format!(
+                "gathering onto rank {root} of a run over {} ranks",
+                ranks.size()
+            )));
+        }
+        let data = self.data.as_mut().ok_or_else(poisoned)?;
+        ranks.gather_old(&self.h, root, data)
+    }
+
+    /// The ParaView output of the current state: density, velocity,
+    /// pressure, total energy and patch ids of every patch interior
+    /// ([`quilt_io::euler_output`]). In a run over ranks every rank must
+    /// call it at the same point: the state is gathered onto rank 0, which
+    /// alone gets `Some`, so a run writes one file whatever its rank count.
+    pub fn output(&mut self) -> Result<Option<AmrOutput>, IntegratorError> {
+        self.gather_onto(0)?;
+        if self.rank().is_some_and(|(r, _)| r != 0) {
+            return Ok(None);
+        }
+        let gas = self.gas;
+        let fields = move |u: &[T]| {
+            let (density, velocity, pressure) =
+                gas.primitive(std::array::from_fn(|c| u[c].as_f64()));
+            CellFields {
+                density,
+                velocity,
+                pressure,
+                total_energy: u[4].as_f64(),
+            }
+        };
+        let data = self.data.as_ref().ok_or_else(poisoned)?;
+        let out = euler_output(&self.h, |i| data.old(i), self.time, self.step, fields)?;
+        Ok(Some(out))
     }
 
     /// A 64-bit FNV-1a digest of the old interiors of every patch (every
@@ -1653,20 +1701,41 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
     /// Writes a checkpoint (atomically) holding everything a bitwise
     /// restart needs: time, step, run totals, the deck, the hierarchy and
     /// the state.
+    ///
+    /// In a run over ranks every rank must call it at the same point: the
+    /// patches are gathered onto rank 0, which writes the one file; every
+    /// rank returns rank 0's outcome. The file does not depend on the rank
+    /// count (only the ghost cells and the new time level of patches other
+    /// ranks own are not current, and a restart reads neither), so a run
+    /// restarts from it on any number of ranks ([`Integrator::distribute`]
+    /// after [`Integrator::restart`]).
     pub fn write_checkpoint(&mut self, path: &Path) -> Result<(), IntegratorError> {
-        if self.ranks.is_some() {
-            return Err(IntegratorError::Config(
-                "checkpoints of a run over ranks are not written yet (each rank holds only its own patches)"
-                    .into(),
-            ));
-        }
         self.sync_host()?;
+        let mut batches = self.totals.batches;
+        if let Some(r) = self.ranks.as_mut() {
+            let data = self.data.as_mut().ok_or_else(poisoned)?;
+            r.gather_old(&self.h, 0, data)?;
+            batches = r.sum(batches)?;
+            if r.rank() != 0 {
+                return r.agree("writing a checkpoint", Ok(()));
+            }
+        }
+        let written = self.write_checkpoint_here(path, batches);
+        match self.ranks.as_mut() {
+            Some(r) => r.agree("writing a checkpoint", written),
+            None => written,
+        }
+    }
+
+    /// [`Integrator::write_checkpoint`] of this process's state, with
+    /// `batches` batches over all ranks.
+    fn write_checkpoint_here(&self, path: &Path, batches: u64) -> Result<(), IntegratorError> {
         let t = &self.totals;
         let counters = [
             ("steps_taken", t.steps),
             ("cells_updated", t.cells),
             ("cells_solved", t.solved_cells),
-            ("batches", t.batches),
+            ("batches", batches),
             ("regrids", t.regrids),
             ("hierarchy_version", self.version),
         ]

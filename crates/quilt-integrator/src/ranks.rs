@@ -37,6 +37,8 @@ const TAG_FLUX: Tag = 101;
 const TAG_REPORT: Tag = 102;
 const TAG_TAGS: Tag = 103;
 const TAG_MOVE: Tag = 104;
+const TAG_GATHER: Tag = 105;
+const TAG_AGREE: Tag = 106;
 /// The coarse cells the transfer onto level `l` reads use
 /// `TAG_COARSE + l`.
 const TAG_COARSE: Tag = 300;
@@ -510,6 +512,69 @@ impl Ranks {
         let tag = TAG_COARSE + l as Tag;
         plan.exchange_states(&mut *self.transport, tag, new, TimeLevel::Old)?;
         Ok(())
+    }
+
+    /// Gathers every patch's old interior onto `root`: afterwards `root`'s
+    /// old state holds every patch as its owner does (the ghost cells and
+    /// the new time level are not sent). Every rank must call it at the
+    /// same point.
+    pub fn gather_old<T: Real>(
+        &mut self,
+        h: &Hierarchy,
+        root: usize,
+        data: &mut HierarchyData<T>,
+    ) -> Result<(), IntegratorError> {
+        let onto = Distribution::new(vec![root; h.num_patches()], self.size())?;
+        let plan = HaloPlan::between(&self.dist, &onto, self.rank(), |t| {
+            vec![Piece {
+                patch: t,
+                region: h.patches()[t].interior(),
+            }]
+        });
+        plan.exchange_states(&mut *self.transport, TAG_GATHER, data, TimeLevel::Old)?;
+        Ok(())
+    }
+
+    /// The sum of `x` over all ranks.
+    pub fn sum(&mut self, x: u64) -> Result<u64, IntegratorError> {
+        let all = self.transport.all_gather(x.to_le_bytes().to_vec())?;
+        let mut total = 0u64;
+        for (from, b) in all.iter().enumerate() {
+            let w: [u8; 8] =
+                b.as_slice()
+                    .try_into()
+                    .map_err(|_| quilt_dist::DistError::Malformed {
+                        rank: self.rank(),
+                        from,
+                        tag: TAG_AGREE,
+                        why: format!("a count of {} bytes", b.len()),
+                    })?;
+            total = total.wrapping_add(u64::from_le_bytes(w));
+        }
+        Ok(total)
+    }
+
+    /// `mine` on every rank when all ranks succeeded; otherwise every rank
+    /// returns an error: its own, or one naming the first rank that failed
+    /// at `what` and why. Every rank must call it at the same point.
+    pub fn agree(
+        &mut self,
+        what: &str,
+        mine: Result<(), IntegratorError>,
+    ) -> Result<(), IntegratorError> {
+        let text = match &mine {
+            Ok(()) => Vec::new(),
+            Err(e) => e.to_string().into_bytes(),
+        };
+        let all = self.transport.all_gather(text)?;
+        mine?;
+        match all.iter().position(|b| !b.is_empty()) {
+            None => Ok(()),
+            Some(r) => Err(IntegratorError::Config(format!(
+                "rank {r} failed at {what}: {}",
+                String::from_utf8_lossy(&all[r])
+            ))),
+        }
     }
 
     /// `per` values of each patch of `range`, gathered from the ranks

@@ -3,7 +3,7 @@
 //! | task | what it does |
 //! |---|---|
 //! | `setup` | checks (and, as root on Debian/Ubuntu, installs) the system packages the workspace needs |
-//! | `test` | `setup`, then the whole test suite in the optimised `ci` profile, then the MPI checks (distributed fill and a small run over 1–3 `mpirun` ranks, bitwise) when Open MPI's development packages are installed |
+//! | `test` | `setup`, then the whole test suite in the optimised `ci` profile, then the MPI checks (distributed fill and a small run over 1–3 `mpirun` ranks: bitwise states, byte-equal output, a 3-rank checkpoint continued on 2) when Open MPI's development packages are installed |
 //! | `run` | `setup`, then the main job (the Euler sphere example) |
 //!
 //! The tasks shell out to `cargo`, `pkg-config` and `apt-get`; they hold no
@@ -103,8 +103,9 @@ fn test(rest: &[String]) -> Result<()> {
 }
 
 /// The `mpi` feature: quilt-dist's tests, the distributed fill check under
-/// `mpirun` on 2 and 3 ranks (bitwise against the serial fill), and the
-/// small deck over 1, 2 and 3 MPI ranks, whose state digests must agree.
+/// `mpirun` on 2 and 3 ranks (bitwise against the serial fill), the small
+/// deck over 1, 2 and 3 MPI ranks, whose state digests and VTKHDF outputs
+/// must agree, and a checkpoint of 3 ranks continued on 2.
 /// Skipped, with the reason, when Open MPI's development packages are
 /// missing.
 fn mpi_checks() -> Result<()> {
@@ -144,14 +145,19 @@ fn mpi_checks() -> Result<()> {
         status(mpirun(ranks, &examples.join("fill_check"), &[]))?;
     }
     let deck = workspace_root().join("examples/decks/ranks_small.toml");
-    let mut digests = Vec::new();
-    for ranks in ["1", "2", "3"] {
+    let scratch = workspace_root().join("target/ci/mpi-checks");
+    if scratch.exists() {
+        std::fs::remove_dir_all(&scratch)
+            .with_context(|| format!("removing {}", scratch.display()))?;
+    }
+    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    let ranks_run = |ranks: &str, extra: &[&std::ffi::OsStr]| -> Result<String> {
         let mut cmd = mpirun(
             ranks,
             &examples.join("ranks"),
             &["--threads", "1", "--config"],
         );
-        cmd.arg(&deck);
+        cmd.arg(&deck).args(extra);
         let shown = format!("{cmd:?}");
         let out = cmd
             .output()
@@ -162,21 +168,72 @@ fn mpi_checks() -> Result<()> {
             eprint!("{}", String::from_utf8_lossy(&out.stderr));
             bail!("{shown} failed ({})", out.status);
         }
-        let digest = text
+        Ok(text
             .lines()
             .find_map(|l| l.strip_prefix("ranks: state digest "))
             .with_context(|| format!("{shown} printed no state digest"))?
-            .to_string();
+            .to_string())
+    };
+    // The whole run on 1, 2 and 3 ranks, each writing its final state
+    // through rank 0: equal digests and byte-equal VTKHDF files.
+    let mut digests = Vec::new();
+    let mut outputs = Vec::new();
+    for ranks in ["1", "2", "3"] {
+        let dir = scratch.join(format!("out{ranks}"));
+        let digest = ranks_run(ranks, &["--output".as_ref(), dir.as_os_str()])?;
         digests.push((ranks, digest));
+        outputs.push((ranks, only_hdf_file(&dir)?));
     }
     if digests.iter().any(|(_, d)| *d != digests[0].1) {
         bail!("runs over MPI ranks ended in different states: {digests:?}");
     }
+    for (ranks, bytes) in &outputs[1..] {
+        if *bytes != outputs[0].1 {
+            bail!("the VTKHDF output of {ranks} MPI ranks differs from that of 1 rank");
+        }
+    }
+    // A checkpoint written by 3 ranks after 3 steps, continued on 2.
+    let checkpoint = scratch.join("three.h5");
+    ranks_run(
+        "3",
+        &[
+            "--stop-after".as_ref(),
+            "3".as_ref(),
+            "--checkpoint".as_ref(),
+            checkpoint.as_os_str(),
+        ],
+    )?;
+    let restarted = ranks_run("2", &["--restart".as_ref(), checkpoint.as_os_str()])?;
+    if restarted != digests[0].1 {
+        bail!(
+            "a checkpoint of 3 MPI ranks continued on 2 ended in state {restarted}, the whole run in {}",
+            digests[0].1
+        );
+    }
     eprintln!(
-        "xtask test: 1, 2 and 3 MPI ranks end bitwise equal ({})",
+        "xtask test: 1, 2 and 3 MPI ranks end bitwise equal ({}), write byte-equal VTKHDF files, and a checkpoint of 3 ranks continues on 2 to the same state",
         digests[0].1
     );
     Ok(())
+}
+
+/// The bytes of the one `.hdf` file in `dir`.
+fn only_hdf_file(dir: &std::path::Path) -> Result<Vec<u8>> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = e?.path();
+        if path.extension().is_some_and(|x| x == "hdf") {
+            found.push(path);
+        }
+    }
+    match found.as_slice() {
+        [one] => std::fs::read(one).with_context(|| format!("reading {}", one.display())),
+        _ => bail!(
+            "{} holds {} .hdf files, not one",
+            dir.display(),
+            found.len()
+        ),
+    }
 }
 
 /// `mpirun -np ranks exe args…` on this machine alone: as root where

@@ -62,6 +62,15 @@ impl Gas {
         Ok(())
     }
 
+    /// Density, velocity and pressure of the conserved values `u`
+    /// (density, momentum, total energy), in `f64` whatever the run's
+    /// precision (for output and diagnostics).
+    pub fn primitive(&self, u: [f64; 5]) -> (f64, [f64; 3], f64) {
+        let v = [u[1] / u[0], u[2] / u[0], u[3] / u[0]];
+        let kinetic = 0.5 * (u[1] * v[0] + u[2] * v[1] + u[3] * v[2]);
+        (u[0], v, (self.gamma - 1.0) * (u[4] - kinetic))
+    }
+
     /// Sound speed `sqrt(gamma p / rho)`.
     pub fn sound_speed(&self, rho: f64, p: f64) -> f64 {
         (self.gamma * p / rho).sqrt()
