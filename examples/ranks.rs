@@ -56,6 +56,10 @@ struct Cli {
     /// Writes the final state as VTKHDF into this directory.
     #[arg(long, value_name = "DIR")]
     output: Option<PathBuf>,
+    /// Exchanges everything after each step's batch loop instead of
+    /// boundary-first (for measuring what the overlap hides).
+    #[arg(long)]
+    no_overlap: bool,
 }
 
 /// What to read and write besides the run.
@@ -65,6 +69,7 @@ struct Files<'a> {
     stop_after: Option<u64>,
     checkpoint: Option<&'a std::path::Path>,
     output: Option<&'a std::path::Path>,
+    overlap: bool,
 }
 
 impl<'a> Files<'a> {
@@ -74,6 +79,7 @@ impl<'a> Files<'a> {
             stop_after: cli.stop_after,
             checkpoint: cli.checkpoint.as_deref(),
             output: cli.output.as_deref(),
+            overlap: !cli.no_overlap,
         }
     }
 }
@@ -86,6 +92,8 @@ struct Summary {
     cells: u64,
     wall: f64,
     halo: f64,
+    halo_by_kind: [f64; 3],
+    overlap: bool,
     digest: u64,
     totals: [f64; 5],
     fresh: u64,
@@ -102,6 +110,7 @@ fn run<T: Real + CheckpointReal>(
         None => Integrator::new(deck, backend)?,
     };
     let ranks = transport.as_ref().map_or(1, |t| t.size());
+    it.set_halo_overlap(files.overlap);
     if let Some(t) = transport {
         it.distribute(t)?;
     }
@@ -130,6 +139,8 @@ fn run<T: Real + CheckpointReal>(
         cells,
         wall,
         halo: it.halo_seconds(),
+        halo_by_kind: it.halo_seconds_by_kind(),
+        overlap: files.overlap,
         digest: it.state_digest()?,
         totals: it.global_totals()?,
         fresh: it.fresh_distributions(),
@@ -162,6 +173,15 @@ fn print(s: &Summary) {
         s.halo,
         100.0 * s.halo / s.wall.max(1e-12),
         s.fresh
+    );
+    let [old, flux, restrict] = s.halo_by_kind;
+    println!(
+        "ranks: rank 0 exchanges by kind ({}): old interiors {old:.3} s, flux blocks {flux:.3} s, restriction {restrict:.3} s",
+        if s.overlap {
+            "boundary-first"
+        } else {
+            "after the batch loop"
+        }
     );
     println!("ranks: conserved totals {:?}", s.totals);
     println!("ranks: state digest {:016x}", s.digest);

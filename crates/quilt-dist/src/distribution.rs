@@ -167,6 +167,63 @@ impl Distribution {
     }
 }
 
+/// Costs of `new`'s patches from the measured costs of `old_h`'s
+/// (`old_costs`, by patch index; NaN or a non-positive value where a patch
+/// was never measured): each new patch costs the cost per cell of the old
+/// patches of its level it overlaps, cell by cell, and its cells over new
+/// ground the mean cost per cell of that level (of all measured patches
+/// for a new level). Cells alone when nothing was measured. Every rank
+/// that holds the same costs computes the same result.
+pub fn inherited_costs(old_h: &Hierarchy, old_costs: &[f64], new: &Hierarchy) -> Vec<f64> {
+    let measured = |i: usize| {
+        old_costs
+            .get(i)
+            .copied()
+            .filter(|c| c.is_finite() && *c > 0.0)
+    };
+    let cells = |i: usize| old_h.patches()[i].interior().num_cells() as f64;
+    // Mean cost per cell of each old level, then of all of them.
+    let mut sums = vec![(0.0f64, 0.0f64); old_h.num_levels()];
+    for (i, p) in old_h.patches().iter().enumerate() {
+        if let Some(c) = measured(i) {
+            sums[p.level()].0 += c;
+            sums[p.level()].1 += cells(i);
+        }
+    }
+    let (all_cost, all_cells) = sums
+        .iter()
+        .fold((0.0, 0.0), |(a, b), &(c, n)| (a + c, b + n));
+    if all_cells <= 0.0 {
+        return new
+            .patches()
+            .iter()
+            .map(|p| p.interior().num_cells() as f64)
+            .collect();
+    }
+    let global = all_cost / all_cells;
+    let level_mean = |l: usize| match sums.get(l) {
+        Some(&(c, n)) if n > 0.0 => c / n,
+        _ => global,
+    };
+    new.patches()
+        .iter()
+        .map(|p| {
+            let (l, b) = (p.level(), p.interior());
+            let mut cost = 0.0;
+            let mut covered = 0.0;
+            if l < old_h.num_levels() {
+                for o in old_h.patches_intersecting(l, &b) {
+                    let n = old_h.patches()[o].interior().intersect(&b).num_cells() as f64;
+                    let per_cell = measured(o).map_or(level_mean(l), |c| c / cells(o));
+                    cost += per_cell * n;
+                    covered += n;
+                }
+            }
+            cost + (b.num_cells() as f64 - covered).max(0.0) * level_mean(l)
+        })
+        .collect()
+}
+
 /// The old patch of `level` sharing most cells with `b` (lowest index on
 /// a tie).
 fn best_overlap(h: &Hierarchy, level: usize, b: &IndexBox) -> Option<usize> {

@@ -31,7 +31,7 @@ pub mod halo;
 pub mod morton;
 pub mod transport;
 
-pub use distribution::{Balancer, Distribution, Rebalance, efficiency};
+pub use distribution::{Balancer, Distribution, Rebalance, efficiency, inherited_costs};
 pub use error::DistError;
 pub use halo::{ExchangeCounts, HaloPlan, PatchesMut, Piece, Shadows, States, WithShadows};
 pub use transport::{Solo, Tag, ThreadRank, Transport, run_ranks, thread_ranks};

@@ -1,7 +1,7 @@
 //! Cost-based distribution: coverage, balance, locality, inheritance
 //! across a regrid and the adoption threshold.
 
-use quilt_dist::{Balancer, Distribution, efficiency};
+use quilt_dist::{Balancer, Distribution, efficiency, inherited_costs};
 use quilt_mesh::{Hierarchy, SyntheticSpec, generate};
 
 fn hierarchy(patches: usize, seed: u64) -> Hierarchy {
@@ -141,4 +141,54 @@ fn bad_input_is_an_error() {
     assert!(e.contains("patch index 1 is given to rank 2"), "{e}");
     assert_eq!(efficiency(&[0.0, 0.0]), 1.0);
     assert_eq!(efficiency(&[1.0, 3.0]), 2.0 / 3.0);
+}
+
+/// Measured costs carry over a regrid cell by cell: an unchanged
+/// hierarchy keeps its costs, other ground costs its level's mean per
+/// cell, unmeasured patches count as that mean, and nothing measured means
+/// cells.
+#[test]
+fn costs_carry_over_a_regrid_cell_by_cell() {
+    let old = hierarchy(120, 11);
+    let n = old.num_patches();
+    // Costs per cell that differ from patch to patch.
+    let measured: Vec<f64> = (0..n)
+        .map(|i| old.patches()[i].interior().num_cells() as f64 * (1.0 + (i % 5) as f64))
+        .collect();
+    let same = inherited_costs(&old, &measured, &old);
+    for i in 0..n {
+        assert!(
+            (same[i] - measured[i]).abs() <= 1e-9 * measured[i],
+            "patch {i}: {} for {}",
+            same[i],
+            measured[i]
+        );
+    }
+    // An unmeasured patch takes its level's mean cost per cell (patch 0
+    // lies on the base level, with many others).
+    let mut partly = measured.clone();
+    partly[0] = f64::NAN;
+    let (c, k) = old.level_range(0).skip(1).fold((0.0, 0.0), |(c, k), i| {
+        (
+            c + measured[i],
+            k + old.patches()[i].interior().num_cells() as f64,
+        )
+    });
+    let got = inherited_costs(&old, &partly, &old)[0];
+    let want = c / k * old.patches()[0].interior().num_cells() as f64;
+    assert!((got - want).abs() <= 1e-9 * want, "{got} for {want}");
+    // Another hierarchy: every cell is paid for at some measured rate.
+    let new = hierarchy(150, 12);
+    let moved = inherited_costs(&old, &measured, &new);
+    assert_eq!(moved.len(), new.num_patches());
+    for (q, c) in moved.iter().enumerate() {
+        let cells = new.patches()[q].interior().num_cells() as f64;
+        assert!(
+            *c >= cells * 0.999 && *c <= 5.0 * cells * 1.001,
+            "patch {q}: {c}"
+        );
+    }
+    // Nothing measured: cells.
+    let none = inherited_costs(&old, &vec![f64::NAN; n], &new);
+    assert_eq!(none, cells(&new));
 }

@@ -57,7 +57,7 @@ use crate::ring::BatchRing;
 use crate::schedule::Scheduler;
 use crate::tagging::{Criterion, criteria, flat_criteria, tag_patches};
 use crate::timing::{EstimateErrors, PhaseTimes};
-use quilt_dist::{Balancer, Distribution, Rebalance, Transport};
+use quilt_dist::{Balancer, Distribution, Rebalance, Transport, inherited_costs};
 
 /// What one coarse step did.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -162,6 +162,15 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     announced: bool,
     /// The ranks of a distributed run (see [`Integrator::distribute`]).
     ranks: Option<Ranks>,
+    /// Measured seconds per step of each patch (prepare, solve and close
+    /// shared among a batch's patches), an exponential average over the
+    /// steps since the last regrid; NaN where not measured (other ranks'
+    /// patches, device residency).
+    patch_costs: Vec<f64>,
+    /// This step's seconds by patch, the batch loop's scratch.
+    step_secs: Vec<f64>,
+    /// Whether runs over ranks go boundary-first ([`Integrator::set_halo_overlap`]).
+    halo_overlap: bool,
 }
 
 fn limiter_of(i: Interpolation) -> Limiter {
@@ -382,6 +391,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             tag_bits: Vec::new(),
             announced: false,
             ranks: None,
+            patch_costs: Vec::new(),
+            step_secs: Vec::new(),
+            halo_overlap: true,
         })
     }
 
@@ -726,10 +738,42 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             dist.efficiency(&costs)
         );
         let plan = self.owned_plan(&self.h, &dist, transport.rank())?;
-        let ranks = Ranks::new(transport, dist, &self.h, &plan.layout)?;
+        let mut ranks = Ranks::new(transport, dist, &self.h, &plan.layout)?;
+        ranks.set_overlap(self.halo_overlap);
         self.plan = plan;
         self.ranks = Some(ranks);
         Ok(())
+    }
+
+    /// Measured seconds per step of each patch, by hierarchy index: each
+    /// batch's measured prepare, solve and close shared among its patches
+    /// (a coarse patch carries its flux probes), averaged exponentially
+    /// over the steps since the last regrid. NaN where nothing was
+    /// measured: before the first step after a regrid, other ranks'
+    /// patches, device residency. A regrid over ranks distributes the new
+    /// patches by these costs ([`quilt_dist::inherited_costs`]).
+    pub fn patch_costs(&self) -> &[f64] {
+        &self.patch_costs
+    }
+
+    /// Whether a run over ranks goes boundary-first (the default): the
+    /// bins whose flux blocks other ranks need are solved first, and each
+    /// message of blocks is posted as soon as its patches are closed and
+    /// travels while the other bins are solved. Off, every exchange waits
+    /// for the batch loop to end. Results are bitwise the same either way.
+    pub fn set_halo_overlap(&mut self, on: bool) {
+        self.halo_overlap = on;
+        if let Some(r) = self.ranks.as_mut() {
+            r.set_overlap(on);
+        }
+    }
+
+    /// Seconds this rank spent in exchanges by kind: the old interiors its
+    /// fills read, flux blocks (posting, polling between batches and the
+    /// wait after the batch loop), restriction; waits for slower ranks
+    /// included. Zeros in a serial run.
+    pub fn halo_seconds_by_kind(&self) -> [f64; 3] {
+        self.ranks.as_ref().map_or([0.0; 3], |r| r.halo_by_kind)
     }
 
     /// `(rank, ranks)` of a distributed run, `None` otherwise.
@@ -846,6 +890,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let step = self.step + 1;
         let order = SweepOrder::for_step(self.step);
         let mut data = self.data.take().ok_or_else(poisoned)?;
+        if let Some(r) = self.ranks.as_mut() {
+            r.begin_step();
+        }
         if let Some(r) = self.ranks.as_mut()
             && let Err(e) = r.exchange_old(&mut data)
         {
@@ -854,6 +901,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         }
         // Estimate errors count once the model is calibrated.
         let calibrated = self.calibrator.is_none();
+        self.step_secs.clear();
+        self.step_secs.resize(self.h.num_patches(), 0.0);
         let res = run_batches(LoopInputs {
             h: &self.h,
             layout: &self.plan.layout,
@@ -869,6 +918,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             order,
             step,
             pipelined: self.pipelined,
+            patch_secs: &mut self.step_secs,
+            ranks: self.ranks.as_mut(),
         });
         let mut stats = match res {
             Ok(s) => s,
@@ -877,6 +928,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 return Err(e);
             }
         };
+        average_costs(&mut self.patch_costs, &self.step_secs);
         let t = Instant::now();
         let r = reflux_and_restrict(&self.h, &mut self.plan, &mut data, self.ranks.as_mut());
         data.swap_all();
@@ -1435,7 +1487,16 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let new_h = self.cluster(&tags)?;
         check_state_fits::<T>(&self.h, &new_h)?;
         let kept = Distribution::inherited(&self.h, ranks.distribution(), &new_h)?;
-        let rebalance = Balancer::default().rebalance(&new_h, kept, &cell_costs(&new_h))?;
+        // Every rank's measured costs of its own patches, on every rank, so
+        // that all compute the same distribution.
+        let n = self.h.num_patches();
+        let mine: Vec<f64> = (0..n)
+            .filter(|&i| ranks.owned()[i])
+            .map(|i| self.patch_costs.get(i).copied().unwrap_or(f64::NAN))
+            .collect();
+        let measured = ranks.gather_patch_values(0..n, 1, &mine)?;
+        let costs = inherited_costs(&self.h, &measured, &new_h);
+        let rebalance = Balancer::default().rebalance(&new_h, kept, &costs)?;
         Ok((new_h, rebalance))
     }
 
@@ -1449,6 +1510,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         plan: StepPlan<T>,
     ) -> (Hierarchy, Option<HierarchyData<T>>, StepPlan<T>) {
         self.version += 1;
+        self.patch_costs.clear();
         (
             std::mem::replace(&mut self.h, h),
             std::mem::replace(&mut self.data, data),
@@ -2008,6 +2070,24 @@ fn patch_digest<T: Real>(d: &quilt_mesh::PatchData<T>) -> u64 {
 }
 
 /// Cells per patch: the cost of patches not timed yet.
+/// Weight of a new measurement in [`Integrator`]'s per-patch costs.
+const COST_WEIGHT: f64 = 0.5;
+
+/// Folds one step's measured seconds per patch (`step`, zero where a
+/// patch was not solved here) into the exponential averages `costs`.
+fn average_costs(costs: &mut Vec<f64>, step: &[f64]) {
+    costs.resize(step.len(), f64::NAN);
+    for (c, &x) in costs.iter_mut().zip(step) {
+        if x > 0.0 {
+            *c = if c.is_nan() {
+                x
+            } else {
+                COST_WEIGHT * x + (1.0 - COST_WEIGHT) * *c
+            };
+        }
+    }
+}
+
 fn cell_costs(h: &Hierarchy) -> Vec<f64> {
     h.patches()
         .iter()

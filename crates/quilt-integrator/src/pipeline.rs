@@ -20,6 +20,7 @@ use crate::backend::{SolveBackend, SolveError};
 use crate::calibration::Calibrator;
 use crate::error::IntegratorError;
 use crate::plan::{FluxStore, PlanLayout};
+use crate::ranks::Ranks;
 use crate::ring::BatchRing;
 use crate::schedule::{Pick, Scheduler};
 use crate::stages::{self, Job, PROBE_ID_BASE, StagedBatch};
@@ -60,6 +61,13 @@ pub(crate) struct LoopInputs<'a, T, B: ?Sized> {
     pub order: SweepOrder,
     pub step: u64,
     pub pipelined: bool,
+    /// Seconds of this step by hierarchy index (zeroed by the caller):
+    /// each batch's measured prepare, solve and close, shared among its
+    /// jobs (a patch with its probes) by the cost model's estimates.
+    pub patch_secs: &'a mut [f64],
+    /// The ranks of a distributed run: the bins to batch first, and the
+    /// flux blocks to post as their patches close.
+    pub ranks: Option<&'a mut Ranks>,
 }
 
 fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
@@ -178,6 +186,92 @@ fn observe_solve<T>(
     }
 }
 
+/// `weight` of a job's work: its patch and its probes.
+fn job_weight<T>(layout: &PlanLayout<T>, j: &Job, weight: &impl Fn(&PatchWork) -> f64) -> f64 {
+    weight(&layout.patch_work[j.patch])
+        + j.probes
+            .iter()
+            .map(|&(n, _)| weight(&layout.probe_work[n]))
+            .sum::<f64>()
+}
+
+fn cells(w: &PatchWork) -> f64 {
+    w.cells() as f64
+}
+
+/// Shares `secs` among `jobs` in proportion to `weight` of their work,
+/// adding each share to the patch's entry of `patch_secs`; by cells
+/// where the weights say nothing.
+fn attribute<T>(
+    patch_secs: &mut [f64],
+    layout: &PlanLayout<T>,
+    jobs: &[Job],
+    secs: f64,
+    weight: impl Fn(&PatchWork) -> f64,
+) {
+    if jobs.is_empty() || !(secs.is_finite() && secs > 0.0) {
+        return;
+    }
+    let total: f64 = jobs.iter().map(|j| job_weight(layout, j, &weight)).sum();
+    let by_cells = !(total > 0.0 && total.is_finite());
+    let total = if by_cells {
+        jobs.iter().map(|j| job_weight(layout, j, &cells)).sum()
+    } else {
+        total
+    };
+    if !(total.is_finite() && total > 0.0) {
+        return;
+    }
+    for j in jobs {
+        let w = if by_cells {
+            job_weight(layout, j, &cells)
+        } else {
+            job_weight(layout, j, &weight)
+        };
+        if let Some(c) = patch_secs.get_mut(j.patch) {
+            *c += secs * w / total;
+        }
+    }
+}
+
+/// Shares a batch's measured prepare (each queue's, by the model's
+/// estimates) and solve (by cells) among its patches
+/// ([`LoopInputs::patch_secs`]).
+fn attribute_batch<T>(
+    patch_secs: &mut [f64],
+    layout: &PlanLayout<T>,
+    model: &OnlineModel,
+    s: &StagedBatch<T>,
+    solve_secs: f64,
+) {
+    let m = model.model();
+    let queue_cells =
+        |jobs: &[Job]| -> f64 { jobs.iter().map(|j| job_weight(layout, j, &cells)).sum() };
+    let total: f64 = s.queues.iter().map(|q| queue_cells(q)).sum();
+    for (jobs, &prepare) in s.queues.iter().zip(&s.prepare_secs) {
+        attribute(patch_secs, layout, jobs, prepare, |w| m.patch_prepare(w));
+        if total > 0.0 {
+            let share = solve_secs * queue_cells(jobs) / total;
+            attribute(patch_secs, layout, jobs, share, cells);
+        }
+    }
+}
+
+/// Shares a batch's measured close, queue by queue, among its patches by
+/// the model's estimates.
+fn attribute_close<T>(
+    patch_secs: &mut [f64],
+    layout: &PlanLayout<T>,
+    model: &OnlineModel,
+    s: &StagedBatch<T>,
+    close_secs: &[f64],
+) {
+    let m = model.model();
+    for (jobs, &close) in s.queues.iter().zip(close_secs) {
+        attribute(patch_secs, layout, jobs, close, |w| m.patch_close(w));
+    }
+}
+
 fn merge(total: &mut StepReport, r: &StepReport) {
     total.floors += r.floors;
     total.courant = total.courant.max(r.courant);
@@ -257,6 +351,8 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
         order,
         step,
         pipelined,
+        patch_secs,
+        mut ranks,
     } = inp;
     let t_loop = Instant::now();
     let transfers = backend.transfers();
@@ -264,7 +360,12 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
     let (olds, news) = data.split_old_new();
     let mut news: Vec<Option<&mut PatchData<T>>> = news.into_iter().map(Some).collect();
     let mut stats = LoopStats::default();
-    scheduler.start(&layout.work);
+    scheduler.start_first(&layout.work, ranks.as_deref().and_then(Ranks::first_bins));
+    // After each close: post what other ranks wait for, take what arrived.
+    let mut closed_hook = |s: &StagedBatch<T>, fluxes: &FluxStore<T>| match ranks.as_deref_mut() {
+        Some(r) => r.after_close(s.queues.iter().flatten().map(|j| j.patch), fluxes),
+        None => Ok(()),
+    };
     let fail = |e: SolveError| solve_error(e, h, layout, step, time, &name);
 
     if !pipelined {
@@ -291,6 +392,9 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             let close_secs = stages::close(&staged, &mut news, fluxes);
             stats.close += t.elapsed().as_secs_f64();
             let close_secs = close_secs?;
+            closed_hook(&staged, fluxes)?;
+            attribute_batch(patch_secs, layout, model, &staged, solve_secs);
+            attribute_close(patch_secs, layout, model, &staged, &close_secs);
             observe_prepare(
                 model,
                 layout,
@@ -385,6 +489,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             };
             stats.solve += solve_secs;
             merge(&mut stats.report, &r);
+            attribute_batch(patch_secs, layout, model, &cur, solve_secs);
             stats
                 .estimates
                 .add_solve(cur_pick.solve_estimate, solve_secs);
@@ -406,10 +511,12 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             if let (Some((p, _)), Some((c, secs))) = (prev.take(), closed) {
                 let closed = c.map(|close_secs| {
                     stats.close += secs;
+                    attribute_close(patch_secs, layout, model, &p, &close_secs);
                     observe_close(model, layout, &p, &close_secs, calibrator.as_deref_mut());
                 });
+                let sent = closed.and_then(|()| closed_hook(&p, fluxes));
                 ring.give(p.batch);
-                closed?;
+                sent?;
             }
             stats.batches += 1;
             stats.bins += cur.bins.len();
@@ -426,10 +533,13 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
                     let t = Instant::now();
                     let close_secs = stages::close(&cur, &mut news, fluxes);
                     stats.close += t.elapsed().as_secs_f64();
-                    let closed = close_secs
-                        .map(|c| observe_close(model, layout, &cur, &c, calibrator.as_deref_mut()));
+                    let done = close_secs.map(|c| {
+                        attribute_close(patch_secs, layout, model, &cur, &c);
+                        observe_close(model, layout, &cur, &c, calibrator.as_deref_mut());
+                    });
+                    let sent = done.and_then(|()| closed_hook(&cur, fluxes));
                     ring.give(cur.batch);
-                    closed?;
+                    sent?;
                     break;
                 }
             }

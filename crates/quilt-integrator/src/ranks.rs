@@ -68,10 +68,31 @@ pub(crate) struct Ranks {
     relevant: Vec<bool>,
     flux_sends: Vec<(usize, Vec<Block>)>,
     flux_recvs: Vec<(usize, Vec<Block>)>,
+    /// Whether steps run boundary-first (see [`Ranks::set_overlap`]).
+    overlap: bool,
+    /// Per bin of the rank's step plan: whether it holds a patch whose
+    /// flux blocks another rank needs (batched first when overlapping).
+    first_bins: Vec<bool>,
+    /// Per `flux_sends` entry: the patches (fine patches, coarse patches
+    /// of probes) whose close completes its blocks.
+    producers: Vec<Vec<usize>>,
+    /// Per patch: the `flux_sends` entries it helps complete.
+    produces: Vec<Vec<usize>>,
+    /// This step: per `flux_sends` entry, producers not closed yet, and
+    /// whether it was posted.
+    pending: Vec<usize>,
+    posted: Vec<bool>,
+    begun: bool,
+    /// This step: per `flux_recvs` entry, the message if it arrived while
+    /// the batch loop ran.
+    early: Vec<Option<Vec<u8>>>,
     /// Regrids that adopted a fresh distribution.
     pub fresh: u64,
     /// Seconds spent in exchanges (posting, waiting, unpacking).
     pub halo_secs: f64,
+    /// The same by kind: old interiors for the fill, flux blocks,
+    /// restriction (all waits included).
+    pub halo_by_kind: [f64; 3],
 }
 
 impl std::fmt::Debug for Ranks {
@@ -110,8 +131,17 @@ impl Ranks {
             relevant: Vec::new(),
             flux_sends: Vec::new(),
             flux_recvs: Vec::new(),
+            overlap: true,
+            first_bins: Vec::new(),
+            producers: Vec::new(),
+            produces: Vec::new(),
+            pending: Vec::new(),
+            posted: Vec::new(),
+            begun: false,
+            early: Vec::new(),
             fresh: 0,
             halo_secs: 0.0,
+            halo_by_kind: [0.0; 3],
         };
         me.plan(h, layout);
         Ok(me)
@@ -220,6 +250,110 @@ impl Ranks {
         };
         self.flux_sends = pairs(sends);
         self.flux_recvs = pairs(recvs);
+        let coarse_of = |b: &Block| match *b {
+            Block::Fine(f) => f,
+            Block::Probe(q) => layout.probes[q].coarse,
+        };
+        self.producers = self
+            .flux_sends
+            .iter()
+            .map(|(_, blocks)| {
+                let mut p: Vec<usize> = blocks.iter().map(coarse_of).collect();
+                p.sort_unstable();
+                p.dedup();
+                p
+            })
+            .collect();
+        self.produces = vec![Vec::new(); h.num_patches()];
+        for (k, p) in self.producers.iter().enumerate() {
+            for &i in p {
+                self.produces[i].push(k);
+            }
+        }
+        self.first_bins = layout
+            .bins
+            .iter()
+            .map(|b| b.patches.iter().any(|&(i, _)| !self.produces[i].is_empty()))
+            .collect();
+        self.begun = false;
+    }
+
+    /// Whether steps run boundary-first (the default): the bins whose flux
+    /// blocks other ranks need are batched first, each message of blocks
+    /// is posted as soon as the last of its patches is closed, and
+    /// arrivals are taken between batches, so the transfers travel while
+    /// the other bins are solved. Off, everything is exchanged after the
+    /// batch loop. Results are bitwise the same either way.
+    pub fn set_overlap(&mut self, on: bool) {
+        self.overlap = on;
+    }
+
+    /// The bins to batch first this step (`None`: no order).
+    pub fn first_bins(&self) -> Option<&[bool]> {
+        (self.overlap && self.first_bins.iter().any(|&b| b)).then_some(&self.first_bins[..])
+    }
+
+    /// Starts a step's flux bookkeeping.
+    pub fn begin_step(&mut self) {
+        self.pending.clear();
+        self.pending.extend(self.producers.iter().map(Vec::len));
+        self.posted.clear();
+        self.posted.resize(self.flux_sends.len(), false);
+        self.early.clear();
+        self.early.resize(self.flux_recvs.len(), None);
+        self.begun = true;
+    }
+
+    /// Between batches: `closed` patches are done; posts every message of
+    /// flux blocks whose patches are all closed, and takes flux messages
+    /// that have arrived.
+    pub fn after_close<T: Real>(
+        &mut self,
+        closed: impl Iterator<Item = usize>,
+        fluxes: &FluxStore<T>,
+    ) -> Result<(), IntegratorError> {
+        if !(self.overlap && self.begun) {
+            return Ok(());
+        }
+        let start = std::time::Instant::now();
+        for i in closed {
+            for n in 0..self.produces.get(i).map_or(0, Vec::len) {
+                let k = self.produces[i][n];
+                self.pending[k] = self.pending[k].saturating_sub(1);
+                if self.pending[k] == 0 && !self.posted[k] {
+                    self.post_flux(k, fluxes)?;
+                }
+            }
+        }
+        for (e, (from, _)) in self.early.iter_mut().zip(&self.flux_recvs) {
+            if e.is_none() {
+                *e = self.transport.try_recv(*from, TAG_FLUX)?;
+            }
+        }
+        let secs = start.elapsed().as_secs_f64();
+        self.halo_secs += secs;
+        self.halo_by_kind[1] += secs;
+        Ok(())
+    }
+
+    /// Posts `flux_sends[k]`.
+    fn post_flux<T: Real>(
+        &mut self,
+        k: usize,
+        fluxes: &FluxStore<T>,
+    ) -> Result<(), IntegratorError> {
+        let (to, blocks) = &self.flux_sends[k];
+        let mut buf = Vec::new();
+        for b in blocks {
+            let v = match *b {
+                Block::Fine(f) => &fluxes.fine[f],
+                Block::Probe(q) => &fluxes.probes[q],
+            };
+            buf.extend_from_slice(bytemuck::cast_slice::<T, u8>(v));
+        }
+        self.transport.send(*to, TAG_FLUX, buf)?;
+        self.posted[k] = true;
+        Ok(())
     }
 
     /// Adopts `dist` for `h` (after a regrid) and derives its exchanges.
@@ -257,7 +391,9 @@ impl Ranks {
         let start = std::time::Instant::now();
         self.fill
             .exchange_states(&mut *self.transport, TAG_FILL, data, TimeLevel::Old)?;
-        self.halo_secs += start.elapsed().as_secs_f64();
+        let secs = start.elapsed().as_secs_f64();
+        self.halo_secs += secs;
+        self.halo_by_kind[0] += secs;
         Ok(())
     }
 
@@ -267,21 +403,21 @@ impl Ranks {
         fluxes: &mut FluxStore<T>,
     ) -> Result<(), IntegratorError> {
         let start = std::time::Instant::now();
-        let t = &mut *self.transport;
-        for (to, blocks) in &self.flux_sends {
-            let mut buf = Vec::new();
-            for b in blocks {
-                let v = match *b {
-                    Block::Fine(f) => &fluxes.fine[f],
-                    Block::Probe(q) => &fluxes.probes[q],
-                };
-                buf.extend_from_slice(bytemuck::cast_slice::<T, u8>(v));
-            }
-            t.send(*to, TAG_FLUX, buf)?;
+        if !self.begun {
+            self.begin_step();
         }
+        for k in 0..self.flux_sends.len() {
+            if !self.posted[k] {
+                self.post_flux(k, fluxes)?;
+            }
+        }
+        let t = &mut *self.transport;
         let me = t.rank();
-        for (from, blocks) in &self.flux_recvs {
-            let buf = t.recv(*from, TAG_FLUX)?;
+        for ((from, blocks), early) in self.flux_recvs.iter().zip(&mut self.early) {
+            let buf = match early.take() {
+                Some(b) => b,
+                None => t.recv(*from, TAG_FLUX)?,
+            };
             let mut at = 0;
             for b in blocks {
                 let v = match *b {
@@ -311,7 +447,11 @@ impl Ranks {
             }
         }
         t.flush()?;
-        self.halo_secs += start.elapsed().as_secs_f64();
+        // The next step starts its bookkeeping afresh.
+        self.begun = false;
+        let secs = start.elapsed().as_secs_f64();
+        self.halo_secs += secs;
+        self.halo_by_kind[1] += secs;
         Ok(())
     }
 
@@ -328,7 +468,9 @@ impl Ranks {
         let start = std::time::Instant::now();
         let tag = TAG_RESTRICT + l as Tag;
         plan.exchange_states(&mut *self.transport, tag, data, TimeLevel::New)?;
-        self.halo_secs += start.elapsed().as_secs_f64();
+        let secs = start.elapsed().as_secs_f64();
+        self.halo_secs += secs;
+        self.halo_by_kind[2] += secs;
         Ok(())
     }
 

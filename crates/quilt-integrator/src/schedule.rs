@@ -30,6 +30,9 @@ pub(crate) struct Scheduler {
     selection: Selection,
     remaining: Vec<usize>,
     work: Vec<BinWork>,
+    /// Bins held back until `remaining` is done (a second phase).
+    later: Vec<usize>,
+    later_work: Vec<BinWork>,
 }
 
 impl Scheduler {
@@ -48,19 +51,33 @@ impl Scheduler {
             selection: Selection::new(),
             remaining: Vec::new(),
             work: Vec::new(),
+            later: Vec::new(),
+            later_work: Vec::new(),
         }
     }
 
-    /// Starts a step over all bins of `work`.
-    pub fn start(&mut self, work: &[BinWork]) {
-        self.remaining = (0..work.len()).collect();
+    /// Starts a step over all bins of `work`, batching the bins `first`
+    /// marks before any other (each phase selected as usual): a run over
+    /// ranks solves the bins whose results other ranks wait for first.
+    pub fn start_first(&mut self, work: &[BinWork], first: Option<&[bool]>) {
+        self.remaining.clear();
         self.work.clear();
-        self.work.extend_from_slice(work);
+        self.later.clear();
+        self.later_work.clear();
+        for (b, w) in work.iter().enumerate() {
+            if first.is_none_or(|f| f.get(b).copied().unwrap_or(false)) {
+                self.remaining.push(b);
+                self.work.push(w.clone());
+            } else {
+                self.later.push(b);
+                self.later_work.push(w.clone());
+            }
+        }
     }
 
     /// Whether bins remain.
     pub fn is_done(&self) -> bool {
-        self.remaining.is_empty()
+        self.remaining.is_empty() && self.later.is_empty()
     }
 
     /// The next batch. `in_flight` is the estimated time left on the solver
@@ -71,6 +88,10 @@ impl Scheduler {
         model: &CostModel,
         in_flight: Option<f64>,
     ) -> Result<Option<Pick>, IntegratorError> {
+        if self.remaining.is_empty() {
+            std::mem::swap(&mut self.remaining, &mut self.later);
+            std::mem::swap(&mut self.work, &mut self.later_work);
+        }
         if self.remaining.is_empty() {
             return Ok(None);
         }
@@ -169,7 +190,7 @@ mod tests {
     fn drain(mode: BatchMode) -> Vec<Vec<usize>> {
         let mut s = Scheduler::new(mode, 3, 2, 0);
         let w = bins();
-        s.start(&w);
+        s.start_first(&w, None);
         let model = CostModel::default();
         let mut out = Vec::new();
         let mut in_flight = None;
@@ -197,5 +218,27 @@ mod tests {
         }
         // Static: whole bins while the patch count stays within 3 -> one bin each.
         assert!(drain(BatchMode::Static).iter().all(|b| b.len() == 1));
+    }
+
+    #[test]
+    fn marked_bins_come_first() {
+        let first = [false, true, false, false, true, false, true];
+        for mode in [BatchMode::Adaptive, BatchMode::Static] {
+            let mut s = Scheduler::new(mode, 3, 2, 0);
+            s.start_first(&bins(), Some(&first));
+            let model = CostModel::default();
+            let mut order = Vec::new();
+            let mut in_flight = None;
+            while let Some(p) = s.next(&model, in_flight).unwrap() {
+                in_flight = Some(p.solve_estimate - p.close_estimate);
+                order.extend(p.bins);
+            }
+            assert!(s.is_done());
+            let mut head = order[..3].to_vec();
+            head.sort_unstable();
+            assert_eq!(head, [1, 4, 6], "{mode:?}: {order:?}");
+            order.sort_unstable();
+            assert_eq!(order, (0..7).collect::<Vec<_>>(), "{mode:?}");
+        }
     }
 }

@@ -23,8 +23,17 @@ struct Outcome {
 }
 
 fn run<T: Real>(deck: &Deck, transport: Option<Box<dyn quilt_dist::Transport>>) -> Outcome {
+    run_with::<T>(deck, transport, true)
+}
+
+fn run_with<T: Real>(
+    deck: &Deck,
+    transport: Option<Box<dyn quilt_dist::Transport>>,
+    overlap: bool,
+) -> Outcome {
     let solver = deck.solver().expect("solver");
     let mut it = Integrator::<T, _>::new(deck, CpuBackend::new(solver)).expect("integrator");
+    it.set_halo_overlap(overlap);
     if let Some(t) = transport {
         it.distribute(t).expect("distribute");
     }
@@ -66,8 +75,12 @@ fn run<T: Real>(deck: &Deck, transport: Option<Box<dyn quilt_dist::Transport>>) 
 }
 
 fn check<T: Real>(deck: &Deck, ranks: usize) -> u64 {
+    check_with::<T>(deck, ranks, true)
+}
+
+fn check_with<T: Real>(deck: &Deck, ranks: usize, overlap: bool) -> u64 {
     let serial = run::<T>(deck, None);
-    let all = run_ranks(ranks, |t| run::<T>(deck, Some(Box::new(t))));
+    let all = run_ranks(ranks, |t| run_with::<T>(deck, Some(Box::new(t)), overlap));
     let mut seen = vec![false; serial.boxes.len()];
     for (r, o) in all.iter().enumerate() {
         assert_eq!(o.boxes, serial.boxes, "rank {r} of {ranks}: hierarchy");
@@ -108,6 +121,13 @@ fn one_to_four_ranks_give_the_serial_run_f64() {
 #[test]
 fn three_ranks_give_the_serial_run_f32() {
     check::<f32>(&common::periodic_three_levels(), 3);
+}
+
+/// Without the boundary-first order (every exchange after the batch
+/// loop) the run is the same.
+#[test]
+fn three_ranks_without_overlap_give_the_serial_run() {
+    check_with::<f64>(&common::periodic_three_levels(), 3, false);
 }
 
 /// More ranks than patches at the start (the deck's base level has 8):
@@ -266,4 +286,35 @@ fn output_over_ranks_is_the_serial_output_on_rank_zero() {
     });
     assert!(outputs[0].as_ref() == Some(&serial), "rank 0's output");
     assert!(outputs[1..].iter().all(Option::is_none));
+}
+
+/// Each rank measures the cost of its own patches, and only those.
+#[test]
+fn each_rank_measures_its_own_patches() {
+    let deck = common::periodic_three_levels();
+    let mut serial = common::cpu(&deck);
+    serial.step().expect("step");
+    let n = serial.hierarchy().num_patches();
+    assert_eq!(serial.patch_costs().len(), n);
+    assert!(
+        serial
+            .patch_costs()
+            .iter()
+            .all(|c| *c > 0.0 && c.is_finite())
+    );
+    run_ranks(2, |t| {
+        let solver = deck.solver().expect("solver");
+        let mut it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).expect("integrator");
+        it.distribute(Box::new(t)).expect("distribute");
+        it.step().expect("step");
+        let me = it.rank().expect("a rank").0;
+        let owner = it.distribution().expect("distributed").clone();
+        for (i, c) in it.patch_costs().iter().enumerate() {
+            if owner.owner(i) == me {
+                assert!(*c > 0.0 && c.is_finite(), "rank {me}, patch {i}: {c}");
+            } else {
+                assert!(c.is_nan(), "rank {me} measured patch {i} of another rank");
+            }
+        }
+    });
 }
