@@ -332,6 +332,41 @@ pub(crate) fn solve_error<T>(
     }
 }
 
+/// Runs `work` on a helper thread while the calling thread, which owns
+/// the transport, polls `ranks` (see [`Ranks::poll`]) until it is done;
+/// without ranks to poll, runs it here. The first polling error is
+/// returned with the work's result.
+fn while_polling<R: Send>(
+    ranks: Option<&mut Ranks>,
+    work: impl FnOnce() -> R + Send,
+) -> (R, Result<(), IntegratorError>) {
+    let Some(ranks) = ranks.filter(|r| r.polls()) else {
+        return (work(), Ok(()));
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let helper = s.spawn(|| {
+            let r = work();
+            done.store(true, std::sync::atomic::Ordering::Release);
+            r
+        });
+        let mut polled = Ok(());
+        while !done.load(std::sync::atomic::Ordering::Acquire) {
+            if polled.is_ok() {
+                polled = ranks.poll();
+            }
+            std::thread::sleep(std::time::Duration::from_micros(POLL_MICROS));
+        }
+        match helper.join() {
+            Ok(r) => (r, polled),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
+/// Microseconds between two polls of the transport while a batch runs.
+const POLL_MICROS: u64 = 200;
+
 /// Runs every batch of one step.
 pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
     inp: LoopInputs<'_, T, B>,
@@ -362,10 +397,17 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
     let mut stats = LoopStats::default();
     scheduler.start_first(&layout.work, ranks.as_deref().and_then(Ranks::first_bins));
     // After each close: post what other ranks wait for, take what arrived.
-    let mut closed_hook = |s: &StagedBatch<T>, fluxes: &FluxStore<T>| match ranks.as_deref_mut() {
-        Some(r) => r.after_close(s.queues.iter().flatten().map(|j| j.patch), fluxes),
-        None => Ok(()),
-    };
+    fn closed_hook<T: Real>(
+        ranks: Option<&mut Ranks>,
+        s: &StagedBatch<T>,
+        fluxes: &FluxStore<T>,
+    ) -> Result<(), IntegratorError> {
+        match ranks {
+            Some(r) => r.after_close(s.queues.iter().flatten().map(|j| j.patch), fluxes),
+            None => Ok(()),
+        }
+    }
+    let mut polled = Ok(());
     let fail = |e: SolveError| solve_error(e, h, layout, step, time, &name);
 
     if !pipelined {
@@ -392,7 +434,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             let close_secs = stages::close(&staged, &mut news, fluxes);
             stats.close += t.elapsed().as_secs_f64();
             let close_secs = close_secs?;
-            closed_hook(&staged, fluxes)?;
+            closed_hook(ranks.as_deref_mut(), &staged, fluxes)?;
             attribute_batch(patch_secs, layout, model, &staged, solve_secs);
             attribute_close(patch_secs, layout, model, &staged, &close_secs);
             observe_prepare(
@@ -445,31 +487,39 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             let fluxes_ref = &mut *fluxes;
             let olds_ref = &olds;
             let ring_ref = &mut *ring;
-            let (solved, (closed, staged)) = rayon::join(
-                move || {
-                    let t = Instant::now();
-                    let r = be.solve(solving, dt, order);
-                    (r, t.elapsed().as_secs_f64())
-                },
-                || {
-                    rayon::join(
-                        || {
-                            prev.as_ref().map(|(p, _)| {
-                                let t = Instant::now();
-                                let r = stages::close(p, news_ref, fluxes_ref);
-                                (r, t.elapsed().as_secs_f64())
-                            })
-                        },
-                        || {
-                            next_pick.as_ref().map(|p| {
-                                let t = Instant::now();
-                                let r = stage(layout, h, olds_ref, time, p, ring_ref);
-                                (r, t.elapsed().as_secs_f64())
-                            })
-                        },
-                    )
-                },
-            );
+            let prev_ref = &prev;
+            let next_ref = &next_pick;
+            let (joined, poll) = while_polling(ranks.as_deref_mut(), move || {
+                rayon::join(
+                    move || {
+                        let t = Instant::now();
+                        let r = be.solve(solving, dt, order);
+                        (r, t.elapsed().as_secs_f64())
+                    },
+                    || {
+                        rayon::join(
+                            || {
+                                prev_ref.as_ref().map(|(p, _)| {
+                                    let t = Instant::now();
+                                    let r = stages::close(p, news_ref, fluxes_ref);
+                                    (r, t.elapsed().as_secs_f64())
+                                })
+                            },
+                            || {
+                                next_ref.as_ref().map(|p| {
+                                    let t = Instant::now();
+                                    let r = stage(layout, h, olds_ref, time, p, ring_ref);
+                                    (r, t.elapsed().as_secs_f64())
+                                })
+                            },
+                        )
+                    },
+                )
+            });
+            if polled.is_ok() {
+                polled = poll;
+            }
+            let (solved, (closed, staged)) = joined;
             let t_observe = Instant::now();
             let (r, solve_secs) = solved;
             // Batches of a failed step go back to the ring (the step is
@@ -514,7 +564,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
                     attribute_close(patch_secs, layout, model, &p, &close_secs);
                     observe_close(model, layout, &p, &close_secs, calibrator.as_deref_mut());
                 });
-                let sent = closed.and_then(|()| closed_hook(&p, fluxes));
+                let sent = closed.and_then(|()| closed_hook(ranks.as_deref_mut(), &p, fluxes));
                 ring.give(p.batch);
                 sent?;
             }
@@ -537,7 +587,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
                         attribute_close(patch_secs, layout, model, &cur, &c);
                         observe_close(model, layout, &cur, &c, calibrator.as_deref_mut());
                     });
-                    let sent = done.and_then(|()| closed_hook(&cur, fluxes));
+                    let sent = done.and_then(|()| closed_hook(ranks.as_deref_mut(), &cur, fluxes));
                     ring.give(cur.batch);
                     sent?;
                     break;
@@ -545,6 +595,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             }
         }
     }
+    polled?;
     if let Some(i) = news.iter().position(Option::is_none) {
         return Err(IntegratorError::Internal(format!(
             "patch index {i} was not returned after close"

@@ -276,6 +276,13 @@ impl Ranks {
             .map(|b| b.patches.iter().any(|&(i, _)| !self.produces[i].is_empty()))
             .collect();
         self.begun = false;
+        log::debug!(
+            "rank {me}: {} of {} bins hold patches whose flux blocks other ranks need; {} of {} own patches produce them",
+            self.first_bins.iter().filter(|&&b| b).count(),
+            self.first_bins.len(),
+            self.produces.iter().filter(|p| !p.is_empty()).count(),
+            self.owned.iter().filter(|&&o| o).count()
+        );
     }
 
     /// Whether steps run boundary-first (the default): the bins whose flux
@@ -333,6 +340,28 @@ impl Ranks {
         let secs = start.elapsed().as_secs_f64();
         self.halo_secs += secs;
         self.halo_by_kind[1] += secs;
+        Ok(())
+    }
+
+    /// Whether [`Ranks::poll`] has anything to do this step.
+    pub fn polls(&self) -> bool {
+        self.overlap && self.begun
+    }
+
+    /// While the batch loop works on other threads: drives the posted
+    /// sends and takes the flux messages that have arrived (MPI moves a
+    /// large message only while both sides call into it). Its time is not
+    /// counted as exchange time: the loop runs meanwhile.
+    pub fn poll(&mut self) -> Result<(), IntegratorError> {
+        if !self.polls() {
+            return Ok(());
+        }
+        for (e, (from, _)) in self.early.iter_mut().zip(&self.flux_recvs) {
+            if e.is_none() {
+                *e = self.transport.try_recv(*from, TAG_FLUX)?;
+            }
+        }
+        self.transport.progress()?;
         Ok(())
     }
 

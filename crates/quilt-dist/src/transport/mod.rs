@@ -60,6 +60,14 @@ pub trait Transport {
     /// (MPI completes its requests; in-process ranks need nothing).
     fn flush(&mut self) -> Result<(), DistError>;
 
+    /// Advances posted sends without waiting. MPI here has no
+    /// asynchronous progress: a large message moves only while its sender
+    /// and receiver call into MPI, so a rank that overlaps transfers with
+    /// work calls this (and polls its receives) while the work runs.
+    fn progress(&mut self) -> Result<(), DistError> {
+        Ok(())
+    }
+
     /// Every rank's `data`, by rank, on every rank.
     fn all_gather(&mut self, data: Vec<u8>) -> Result<Vec<Vec<u8>>, DistError> {
         let (me, n) = (self.rank(), self.size());

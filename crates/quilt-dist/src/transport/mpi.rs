@@ -119,7 +119,7 @@ impl MpiRanks {
 
     /// The next chunk from `from` with `tag`, if one has arrived.
     fn try_chunk(&mut self, from: usize, tag: i32) -> Option<Vec<u8>> {
-        self.progress();
+        self.complete_sends();
         self.world
             .process_at_rank(from as i32)
             .immediate_matched_probe_with_tag(tag)
@@ -157,7 +157,7 @@ impl MpiRanks {
     }
 
     /// Completes the sends that are done, keeps the others.
-    fn progress(&mut self) {
+    fn complete_sends(&mut self) {
         let mut still = Vec::with_capacity(self.in_flight.len());
         for mut f in self.in_flight.drain(..) {
             match f.request.take().map(Request::test) {
@@ -215,7 +215,7 @@ impl Transport for MpiRanks {
             }
             self.post(to, tag, data[full * self.chunk..].to_vec());
         }
-        self.progress();
+        self.complete_sends();
         Ok(())
     }
 
@@ -233,6 +233,11 @@ impl Transport for MpiRanks {
         let tag = self.check_tag(tag)?;
         let first = self.wait_chunk(from, tag)?;
         self.rest_of(from, tag, first)
+    }
+
+    fn progress(&mut self) -> Result<(), DistError> {
+        self.complete_sends();
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<(), DistError> {

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs over MPI ranks on a GPU node, with the `ranks` example built here:
+#
+#   cargo build --release --features mpi --example ranks
+#   mkdir -p .device-bin && cp target/release/examples/ranks .device-bin/ && strip .device-bin/ranks
+#   (libhdf5 and its dependencies in .device-bin/lib, as scripts/gpu-check.sh build leaves them)
+#
+# then, on the GPU node (through the device tool, carrying .device-bin):
+#
+#   bash scripts/ranks-bench.sh cpu        # CPU backend: 1x16, 4x4 boundary-first, 4x4 after the loop
+#   bash scripts/ranks-bench.sh gpus N     # CUDA host-staged, one rank per GPU: 1, 2 (if N >= 2) and N GPUs, f64 and f32
+#
+# Every run prints its cell updates/s, rank 0's exchange seconds by kind,
+# the state digest (equal digests: bitwise equal runs), the load-balance
+# efficiency of each regrid and each rank's batch loop at steps 8 and 16.
+# Logs go to $OUT (or ./ranks-bench-out).
+set -u
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/ranks-bench-out}"
+mkdir -p "$OUT"
+# Multicast (NVLS) stays off on shared multi-GPU hosts.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export LD_LIBRARY_PATH="/usr/local/cuda/targets/x86_64-linux/lib:$PWD/.device-bin/lib"
+export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
+export RUST_LOG=quilt_integrator::integrator=debug
+B="$PWD/.device-bin/ranks"
+L=examples/decks/sphere_large.toml
+L32=examples/decks/sphere_large_f32.toml
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "cores: $(nproc)"; date -u
+
+# run NAME RANKS THREADS DECK [ARGS...]; with GPU=1 each rank sees only
+# the GPU of its local rank.
+run() {
+    local name=$1 np=$2 th=$3 deck=$4
+    shift 4
+    local s0=$SECONDS
+    local wrap=()
+    if [[ "${GPU:-0}" == 1 ]]; then
+        wrap=(bash -c 'export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$@"' _)
+    fi
+    mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" \
+        -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS \
+        -x LD_LIBRARY_PATH -x RUST_LOG -x OMPI_MCA_btl_vader_single_copy_mechanism \
+        "${wrap[@]}" "$B" --config "$deck" --residency host --threads "$th" "$@" \
+        >"$OUT/$name.out" 2>"$OUT/$name.err"
+    echo "== $name: exit $?, $((SECONDS - s0)) s"
+    grep -E "^ranks:" "$OUT/$name.out" | grep -v totals
+    grep -oE "efficiency [0-9.]+ kept, [0-9.]+ fresh, (fresh adopted|kept)" "$OUT/$name.err" | sort -u | tr '\n' ';'
+    echo
+    for s in 8 16; do
+        echo "step $s batch loops: $(grep -E "step $s: t =" "$OUT/$name.err" | grep -oE "batch loop [0-9.]+ s" | tr '\n' ' ')"
+    done
+}
+
+case "${1:-cpu}" in
+cpu)
+    run cpu_1x16 1 16 "$L" --backend cpu
+    run cpu_4x4 4 4 "$L" --backend cpu
+    run cpu_4x4_after_loop 4 4 "$L" --backend cpu --no-overlap
+    ;;
+gpus)
+    n="${2:-4}"
+    th=$(($(nproc) / n))
+    th=$((th > 16 ? 16 : th))
+    export GPU=1
+    run f64_1gpu 1 "$th" "$L" --backend cuda
+    if ((n > 2)); then run f64_2gpu 2 "$th" "$L" --backend cuda; fi
+    run "f64_${n}gpu" "$n" "$th" "$L" --backend cuda
+    run "f64_${n}gpu_after_loop" "$n" "$th" "$L" --backend cuda --no-overlap
+    run f32_1gpu 1 "$th" "$L32" --backend cuda
+    run "f32_${n}gpu" "$n" "$th" "$L32" --backend cuda
+    ;;
+*)
+    echo "usage: ranks-bench.sh cpu | gpus N" >&2
+    exit 2
+    ;;
+esac
+date -u
