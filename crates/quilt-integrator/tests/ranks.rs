@@ -318,3 +318,22 @@ fn each_rank_measures_its_own_patches() {
         }
     });
 }
+
+/// A rank that stops in the middle of a run (its transport gone, as when
+/// a process dies) is an error naming it on the other ranks, not a hang.
+#[test]
+fn a_rank_that_stops_is_an_error_on_the_others() {
+    let deck = common::periodic_three_levels();
+    let errors = run_ranks(2, |t| {
+        let solver = deck.solver().expect("solver");
+        let mut it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).expect("integrator");
+        it.distribute(Box::new(t)).expect("distribute");
+        it.step().expect("first step");
+        if it.rank().expect("a rank").0 == 1 {
+            return None;
+        }
+        Some(it.step().expect_err("a step without rank 1").to_string())
+    });
+    let e = errors[0].as_deref().expect("rank 0's error");
+    assert!(e.contains("rank 1 has stopped"), "{e}");
+}
