@@ -598,13 +598,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         };
         let data = self.data.as_ref().ok_or_else(poisoned)?;
         let range = self.h.level_range(0);
-        let mine: Vec<f64> = range
-            .clone()
-            .filter(|&i| ranks.owned()[i])
-            .flat_map(|i| (0..NCOMP).map(move |c| (i, c)))
-            .map(|(i, c)| data.old(i).interior_sum(c))
-            .collect();
-        let sums = ranks.gather_patch_values(range.clone(), NCOMP, &mine)?;
+        let sums = ranks.gather_patch_values(range.clone(), NCOMP, |i, out| {
+            out.extend((0..NCOMP).map(|c| data.old(i).interior_sum(c)));
+        })?;
         let volume = self
             .h
             .level_geometry(0)
@@ -669,15 +665,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// Every rank of a run over ranks must call it at the same point.
     pub fn state_digest(&mut self) -> Result<u64, IntegratorError> {
         let data = self.data.as_ref().ok_or_else(poisoned)?;
-        let h = &self.h;
-        let owned = |i: usize| self.ranks.as_ref().is_none_or(|r| r.owned()[i]);
-        let mine: Vec<f64> = (0..h.num_patches())
-            .filter(|&i| owned(i))
-            .map(|i| f64::from_bits(patch_digest(data.old(i))))
-            .collect();
+        let n = self.h.num_patches();
+        let digest = |i: usize| f64::from_bits(patch_digest(data.old(i)));
         let all = match self.ranks.as_mut() {
-            Some(r) => r.gather_patch_values(0..h.num_patches(), 1, &mine)?,
-            None => mine,
+            Some(r) => r.gather_patch_values(0..n, 1, |i, out| out.push(digest(i)))?,
+            None => (0..n).map(digest).collect(),
         };
         Ok(fnv1a(all.iter().flat_map(|d| d.to_bits().to_le_bytes())))
     }
@@ -790,7 +782,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// Seconds this rank of a distributed run has spent in the step's
     /// exchanges (ghost data, flux blocks, restriction), waits included.
     pub fn halo_seconds(&self) -> f64 {
-        self.ranks.as_ref().map_or(0.0, |r| r.halo_secs)
+        self.ranks.as_ref().map_or(0.0, Ranks::halo_secs)
     }
 
     /// Regrids of a distributed run that adopted a fresh distribution
@@ -892,12 +884,10 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let mut data = self.data.take().ok_or_else(poisoned)?;
         if let Some(r) = self.ranks.as_mut() {
             r.begin_step();
-        }
-        if let Some(r) = self.ranks.as_mut()
-            && let Err(e) = r.exchange_old(&mut data)
-        {
-            self.data = Some(data);
-            return Err(e);
+            if let Err(e) = r.exchange_old(&mut data) {
+                self.data = Some(data);
+                return Err(e);
+            }
         }
         // Estimate errors count once the model is calibrated.
         let calibrated = self.calibrator.is_none();
@@ -1489,12 +1479,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let kept = Distribution::inherited(&self.h, ranks.distribution(), &new_h)?;
         // Every rank's measured costs of its own patches, on every rank, so
         // that all compute the same distribution.
-        let n = self.h.num_patches();
-        let mine: Vec<f64> = (0..n)
-            .filter(|&i| ranks.owned()[i])
-            .map(|i| self.patch_costs.get(i).copied().unwrap_or(f64::NAN))
-            .collect();
-        let measured = ranks.gather_patch_values(0..n, 1, &mine)?;
+        let measured = ranks.gather_patch_values(0..self.h.num_patches(), 1, |i, out| {
+            out.push(self.patch_costs.get(i).copied().unwrap_or(f64::NAN));
+        })?;
         let costs = inherited_costs(&self.h, &measured, &new_h);
         let rebalance = Balancer::default().rebalance(&new_h, kept, &costs)?;
         Ok((new_h, rebalance))

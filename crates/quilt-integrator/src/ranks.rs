@@ -88,12 +88,16 @@ pub(crate) struct Ranks {
     early: Vec<Option<Vec<u8>>>,
     /// Regrids that adopted a fresh distribution.
     pub fresh: u64,
-    /// Seconds spent in exchanges (posting, waiting, unpacking).
-    pub halo_secs: f64,
-    /// The same by kind: old interiors for the fill, flux blocks,
-    /// restriction (all waits included).
+    /// Seconds spent in exchanges (posting, waiting, unpacking) by kind:
+    /// old interiors for the fill, flux blocks, restriction (all waits
+    /// included).
     pub halo_by_kind: [f64; 3],
 }
+
+/// Indices of [`Ranks::halo_by_kind`].
+const HALO_OLD: usize = 0;
+const HALO_FLUX: usize = 1;
+const HALO_RESTRICT: usize = 2;
 
 impl std::fmt::Debug for Ranks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -140,7 +144,6 @@ impl Ranks {
             begun: false,
             early: Vec::new(),
             fresh: 0,
-            halo_secs: 0.0,
             halo_by_kind: [0.0; 3],
         };
         me.plan(h, layout);
@@ -319,7 +322,7 @@ impl Ranks {
         closed: impl Iterator<Item = usize>,
         fluxes: &FluxStore<T>,
     ) -> Result<(), IntegratorError> {
-        if !(self.overlap && self.begun) {
+        if !self.polls() {
             return Ok(());
         }
         let start = std::time::Instant::now();
@@ -332,14 +335,28 @@ impl Ranks {
                 }
             }
         }
+        self.take_arrived()?;
+        self.count(HALO_FLUX, start);
+        Ok(())
+    }
+
+    /// Seconds spent in exchanges, all kinds.
+    pub fn halo_secs(&self) -> f64 {
+        self.halo_by_kind.iter().sum()
+    }
+
+    /// Adds the time since `start` to exchange kind `kind`.
+    fn count(&mut self, kind: usize, start: std::time::Instant) {
+        self.halo_by_kind[kind] += start.elapsed().as_secs_f64();
+    }
+
+    /// Takes the flux messages of this step that have arrived.
+    fn take_arrived(&mut self) -> Result<(), IntegratorError> {
         for (e, (from, _)) in self.early.iter_mut().zip(&self.flux_recvs) {
             if e.is_none() {
                 *e = self.transport.try_recv(*from, TAG_FLUX)?;
             }
         }
-        let secs = start.elapsed().as_secs_f64();
-        self.halo_secs += secs;
-        self.halo_by_kind[1] += secs;
         Ok(())
     }
 
@@ -356,11 +373,7 @@ impl Ranks {
         if !self.polls() {
             return Ok(());
         }
-        for (e, (from, _)) in self.early.iter_mut().zip(&self.flux_recvs) {
-            if e.is_none() {
-                *e = self.transport.try_recv(*from, TAG_FLUX)?;
-            }
-        }
+        self.take_arrived()?;
         self.transport.progress()?;
         Ok(())
     }
@@ -420,9 +433,7 @@ impl Ranks {
         let start = std::time::Instant::now();
         self.fill
             .exchange_states(&mut *self.transport, TAG_FILL, data, TimeLevel::Old)?;
-        let secs = start.elapsed().as_secs_f64();
-        self.halo_secs += secs;
-        self.halo_by_kind[0] += secs;
+        self.count(HALO_OLD, start);
         Ok(())
     }
 
@@ -478,9 +489,7 @@ impl Ranks {
         t.flush()?;
         // The next step starts its bookkeeping afresh.
         self.begun = false;
-        let secs = start.elapsed().as_secs_f64();
-        self.halo_secs += secs;
-        self.halo_by_kind[1] += secs;
+        self.count(HALO_FLUX, start);
         Ok(())
     }
 
@@ -497,9 +506,7 @@ impl Ranks {
         let start = std::time::Instant::now();
         let tag = TAG_RESTRICT + l as Tag;
         plan.exchange_states(&mut *self.transport, tag, data, TimeLevel::New)?;
-        let secs = start.elapsed().as_secs_f64();
-        self.halo_secs += secs;
-        self.halo_by_kind[2] += secs;
+        self.count(HALO_RESTRICT, start);
         Ok(())
     }
 
@@ -749,17 +756,22 @@ impl Ranks {
     }
 
     /// `per` values of each patch of `range`, gathered from the ranks
-    /// owning them: `mine` holds this rank's patches of `range` in order,
-    /// `per` values each; the result holds every patch's, in patch order.
+    /// owning them: `value(i, out)` pushes the `per` values of patch `i`,
+    /// and is called on each rank for its own patches of `range`; the
+    /// result holds every patch's, in patch order.
     pub fn gather_patch_values(
         &mut self,
         range: std::ops::Range<usize>,
         per: usize,
-        mine: &[f64],
+        mut value: impl FnMut(usize, &mut Vec<f64>),
     ) -> Result<Vec<f64>, IntegratorError> {
+        let mut mine = Vec::new();
+        for i in range.clone().filter(|&i| self.owned[i]) {
+            value(i, &mut mine);
+        }
         let all = self
             .transport
-            .all_gather(bytemuck::cast_slice::<f64, u8>(mine).to_vec())?;
+            .all_gather(bytemuck::cast_slice::<f64, u8>(&mine).to_vec())?;
         let mut out = vec![0.0; range.len() * per];
         let mut at = vec![0usize; all.len()];
         for i in range.clone() {

@@ -74,6 +74,14 @@ fn run_with<T: Real>(
     }
 }
 
+/// An f64 CPU integrator of `deck`, spread over the ranks of `t`.
+fn distributed(deck: &Deck, t: quilt_dist::ThreadRank) -> Integrator<f64, CpuBackend<f64>> {
+    let solver = deck.solver().expect("solver");
+    let mut it = Integrator::<f64, _>::new(deck, CpuBackend::new(solver)).expect("integrator");
+    it.distribute(Box::new(t)).expect("distribute");
+    it
+}
+
 fn check<T: Real>(deck: &Deck, ranks: usize) -> u64 {
     check_with::<T>(deck, ranks, true)
 }
@@ -144,9 +152,7 @@ fn more_ranks_than_patches_give_the_serial_run() {
 fn whole_state_calls_on_one_rank_are_errors() {
     let deck = common::periodic_three_levels();
     let errors = run_ranks(2, |t| {
-        let solver = deck.solver().expect("solver");
-        let mut it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).expect("integrator");
-        it.distribute(Box::new(t)).expect("distribute");
+        let mut it = distributed(&deck, t);
         it.step().expect("step");
         let totals = it.conserved_totals().unwrap_err().to_string();
         it.global_totals().expect("gathered totals");
@@ -174,14 +180,8 @@ fn a_checkpoint_of_three_ranks_restarts_on_any_rank_count() {
     let dir = std::env::temp_dir().join(format!("quilt-ranks-checkpoint-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("three.h5");
-    let new = |t: quilt_dist::ThreadRank| {
-        let solver = deck.solver().expect("solver");
-        let mut it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).expect("integrator");
-        it.distribute(Box::new(t)).expect("distribute");
-        it
-    };
     run_ranks(3, |t| {
-        let mut it = new(t);
+        let mut it = distributed(&deck, t);
         for _ in 0..before {
             it.step().expect("step");
         }
@@ -206,7 +206,7 @@ fn a_checkpoint_of_three_ranks_restarts_on_any_rank_count() {
 
     let nowhere = dir.join("missing").join("x.h5");
     let errors = run_ranks(2, |t| {
-        let mut it = new(t);
+        let mut it = distributed(&deck, t);
         it.step().expect("step");
         it.write_checkpoint(&nowhere).unwrap_err().to_string()
     });
@@ -239,9 +239,7 @@ fn ghost_fill_over_ranks_is_the_serial_fill() {
     }
     serial.fill_ghosts().expect("fill");
     let ranks = run_ranks(3, |t| {
-        let solver = deck.solver().expect("solver");
-        let mut it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).expect("integrator");
-        it.distribute(Box::new(t)).expect("distribute");
+        let mut it = distributed(&deck, t);
         for _ in 0..steps {
             it.step().expect("step");
         }
@@ -276,9 +274,7 @@ fn output_over_ranks_is_the_serial_output_on_rank_zero() {
     }
     let serial = serial.output().expect("output").expect("a serial output");
     let outputs = run_ranks(3, |t| {
-        let solver = deck.solver().expect("solver");
-        let mut it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).expect("integrator");
-        it.distribute(Box::new(t)).expect("distribute");
+        let mut it = distributed(&deck, t);
         for _ in 0..steps {
             it.step().expect("step");
         }
@@ -303,9 +299,7 @@ fn each_rank_measures_its_own_patches() {
             .all(|c| *c > 0.0 && c.is_finite())
     );
     run_ranks(2, |t| {
-        let solver = deck.solver().expect("solver");
-        let mut it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).expect("integrator");
-        it.distribute(Box::new(t)).expect("distribute");
+        let mut it = distributed(&deck, t);
         it.step().expect("step");
         let me = it.rank().expect("a rank").0;
         let owner = it.distribution().expect("distributed").clone();
@@ -325,9 +319,7 @@ fn each_rank_measures_its_own_patches() {
 fn a_rank_that_stops_is_an_error_on_the_others() {
     let deck = common::periodic_three_levels();
     let errors = run_ranks(2, |t| {
-        let solver = deck.solver().expect("solver");
-        let mut it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).expect("integrator");
-        it.distribute(Box::new(t)).expect("distribute");
+        let mut it = distributed(&deck, t);
         it.step().expect("first step");
         if it.rank().expect("a rank").0 == 1 {
             return None;
