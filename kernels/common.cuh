@@ -662,6 +662,66 @@ __device__ __forceinline__ void store_body(const T* data, T* host, const PatchDe
 QUILT_STORE_KERNEL(float, store_f32)
 QUILT_STORE_KERNEL(double, store_f64)
 
+// ------------------------------------------------------- ghost-box load ----
+// The batch straight from the host's page-locked memory: every cell of the
+// chunk's ghost boxes, read through the mapped (unified) address of the
+// batch and written to the device at the same index. Only the boxes the
+// sweeps read cross the bus; a copy of occupied runs would also carry the
+// unused parts of every bin row between them. Grid and order as the store.
+
+// Reads over the bus take microseconds: each thread issues the reads of
+// QUILT_LOAD_CELLS cells before it writes any, so that enough of them are
+// in flight to fill the link.
+#define QUILT_LOAD_CELLS 4
+
+template <class T>
+__device__ __forceinline__ void load_body(T* __restrict__ data, const T* __restrict__ host, const PatchDesc* descs,
+                                          const u32* order, const ScanItem* items, u32 i0, int B) {
+    const ScanItem it = items[i0 + blockIdx.x];
+    const PatchDesc& d = descs[order[it.q]];
+    const int ex = d.extent[0], ey = d.extent[1], ez = d.extent[2];
+    const int plane = ex * ey;
+    const int end = min((int)it.first + QUILT_SCAN_CELLS, plane * ez);
+    const int cs = B * B * B;
+    const i64 base = (i64)d.bin * 5 * cs;
+    const int o0 = (d.offset[2] * B + d.offset[1]) * B + d.offset[0];
+    const int stride = (int)blockDim.x;
+    for (int t0 = (int)it.first + (int)threadIdx.x; t0 < end; t0 += QUILT_LOAD_CELLS * stride) {
+        T u[QUILT_LOAD_CELLS][5];
+        i64 at[QUILT_LOAD_CELLS];
+#pragma unroll
+        for (int m = 0; m < QUILT_LOAD_CELLS; ++m) {
+            const int t = t0 + m * stride;
+            at[m] = -1;
+            if (t < end) {
+                const int k = t / plane;
+                const int r = t - k * plane;
+                const int j = r / ex;
+                const int i = r - j * ex;
+                at[m] = base + o0 + (k * B + j) * B + i;
+#pragma unroll
+                for (int v = 0; v < 5; ++v) u[m][v] = host[at[m] + (i64)v * cs];
+            }
+        }
+#pragma unroll
+        for (int m = 0; m < QUILT_LOAD_CELLS; ++m)
+            if (at[m] >= 0) {
+#pragma unroll
+                for (int v = 0; v < 5; ++v) data[at[m] + (i64)v * cs] = u[m][v];
+            }
+    }
+}
+
+#define QUILT_LOAD_KERNEL(T, NAME)                                                                         \
+    extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                         \
+        NAME(T* data, const T* host, const PatchDesc* descs, const u32* order, const ScanItem* items, u32 i0, \
+             int B) {                                                                                      \
+        load_body<T>(data, host, descs, order, items, i0, B);                                              \
+    }
+
+QUILT_LOAD_KERNEL(float, load_f32)
+QUILT_LOAD_KERNEL(double, load_f64)
+
 // ------------------------------------------------------ launch helpers ----
 
 template <class T> __device__ __forceinline__ const PatchStep<T>& step_of(const StepArgs<T>& a, u32 p) {

@@ -5,7 +5,8 @@
 //! header `common.cuh`, handed to NVRTC as a named header, and defines the
 //! entry points of both precisions: `{scheme}_{shape}_{f32|f64}` for the
 //! shapes of [`KernelShape`], plus `scan_f32` / `scan_f64` (the input scan)
-//! and `store_f32` / `store_f64` (interiors into the page-locked batch).
+//! `store_f32` / `store_f64` (interiors into the page-locked batch) and
+//! `load_f32` / `load_f64` (ghost boxes from it).
 
 use std::borrow::Cow;
 use std::ffi::{CStr, CString, c_char};
@@ -131,6 +132,7 @@ impl KernelFile {
             }
             out.push(format!("scan_{prec}"));
             out.push(format!("store_{prec}"));
+            out.push(format!("load_{prec}"));
         }
         out
     }

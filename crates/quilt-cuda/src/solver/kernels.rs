@@ -96,6 +96,8 @@ pub(crate) struct Kernels {
     pub scan: CudaFunction,
     /// Interiors from the device straight into the page-locked batch.
     pub store: CudaFunction,
+    /// Ghost boxes from the page-locked batch straight onto the device.
+    pub load: CudaFunction,
 }
 
 impl Kernels {
@@ -118,6 +120,7 @@ impl Kernels {
             fused: k(KernelShape::Fused, fused_words(file) as u32 * size)?,
             scan: function(module, &format!("scan_{}", T::NAME))?,
             store: function(module, &format!("store_{}", T::NAME))?,
+            load: function(module, &format!("load_{}", T::NAME))?,
         })
     }
 

@@ -67,9 +67,9 @@ fn par_copy_runs<T: Copy + Send + Sync>(dst: &mut [T], src: &[T], runs: &[(usize
 /// How batches cross the bus, for measurements: `QUILT_CUDA_TRANSFER` =
 /// `staged` copies every batch through the solver's pinned staging even
 /// when it is page-locked, `whole` moves whole bins instead of their
-/// occupied runs, `runs` brings results back as copies of the occupied
-/// runs instead of the interior store; unset (or anything else), the
-/// default.
+/// occupied runs, `runs` moves the occupied runs both ways by copies
+/// instead of the ghost-box load and the interior store; unset (or
+/// anything else), the default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct TransferMode {
     staged: bool,
@@ -359,9 +359,19 @@ impl<T: GpuReal> CudaSolver<T> {
         Ok(())
     }
 
-    /// Writes chunk `c`'s interiors from the device into `host`, the
-    /// page-locked batch data (its unified address), on `stream`.
-    fn launch_store(&self, c: usize, host: *mut T, stream: &CudaStream) -> Result<(), CudaError> {
+    /// Launches `func`, one of the copies between the device data and
+    /// `host`, the page-locked batch data (its unified address), over the
+    /// scan items of chunk `c` on `stream`: `store_T` (interiors to the
+    /// host) or `load_T` (ghost boxes to the device), which take the same
+    /// arguments.
+    fn launch_host_copy(
+        &self,
+        func: &cudarc::driver::CudaFunction,
+        name: &'static str,
+        c: usize,
+        host: u64,
+        stream: &CudaStream,
+    ) -> Result<(), CudaError> {
         let Some((i0, cfg)) = self.item_launch(c) else {
             return Ok(());
         };
@@ -369,8 +379,7 @@ impl<T: GpuReal> CudaSolver<T> {
         let (data, descs, order) = (st.d_data.at(0), st.d_descs.at(0), st.d_order.at(0));
         let scan = st.d_scan.at(0);
         let b = st.plan.bin_edge as i32;
-        let host = host as u64;
-        let mut l = stream.launch_builder(&self.kernels.store);
+        let mut l = stream.launch_builder(func);
         l.arg(&data)
             .arg(&host)
             .arg(&descs)
@@ -378,12 +387,39 @@ impl<T: GpuReal> CudaSolver<T> {
             .arg(&scan)
             .arg(&i0)
             .arg(&b);
-        // SAFETY: arguments match `store_T`'s signature; `host` is the
-        // unified address of page-locked memory as large as the device
-        // data (the layouts match), which stays alive and unread by the
-        // host until the caller synchronises the stream.
-        unsafe { l.launch(cfg) }.call("cuLaunchKernel(store)")?;
+        // SAFETY: arguments match the signatures of `store_T` and
+        // `load_T`; `host` is the unified address of page-locked memory as
+        // large as the device data (the layouts match), which stays alive
+        // and untouched by the host until the caller synchronises the
+        // stream.
+        unsafe { l.launch(cfg) }.call(name)?;
         Ok(())
+    }
+
+    /// Writes chunk `c`'s interiors from the device into `host`, the
+    /// page-locked batch data, on `stream`.
+    fn launch_store(&self, c: usize, host: *mut T, stream: &CudaStream) -> Result<(), CudaError> {
+        let store = &self.kernels.store;
+        self.launch_host_copy(store, "cuLaunchKernel(store)", c, host as u64, stream)
+    }
+
+    /// Reads chunk `c`'s ghost boxes from `host`, the page-locked batch
+    /// data, onto the device on `stream`; returns the cells read.
+    fn launch_load(
+        &self,
+        c: usize,
+        host: *const T,
+        stream: &CudaStream,
+    ) -> Result<usize, CudaError> {
+        let load = &self.kernels.load;
+        self.launch_host_copy(load, "cuLaunchKernel(load)", c, host as u64, stream)?;
+        let st = self.state.as_ref().expect("state built");
+        let chunk = &st.plan.chunks[c];
+        let cells: usize = st.plan.order[chunk.q0 as usize..chunk.q1 as usize]
+            .iter()
+            .map(|&p| st.plan.descs[p as usize].total_cells() as usize)
+            .sum();
+        Ok(cells)
     }
 
     /// The sweeps of chunk `c` for one step in `order`.
@@ -608,10 +644,11 @@ impl<T: GpuReal> CudaSolver<T> {
         }
     }
 
-    /// One step with transfers (see [`CudaSolver::advance`]). Only the
-    /// occupied runs of each chunk's bins cross the bus. A batch in
-    /// page-locked memory is copied straight from and into; any other goes
-    /// through the solver's pinned staging. Results come back only once the
+    /// One step with transfers (see [`CudaSolver::advance`]). A batch in
+    /// page-locked memory is read and written by kernels through its
+    /// mapped address, only its ghost boxes up and its interiors down; any
+    /// other goes through the solver's pinned staging as copies of the
+    /// occupied runs of each chunk's bins. Results come back only once the
     /// scan and the sweeps passed their checks, so a failed step leaves the
     /// batch untouched for the CPU to reproduce the error on.
     pub(super) fn run_io(
@@ -639,8 +676,8 @@ impl<T: GpuReal> CudaSolver<T> {
         // their patch's rows (with occupied runs alone, the large sphere's
         // second step failed; with whole bins it runs): they move whole bins.
         let whole_bins = mode.whole_bins || self.config.variant == Variant::Default;
-        // Interiors come back by the store kernel unless whole bins or
-        // runs are asked for.
+        // Ghost boxes go up by the load kernel and interiors come back by
+        // the store kernel unless whole bins or runs are asked for.
         let store = direct && !whole_bins && !mode.runs_back;
         if !direct {
             let ctx = self.dev.ctx.clone();
@@ -655,7 +692,14 @@ impl<T: GpuReal> CudaSolver<T> {
         let nchunks = self.state.as_ref().expect("state built").plan.chunks.len();
         for c in 0..nchunks {
             let stream = self.stream_of(c).clone();
-            {
+            if store {
+                let st = self.state.as_ref().expect("state built");
+                st.events[c].up0.record(&stream).call("cuEventRecord")?;
+                let cells = self.launch_load(c, batch.data().as_ptr(), &stream)?;
+                bytes_up += cells * batch.layout().ncomp() as usize;
+                let st = self.state.as_ref().expect("state built");
+                st.events[c].k0.record(&stream).call("cuEventRecord")?;
+            } else {
                 let st = self.state.as_mut().expect("state built");
                 let runs = &*chunk_runs(&st.plan.chunks[c], st.plan.bin_edge, whole_bins);
                 let src: &[T] = if direct {
