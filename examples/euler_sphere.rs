@@ -24,6 +24,10 @@
 //! (130, 143, 129); `--restart` continues from one with the stored deck (the
 //! command-line overrides still apply).
 
+// The summary's `serde_json::json!` object nests deeper than the default
+// limit of 128 macro expansions.
+#![recursion_limit = "256"]
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -329,6 +333,8 @@ fn write_summary_json<T: Real, B: SolveBackend<T>>(
         "hidden": p.hidden(),
         "other": p.other,
         "batch_loop": p.batch_loop,
+        "prepare_tasks": p.prepare_tasks,
+        "close_tasks": p.close_tasks,
         "steps_wall": p.wall,
         "cell_updates_per_s": t.cells as f64 / p.wall.max(1e-12),
         "peak_mb": peak_memory(),
@@ -463,6 +469,10 @@ fn summary<T: Real, B: SolveBackend<T>>(
     row("prepare + close hidden by pipeline", p.hidden());
     row("CFL scan and other", p.other);
     row("wall", wall);
+    println!(
+        "prepare tasks {:.3} core-s, close tasks {:.3} core-s (summed over threads)",
+        p.prepare_tasks, p.close_tasks
+    );
     if it.residency() == Residency::Device {
         println!(
             "device residency: \"solve\" is whole steps in the backend (fill, sweeps, refluxing, restriction); \"regrid\" is the fill and tagging in the backend, clustering and the new plans on the host, and the move into the new batch in the backend"

@@ -127,6 +127,8 @@ rows = [
     ("CFL scan and other s", "other"),
     ("idle (solver waiting) s", "idle"),
     ("batch loop s", "batch_loop"),
+    ("prepare tasks core-s", "prepare_tasks"),
+    ("close tasks core-s", "close_tasks"),
     ("steps wall s", "steps_wall"),
     ("cell updates/s", "cell_updates_per_s"),
     ("batches", "batches"),

@@ -942,6 +942,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             reflux_restrict,
             idle: (stats.wall - stats.solve).max(0.0),
             batch_loop: stats.wall,
+            prepare_tasks: stats.prepare_tasks,
+            close_tasks: stats.close_tasks,
             ..Default::default()
         };
         let info = self.finish_step(
@@ -954,15 +956,17 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             &mut phases,
         )?;
         log::debug!(
-            "step {step}: t = {:.6e}, dt = {dt:.3e}, {} batches, {:.3} s; batch loop {:.3} s: prepare {:.3} s (assembly {:.3} s), solve {:.3} s, close {:.3} s, selection and model {:.3} s; reflux and restriction {reflux_restrict:.3} s",
+            "step {step}: t = {:.6e}, dt = {dt:.3e}, {} batches, {:.3} s; batch loop {:.3} s: prepare {:.3} s (assembly {:.3} s; tasks {:.3} core-s), solve {:.3} s, close {:.3} s (tasks {:.3} core-s), selection and model {:.3} s; reflux and restriction {reflux_restrict:.3} s",
             self.time,
             stats.batches,
             info.phases.wall,
             stats.wall,
             stats.prepare,
             stats.assemble,
+            stats.prepare_tasks,
             stats.solve,
             stats.close,
+            stats.close_tasks,
             stats.between
         );
         Ok(info)

@@ -41,6 +41,10 @@ pub(crate) struct LoopStats {
     /// Wall seconds of the loop's own work between the stages: batch
     /// selection and the cost model's observations.
     pub between: f64,
+    /// Core-seconds of the prepare and close tasks (the sums of their
+    /// per-patch times).
+    pub prepare_tasks: f64,
+    pub close_tasks: f64,
     pub report: StepReport,
     pub estimates: EstimateErrors,
 }
@@ -418,6 +422,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             let mut staged = stage(layout, h, &olds, time, &pick, ring)?;
             stats.prepare += t.elapsed().as_secs_f64();
             stats.assemble += staged.assemble_secs;
+            stats.prepare_tasks += staged.prepare_secs.iter().sum::<f64>();
             let t = Instant::now();
             let r = backend.solve(&mut staged.batch, dt, order);
             let solve_secs = t.elapsed().as_secs_f64();
@@ -434,6 +439,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             let close_secs = stages::close(&staged, &mut news, fluxes);
             stats.close += t.elapsed().as_secs_f64();
             let close_secs = close_secs?;
+            stats.close_tasks += close_secs.iter().sum::<f64>();
             closed_hook(ranks.as_deref_mut(), &staged, fluxes)?;
             attribute_batch(patch_secs, layout, model, &staged, solve_secs);
             attribute_close(patch_secs, layout, model, &staged, &close_secs);
@@ -473,6 +479,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
         let mut cur = stage(layout, h, &olds, time, &first, ring)?;
         stats.prepare += t.elapsed().as_secs_f64();
         stats.assemble += cur.assemble_secs;
+        stats.prepare_tasks += cur.prepare_secs.iter().sum::<f64>();
         let mut cur_pick = first;
         let mut prev: Option<(StagedBatch<T>, f64)> = None;
         loop {
@@ -561,6 +568,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             if let (Some((p, _)), Some((c, secs))) = (prev.take(), closed) {
                 let closed = c.map(|close_secs| {
                     stats.close += secs;
+                    stats.close_tasks += close_secs.iter().sum::<f64>();
                     attribute_close(patch_secs, layout, model, &p, &close_secs);
                     observe_close(model, layout, &p, &close_secs, calibrator.as_deref_mut());
                 });
@@ -577,6 +585,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
                     prev = Some((cur, cur_pick.close_estimate));
                     cur = s?;
                     stats.assemble += cur.assemble_secs;
+                    stats.prepare_tasks += cur.prepare_secs.iter().sum::<f64>();
                     cur_pick = np;
                 }
                 _ => {
@@ -584,6 +593,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
                     let close_secs = stages::close(&cur, &mut news, fluxes);
                     stats.close += t.elapsed().as_secs_f64();
                     let done = close_secs.map(|c| {
+                        stats.close_tasks += c.iter().sum::<f64>();
                         attribute_close(patch_secs, layout, model, &cur, &c);
                         observe_close(model, layout, &cur, &c, calibrator.as_deref_mut());
                     });

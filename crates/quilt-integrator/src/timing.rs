@@ -31,6 +31,12 @@ pub struct PhaseTimes {
     pub batch_loop: f64,
     /// Wall time of the whole step.
     pub wall: f64,
+    /// Core-seconds of the prepare tasks (each patch's fill and probe
+    /// copies, summed over the threads that ran them): with `prepare`
+    /// (wall), how many cores prepare kept busy.
+    pub prepare_tasks: f64,
+    /// Core-seconds of the close tasks, as `prepare_tasks`.
+    pub close_tasks: f64,
 }
 
 impl PhaseTimes {
@@ -53,6 +59,8 @@ impl AddAssign for PhaseTimes {
         self.other += o.other;
         self.batch_loop += o.batch_loop;
         self.wall += o.wall;
+        self.prepare_tasks += o.prepare_tasks;
+        self.close_tasks += o.close_tasks;
     }
 }
 
