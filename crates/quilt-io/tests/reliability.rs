@@ -8,12 +8,25 @@ mod common;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{RwLock, RwLockReadGuard};
 
 use quilt_io::{
     IoError, RunState, read_checkpoint, read_checkpoint_info, remove_stale_temporaries,
     write_checkpoint,
 };
 use quilt_mesh::HierarchyData;
+
+/// `hdf5_prints_nothing_to_stderr` runs this binary as a child process. A
+/// child forked while another test holds an HDF5 file open inherits the
+/// descriptor (HDF5 opens files without close-on-exec) and with it the
+/// file's lock, so that test's next open of its file fails ("unable to
+/// lock file"). Tests that open files hold this lock shared; the test that
+/// forks holds it alone while its child runs.
+static FILES: RwLock<()> = RwLock::new(());
+
+fn files_open() -> RwLockReadGuard<'static, ()> {
+    FILES.read().unwrap_or_else(|e| e.into_inner())
+}
 
 fn run_state() -> RunState {
     RunState {
@@ -75,6 +88,7 @@ fn set_scalar<A: hdf5::H5Type>(f: &hdf5::File, group: &str, attr: &str, v: A) {
 
 #[test]
 fn stored_run_state_is_validated_on_read() {
+    let _files = files_open();
     forge(
         "nan-time",
         |f| set_scalar(f, "run", "time", f64::NAN),
@@ -99,6 +113,7 @@ fn stored_run_state_is_validated_on_read() {
 
 #[test]
 fn stored_sizes_are_validated_on_read() {
+    let _files = files_open();
     forge(
         "no-levels",
         |f| set_scalar(f, "hierarchy", "num_levels", 0u32),
@@ -132,6 +147,7 @@ fn stored_sizes_are_validated_on_read() {
 
 #[test]
 fn a_huge_component_count_is_refused_before_allocating() {
+    let _files = files_open();
     let dir = common::scratch("rel-ncomp");
     let path = dir.join("chk.h5");
     write_sample(&path);
@@ -154,6 +170,7 @@ fn count(dir: &Path) -> usize {
 
 #[test]
 fn invalid_run_state_is_not_written() {
+    let _files = files_open();
     let dir = common::scratch("rel-write");
     let path = dir.join("chk.h5");
     write_sample(&path);
@@ -220,6 +237,7 @@ fn dead_pid() -> u32 {
 #[cfg(target_os = "linux")]
 #[test]
 fn stale_temporaries_of_dead_processes_are_removed() {
+    let _files = files_open();
     let dir = common::scratch("rel-stale");
     let (dead, ours) = (dead_pid(), std::process::id());
     let stale = [
@@ -266,6 +284,7 @@ fn stale_temporaries_of_dead_processes_are_removed() {
 #[cfg(target_os = "linux")]
 #[test]
 fn rewriting_a_checkpoint_removes_what_a_killed_writer_left() {
+    let _files = files_open();
     let dir = common::scratch("rel-rewrite");
     let path = dir.join("chk.h5");
     let dead = dead_pid();
@@ -310,6 +329,7 @@ fn assert_concise(err: &IoError, file: &Path, cause: &str) {
 
 #[test]
 fn hdf5_errors_are_one_short_line_naming_the_file() {
+    let _files = files_open();
     // A run directory with a long name: HDF5 repeats the (temporary)
     // file's whole path in its description, and the error chain would
     // repeat the description.
@@ -357,6 +377,7 @@ fn hdf5_prints_nothing_to_stderr() {
         fs::remove_dir_all(&dir).unwrap();
         return;
     }
+    let _alone = FILES.write().unwrap_or_else(|e| e.into_inner());
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "hdf5_prints_nothing_to_stderr", "--nocapture"])
         .env(CHILD, "1")
