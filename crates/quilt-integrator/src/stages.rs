@@ -344,21 +344,34 @@ fn copy_interior<T: Real>(batch: &Batch<T>, desc: usize, new: &mut PatchData<T>)
     let data_box = new.data_box();
     let gi = (interior.lo.x - data_box.lo.x) as usize;
     let [_, sy, sz] = new.strides();
+    let at = |c: usize, k: usize| {
+        data_index(
+            b,
+            nc,
+            d.bin as usize,
+            c,
+            [
+                d.offset[0] as usize + g,
+                d.offset[1] as usize + g,
+                d.offset[2] as usize + g + k,
+            ],
+        )
+    };
     for c in 0..nc {
         let dst = new.comp_mut(c);
         for k in 0..n[2] {
+            // The next plane's rows, while this one is copied (see
+            // `quilt_mesh::prefetch`).
+            if k + 1 < n[2] {
+                let s = at(c, k + 1);
+                quilt_mesh::prefetch::rows(src[s..].as_ptr(), n[1], b, n[0], false);
+                let o = gi + gi * sy + (gi + k + 1) * sz;
+                quilt_mesh::prefetch::rows(dst[o..].as_ptr(), n[1], sy, n[0], true);
+            }
+            // Rows of a bin plane are `b` values apart.
+            let plane = at(c, k);
             for j in 0..n[1] {
-                let s = data_index(
-                    b,
-                    nc,
-                    d.bin as usize,
-                    c,
-                    [
-                        d.offset[0] as usize + g,
-                        d.offset[1] as usize + g + j,
-                        d.offset[2] as usize + g + k,
-                    ],
-                );
+                let s = plane + j * b;
                 let o = gi + (gi + j) * sy + (gi + k) * sz;
                 dst[o..o + n[0]].copy_from_slice(&src[s..s + n[0]]);
             }

@@ -19,6 +19,7 @@ pub mod index;
 pub mod interp;
 pub mod memory;
 pub mod patch_data;
+pub mod prefetch;
 pub mod real;
 pub mod regrid;
 pub mod restrict;

@@ -421,9 +421,25 @@ fn copy_rows<T: Real>(
     let [_, sy, sz] = src.strides();
     let o0 = src.index(&(region.lo - shift));
     let ny = region.size().y as usize;
+    let nz = region.size().z as usize;
     for c in 0..t.ncomp() {
         let s = src.comp(c);
         for (dk, k) in (region.lo.z..=region.hi.z).enumerate() {
+            // The next plane's rows (the next component's first at the
+            // last plane), while this one is copied.
+            let next = if dk + 1 < nz {
+                Some((c, k + 1, o0 + (dk + 1) * sz))
+            } else if c + 1 < t.ncomp() {
+                Some((c + 1, region.lo.z, o0))
+            } else {
+                None
+            };
+            if let Some((nc, nk, no)) = next {
+                let from = src.comp(nc);
+                crate::prefetch::rows(from[no..].as_ptr(), ny, sy, nx, false);
+                let (to, tsy) = t.row_address(nc, region.lo.x, region.lo.y, nk);
+                crate::prefetch::rows(to, ny, tsy, nx, true);
+            }
             let plane = &s[o0 + dk * sz..];
             let rows = t.rows_mut(c, region.lo.x, region.lo.y, k, nx, ny);
             for (d, row) in rows.zip(plane.chunks(sy)) {

@@ -178,6 +178,15 @@ impl<'a, T: Copy> FillTarget<'a, T> {
             + self.sc * c
     }
 
+    /// Address of cell `(i, j, k)` of component `c` (which must lie in
+    /// the box) and the distance between rows, in values, for prefetches.
+    pub(crate) fn row_address(&self, c: usize, i: i32, j: i32, k: i32) -> (*const T, usize) {
+        (
+            self.ptr.as_ptr().wrapping_add(self.offset(i, j, k, c)) as *const T,
+            self.sy,
+        )
+    }
+
     /// Value of component `c` at cell `p`, or `None` outside the target.
     pub fn get(&self, c: usize, p: &IntVect) -> Option<T> {
         if c >= self.ncomp || !self.bx.contains(p) {
