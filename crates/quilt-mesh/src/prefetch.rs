@@ -24,11 +24,17 @@ pub fn rows<T>(first: *const T, count: usize, stride: usize, len: usize, write: 
     if enabled() {
         use std::arch::x86_64::{_MM_HINT_ET0, _MM_HINT_T0, _mm_prefetch};
         let bytes = len * std::mem::size_of::<T>();
+        if bytes == 0 {
+            return;
+        }
         for r in 0..count {
             let row = first.wrapping_add(r * stride) as *const i8;
+            // Every cache line the row touches, once: from the line of its
+            // first byte to the line of its last.
+            let skip = row as usize % 64;
             let mut off = 0;
-            while off < bytes {
-                let p = row.wrapping_add(off);
+            while off < skip + bytes {
+                let p = row.wrapping_sub(skip).wrapping_add(off);
                 // SAFETY: a prefetch never faults and reads nothing into
                 // the program; SSE is part of x86-64.
                 unsafe {
@@ -39,12 +45,6 @@ pub fn rows<T>(first: *const T, count: usize, stride: usize, len: usize, write: 
                     }
                 }
                 off += 64;
-            }
-            // The row's last line, which a start not on a line boundary
-            // leaves out.
-            if bytes > 0 {
-                // SAFETY: as above.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(bytes - 1)) };
             }
         }
     }
