@@ -1,13 +1,16 @@
 //! The batch loop of one step, sequential or pipelined.
 //!
-//! Pipelined (Raghavan & Vadhiyar 2015, section 3.2): while the backend
-//! solves batch `i`, the CPU closes batch `i − 1` and prepares batch
-//! `i + 1` (`rayon::join`), with two live batch buffers besides the one
-//! being closed. Prepare reads only old states, close writes only new
-//! states and flux stores, and the solve touches only its own buffer, so
-//! the three never race, and the result is bitwise the one of the
-//! sequential loop (prepare, solve, close, one batch after another).
+//! Sequential: prepare, solve and close one batch after another.
+//! Pipelined (Raghavan & Vadhiyar 2015, section 3.2, as a dataflow in
+//! [`overlap`]): the CPU prepares the next batches and closes solved ones
+//! while the backend solves. Prepare reads only old states, close writes
+//! only new states and the flux stores of its own patches, and a solve
+//! touches only its own buffer, so the stages never race, and the result
+//! is bitwise the one of the sequential loop.
 
+mod overlap;
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use quilt_batch::{CloseSample, OnlineModel, PatchWork, PrepareSample, SolveSample};
@@ -74,22 +77,33 @@ pub(crate) struct LoopInputs<'a, T, B: ?Sized> {
     pub ranks: Option<&'a mut Ranks>,
 }
 
+/// The ring of batch buffers, shared by the tasks that prepare batches
+/// and the loop that gives closed batches back.
+type SharedRing<'a, T> = Mutex<&'a mut BatchRing<T>>;
+
+fn lock<'g, 'a, T>(ring: &'g SharedRing<'a, T>) -> MutexGuard<'g, &'a mut BatchRing<T>> {
+    // A task that panicked while holding the ring left it consistent: its
+    // methods do not unwind half-way.
+    ring.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Assembles and prepares the batch of `pick`.
 fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
     layout: &PlanLayout<T>,
     h: &Hierarchy,
     old: &D,
     time: f64,
     pick: &Pick,
-    ring: &mut BatchRing<T>,
+    ring: &SharedRing<'_, T>,
 ) -> Result<StagedBatch<T>, IntegratorError> {
     let t = Instant::now();
     let (bl, queues) = stages::assemble(layout, h, &pick.bins, &pick.queues)?;
-    let mut batch = ring.take(bl, layout.bins.len())?;
+    let mut batch = lock(ring).take(bl, layout.bins.len())?;
     let assemble_secs = t.elapsed().as_secs_f64();
     let prepare_secs = match stages::prepare(layout, h, old, time, &mut batch, &queues) {
         Ok(s) => s,
         Err(e) => {
-            ring.give(batch);
+            lock(ring).give(batch);
             return Err(e);
         }
     };
@@ -336,40 +350,78 @@ pub(crate) fn solve_error<T>(
     }
 }
 
-/// Runs `work` on a helper thread while the calling thread, which owns
-/// the transport, polls `ranks` (see [`Ranks::poll`]) until it is done;
-/// without ranks to poll, runs it here. The first polling error is
-/// returned with the work's result.
-fn while_polling<R: Send>(
-    ranks: Option<&mut Ranks>,
-    work: impl FnOnce() -> R + Send,
-) -> (R, Result<(), IntegratorError>) {
-    let Some(ranks) = ranks.filter(|r| r.polls()) else {
-        return (work(), Ok(()));
-    };
-    let done = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let helper = s.spawn(|| {
-            let r = work();
-            done.store(true, std::sync::atomic::Ordering::Release);
-            r
-        });
-        let mut polled = Ok(());
-        while !done.load(std::sync::atomic::Ordering::Acquire) {
-            if polled.is_ok() {
-                polled = ranks.poll();
-            }
-            std::thread::sleep(std::time::Duration::from_micros(POLL_MICROS));
-        }
-        match helper.join() {
-            Ok(r) => (r, polled),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
-    })
+/// What the loop learns from each finished stage: the step's statistics,
+/// the cost model's observations (and the calibrator's) and the per-patch
+/// seconds. Both loops report every stage of every batch here once.
+struct Books<'a, T> {
+    layout: &'a PlanLayout<T>,
+    model: &'a mut OnlineModel,
+    calibrator: Option<&'a mut Calibrator>,
+    patch_secs: &'a mut [f64],
+    transfers: bool,
+    stats: LoopStats,
 }
 
-/// Microseconds between two polls of the transport while a batch runs.
-const POLL_MICROS: u64 = 200;
+impl<T> Books<'_, T> {
+    /// A batch was assembled and prepared in `wall` seconds.
+    fn prepared(&mut self, s: &StagedBatch<T>, wall: f64) {
+        self.stats.prepare += wall;
+        self.stats.assemble += s.assemble_secs;
+        self.stats.prepare_tasks += s.prepare_secs.iter().sum::<f64>();
+        observe_prepare(
+            self.model,
+            self.layout,
+            s,
+            &mut self.stats.estimates,
+            self.calibrator.as_deref_mut(),
+        );
+    }
+
+    /// A batch was solved in `secs` seconds.
+    fn solved(&mut self, pick: &Pick, s: &StagedBatch<T>, secs: f64, report: &StepReport) {
+        self.stats.solve += secs;
+        merge(&mut self.stats.report, report);
+        attribute_batch(self.patch_secs, self.layout, self.model, s, secs);
+        self.stats.estimates.add_solve(pick.solve_estimate, secs);
+        observe_solve(
+            self.model,
+            self.layout,
+            &s.bins,
+            secs,
+            self.transfers,
+            self.calibrator.as_deref_mut(),
+        );
+    }
+
+    /// A batch was closed in `wall` seconds, its queues' tasks in
+    /// `close_secs`.
+    fn closed(&mut self, s: &StagedBatch<T>, close_secs: &[f64], wall: f64) {
+        self.stats.close += wall;
+        self.stats.close_tasks += close_secs.iter().sum::<f64>();
+        attribute_close(self.patch_secs, self.layout, self.model, s, close_secs);
+        observe_close(
+            self.model,
+            self.layout,
+            s,
+            close_secs,
+            self.calibrator.as_deref_mut(),
+        );
+        self.stats.batches += 1;
+        self.stats.bins += s.bins.len();
+    }
+}
+
+/// After each close: posts what other ranks wait for, takes what arrived.
+fn closed_hook<T: Real>(
+    ranks: Option<&mut Ranks>,
+    s: &StagedBatch<T>,
+    fluxes: &FluxStore<T>,
+) -> Result<(), IntegratorError> {
+    match ranks {
+        Some(r) => r.after_close(s.queues.iter().flatten().map(|j| j.patch), fluxes),
+        None => Ok(()),
+    }
+}
 
 /// Runs every batch of one step.
 pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
@@ -383,7 +435,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
         backend,
         ring,
         model,
-        mut calibrator,
+        calibrator,
         scheduler,
         time,
         dt,
@@ -394,218 +446,67 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
         mut ranks,
     } = inp;
     let t_loop = Instant::now();
-    let transfers = backend.transfers();
     let name = backend.name().to_string();
     let (olds, news) = data.split_old_new();
     let mut news: Vec<Option<&mut PatchData<T>>> = news.into_iter().map(Some).collect();
-    let mut stats = LoopStats::default();
+    let mut books = Books {
+        layout,
+        model,
+        calibrator,
+        patch_secs,
+        transfers: backend.transfers(),
+        stats: LoopStats::default(),
+    };
     scheduler.start_first(&layout.work, ranks.as_deref().and_then(Ranks::first_bins));
-    // After each close: post what other ranks wait for, take what arrived.
-    fn closed_hook<T: Real>(
-        ranks: Option<&mut Ranks>,
-        s: &StagedBatch<T>,
-        fluxes: &FluxStore<T>,
-    ) -> Result<(), IntegratorError> {
-        match ranks {
-            Some(r) => r.after_close(s.queues.iter().flatten().map(|j| j.patch), fluxes),
-            None => Ok(()),
-        }
-    }
-    let mut polled = Ok(());
     let fail = |e: SolveError| solve_error(e, h, layout, step, time, &name);
+    let ring = Mutex::new(ring);
 
-    if !pipelined {
+    if pipelined {
+        overlap::run(overlap::Flow {
+            h,
+            layout,
+            olds: &olds,
+            time,
+            dt,
+            order,
+            backend,
+            news: &mut news,
+            fluxes,
+            ring: &ring,
+            scheduler,
+            ranks,
+            books: &mut books,
+            fail: &fail,
+        })?;
+    } else {
         let mut in_flight = None;
-        while let Some(pick) = scheduler.next(model.model(), in_flight)? {
+        while let Some(pick) = scheduler.next(books.model.model(), in_flight)? {
             in_flight = Some(pick.solve_estimate - pick.close_estimate);
             let t = Instant::now();
-            let mut staged = stage(layout, h, &olds, time, &pick, ring)?;
-            stats.prepare += t.elapsed().as_secs_f64();
-            stats.assemble += staged.assemble_secs;
-            stats.prepare_tasks += staged.prepare_secs.iter().sum::<f64>();
+            let mut staged = stage(layout, h, &olds, time, &pick, &ring)?;
+            books.prepared(&staged, t.elapsed().as_secs_f64());
             let t = Instant::now();
             let r = backend.solve(&mut staged.batch, dt, order);
             let solve_secs = t.elapsed().as_secs_f64();
             let r = match r {
                 Ok(r) => r,
                 Err(e) => {
-                    ring.give(staged.batch);
+                    lock(&ring).give(staged.batch);
                     return Err(fail(e));
                 }
             };
-            stats.solve += solve_secs;
-            merge(&mut stats.report, &r);
+            books.solved(&pick, &staged, solve_secs, &r);
             let t = Instant::now();
-            let close_secs = stages::close(&staged, &mut news, fluxes);
-            stats.close += t.elapsed().as_secs_f64();
-            let close_secs = close_secs?;
-            stats.close_tasks += close_secs.iter().sum::<f64>();
-            closed_hook(ranks.as_deref_mut(), &staged, fluxes)?;
-            attribute_batch(patch_secs, layout, model, &staged, solve_secs);
-            attribute_close(patch_secs, layout, model, &staged, &close_secs);
-            observe_prepare(
-                model,
-                layout,
-                &staged,
-                &mut stats.estimates,
-                calibrator.as_deref_mut(),
-            );
-            stats.estimates.add_solve(pick.solve_estimate, solve_secs);
-            observe_solve(
-                model,
-                layout,
-                &staged.bins,
-                solve_secs,
-                transfers,
-                calibrator.as_deref_mut(),
-            );
-            observe_close(
-                model,
-                layout,
-                &staged,
-                &close_secs,
-                calibrator.as_deref_mut(),
-            );
-            stats.batches += 1;
-            stats.bins += staged.bins.len();
-            ring.give(staged.batch);
-        }
-    } else {
-        let Some(first) = scheduler.next(model.model(), None)? else {
-            stats.wall = t_loop.elapsed().as_secs_f64();
-            return Ok(stats);
-        };
-        let t = Instant::now();
-        let mut cur = stage(layout, h, &olds, time, &first, ring)?;
-        stats.prepare += t.elapsed().as_secs_f64();
-        stats.assemble += cur.assemble_secs;
-        stats.prepare_tasks += cur.prepare_secs.iter().sum::<f64>();
-        let mut cur_pick = first;
-        let mut prev: Option<(StagedBatch<T>, f64)> = None;
-        loop {
-            let t_next = Instant::now();
-            let close_before = prev.as_ref().map_or(0.0, |(_, c)| *c);
-            let next_pick =
-                scheduler.next(model.model(), Some(cur_pick.solve_estimate - close_before))?;
-            stats.between += t_next.elapsed().as_secs_f64();
-            let solving = &mut cur.batch;
-            let be = &mut *backend;
-            let news_ref = &mut news;
-            let fluxes_ref = &mut *fluxes;
-            let olds_ref = &olds;
-            let ring_ref = &mut *ring;
-            let prev_ref = &prev;
-            let next_ref = &next_pick;
-            let (joined, poll) = while_polling(ranks.as_deref_mut(), move || {
-                rayon::join(
-                    move || {
-                        let t = Instant::now();
-                        let r = be.solve(solving, dt, order);
-                        (r, t.elapsed().as_secs_f64())
-                    },
-                    || {
-                        rayon::join(
-                            || {
-                                prev_ref.as_ref().map(|(p, _)| {
-                                    let t = Instant::now();
-                                    let r = stages::close(p, news_ref, fluxes_ref);
-                                    (r, t.elapsed().as_secs_f64())
-                                })
-                            },
-                            || {
-                                next_ref.as_ref().map(|p| {
-                                    let t = Instant::now();
-                                    let r = stage(layout, h, olds_ref, time, p, ring_ref);
-                                    (r, t.elapsed().as_secs_f64())
-                                })
-                            },
-                        )
-                    },
-                )
+            let closed = stages::close(&staged, &mut news, fluxes);
+            let wall = t.elapsed().as_secs_f64();
+            let sent = closed.and_then(|close_secs| {
+                books.closed(&staged, &close_secs, wall);
+                closed_hook(ranks.as_deref_mut(), &staged, fluxes)
             });
-            if polled.is_ok() {
-                polled = poll;
-            }
-            let (solved, (closed, staged)) = joined;
-            let t_observe = Instant::now();
-            let (r, solve_secs) = solved;
-            // Batches of a failed step go back to the ring (the step is
-            // repeated or the run ends; either way nothing leaks).
-            let r = match r {
-                Ok(r) => r,
-                Err(e) => {
-                    ring.give(cur.batch);
-                    if let Some((p, _)) = prev.take() {
-                        ring.give(p.batch);
-                    }
-                    if let Some((Ok(s), _)) = staged {
-                        ring.give(s.batch);
-                    }
-                    return Err(fail(e));
-                }
-            };
-            stats.solve += solve_secs;
-            merge(&mut stats.report, &r);
-            attribute_batch(patch_secs, layout, model, &cur, solve_secs);
-            stats
-                .estimates
-                .add_solve(cur_pick.solve_estimate, solve_secs);
-            observe_solve(
-                model,
-                layout,
-                &cur.bins,
-                solve_secs,
-                transfers,
-                calibrator.as_deref_mut(),
-            );
-            observe_prepare(
-                model,
-                layout,
-                &cur,
-                &mut stats.estimates,
-                calibrator.as_deref_mut(),
-            );
-            if let (Some((p, _)), Some((c, secs))) = (prev.take(), closed) {
-                let closed = c.map(|close_secs| {
-                    stats.close += secs;
-                    stats.close_tasks += close_secs.iter().sum::<f64>();
-                    attribute_close(patch_secs, layout, model, &p, &close_secs);
-                    observe_close(model, layout, &p, &close_secs, calibrator.as_deref_mut());
-                });
-                let sent = closed.and_then(|()| closed_hook(ranks.as_deref_mut(), &p, fluxes));
-                ring.give(p.batch);
-                sent?;
-            }
-            stats.batches += 1;
-            stats.bins += cur.bins.len();
-            stats.between += t_observe.elapsed().as_secs_f64();
-            match (staged, next_pick) {
-                (Some((s, secs)), Some(np)) => {
-                    stats.prepare += secs;
-                    prev = Some((cur, cur_pick.close_estimate));
-                    cur = s?;
-                    stats.assemble += cur.assemble_secs;
-                    stats.prepare_tasks += cur.prepare_secs.iter().sum::<f64>();
-                    cur_pick = np;
-                }
-                _ => {
-                    let t = Instant::now();
-                    let close_secs = stages::close(&cur, &mut news, fluxes);
-                    stats.close += t.elapsed().as_secs_f64();
-                    let done = close_secs.map(|c| {
-                        stats.close_tasks += c.iter().sum::<f64>();
-                        attribute_close(patch_secs, layout, model, &cur, &c);
-                        observe_close(model, layout, &cur, &c, calibrator.as_deref_mut());
-                    });
-                    let sent = done.and_then(|()| closed_hook(ranks.as_deref_mut(), &cur, fluxes));
-                    ring.give(cur.batch);
-                    sent?;
-                    break;
-                }
-            }
+            lock(&ring).give(staged.batch);
+            sent?;
         }
     }
-    polled?;
     if let Some(i) = news.iter().position(Option::is_none) {
         return Err(IntegratorError::Internal(format!(
             "patch index {i} was not returned after close"
@@ -616,6 +517,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             "bins left after the batch loop".into(),
         ));
     }
+    let mut stats = books.stats;
     stats.wall = t_loop.elapsed().as_secs_f64();
     Ok(stats)
 }

@@ -16,6 +16,8 @@ pub(crate) struct Pick {
     pub queues: Vec<Vec<PatchRef>>,
     /// Estimated solve seconds of the batch.
     pub solve_estimate: f64,
+    /// Estimated prepare seconds of the batch's most loaded queue.
+    pub prepare_estimate: f64,
     /// Estimated close seconds of the batch's most loaded queue.
     pub close_estimate: f64,
 }
@@ -142,12 +144,16 @@ impl Scheduler {
             .collect();
         let picked: Vec<&BinWork> = chosen.iter().map(|&b| &self.work[b]).collect();
         let solve_estimate = model.batch_solve(picked.iter().copied());
+        let mut prepare_load = vec![0.0; self.queues];
         let mut close_load = vec![0.0; self.queues];
         for (q, refs) in self.selection.queues().iter().enumerate() {
             for r in refs {
-                close_load[q] += model.patch_close(&self.work[r.bin].patches()[r.patch]);
+                let w = &self.work[r.bin].patches()[r.patch];
+                prepare_load[q] += model.patch_prepare(w);
+                close_load[q] += model.patch_close(w);
             }
         }
+        let prepare_estimate = prepare_load.iter().copied().fold(0.0, f64::max);
         let close_estimate = close_load.iter().copied().fold(0.0, f64::max);
         // Drop the chosen bins, keeping the others in order.
         let mut keep = vec![true; self.work.len()];
@@ -168,6 +174,7 @@ impl Scheduler {
             bins,
             queues,
             solve_estimate,
+            prepare_estimate,
             close_estimate,
         }))
     }

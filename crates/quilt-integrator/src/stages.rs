@@ -266,44 +266,76 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     Ok(secs)
 }
 
-/// Copies every patch's interior from the batch into its new state and the
-/// flux blocks of fine patches and probes into the plan's flux stores, one
-/// rayon task per patch. Returns seconds per queue (the sum over its
-/// patches).
-pub(crate) fn close<T: Real>(
+/// A batch's patches checked out of the step's state for its close: each
+/// job's new state and its flux stores (and its probes'), owned by the
+/// close so that closes of several batches can run at once.
+pub(crate) struct CloseWork<'d, T> {
+    /// `(queue, job in the queue, new state, fine flux, probe fluxes)`.
+    items: Vec<CloseItem<'d, T>>,
+}
+
+type CloseItem<'d, T> = (
+    usize,
+    usize,
+    &'d mut PatchData<T>,
+    Vec<T>,
+    Vec<(usize, Vec<T>)>,
+);
+
+/// Takes the new states and flux stores of `staged`'s patches out of
+/// `news` and `fluxes` (see [`checkin`]).
+pub(crate) fn checkout<'d, T: Real>(
     staged: &StagedBatch<T>,
-    news: &mut [Option<&mut PatchData<T>>],
+    news: &mut [Option<&'d mut PatchData<T>>],
     fluxes: &mut FluxStore<T>,
-) -> Result<Vec<f64>, IntegratorError> {
-    let FluxStore {
-        fine: fine_flux,
-        probes: probe_flux,
-    } = fluxes;
-    let batch = &staged.batch;
-    // One task per patch, timed into its queue (see `prepare`).
-    type Work<'s, T> = (
-        usize,
-        usize,
-        &'s mut PatchData<T>,
-        Vec<T>,
-        Vec<(usize, Vec<T>)>,
-    );
-    let mut work: Vec<Work<'_, T>> = Vec::with_capacity(staged.queues.iter().map(Vec::len).sum());
+) -> Result<CloseWork<'d, T>, IntegratorError> {
+    let mut items = Vec::with_capacity(staged.queues.iter().map(Vec::len).sum());
     for (qi, q) in staged.queues.iter().enumerate() {
         for (k, job) in q.iter().enumerate() {
             let new = news[job.patch].take().ok_or_else(|| {
                 IntegratorError::Internal(format!("patch index {} closed twice", job.patch))
             })?;
-            let flux = std::mem::take(&mut fine_flux[job.patch]);
+            let flux = std::mem::take(&mut fluxes.fine[job.patch]);
             let probes = job
                 .probes
                 .iter()
-                .map(|&(n, _)| (n, std::mem::take(&mut probe_flux[n])))
+                .map(|&(n, _)| (n, std::mem::take(&mut fluxes.probes[n])))
                 .collect();
-            work.push((qi, k, new, flux, probes));
+            items.push((qi, k, new, flux, probes));
         }
     }
+    Ok(CloseWork { items })
+}
+
+/// Puts what [`checkout`] took back into `news` and `fluxes`.
+pub(crate) fn checkin<'d, T: Real>(
+    staged: &StagedBatch<T>,
+    work: CloseWork<'d, T>,
+    news: &mut [Option<&'d mut PatchData<T>>],
+    fluxes: &mut FluxStore<T>,
+) {
+    for (qi, k, new, flux, probes) in work.items {
+        let job = &staged.queues[qi][k];
+        news[job.patch] = Some(new);
+        fluxes.fine[job.patch] = flux;
+        for (n, pf) in probes {
+            fluxes.probes[n] = pf;
+        }
+    }
+}
+
+/// Copies every patch's interior from the batch into its checked-out new
+/// state and the flux blocks of fine patches and probes into their flux
+/// stores, one rayon task per patch. Returns seconds per queue (the sum
+/// over its patches).
+pub(crate) fn close_checked_out<T: Real>(
+    staged: &StagedBatch<T>,
+    work: &mut CloseWork<'_, T>,
+) -> Vec<f64> {
+    let batch = &staged.batch;
+    // One task per patch, timed into its queue (see `prepare`).
     let times: Vec<f64> = work
+        .items
         .par_iter_mut()
         .with_max_len(1)
         .map(|(qi, k, new, flux, probes)| {
@@ -320,15 +352,22 @@ pub(crate) fn close<T: Real>(
         })
         .collect();
     let mut secs = vec![0.0; staged.queues.len()];
-    for ((qi, k, new, flux, probes), t) in work.into_iter().zip(times) {
-        secs[qi] += t;
-        let job = &staged.queues[qi][k];
-        news[job.patch] = Some(new);
-        fine_flux[job.patch] = flux;
-        for (n, pf) in probes {
-            probe_flux[n] = pf;
-        }
+    for ((qi, ..), t) in work.items.iter().zip(times) {
+        secs[*qi] += t;
     }
+    secs
+}
+
+/// [`checkout`], [`close_checked_out`] and [`checkin`]: the whole close of
+/// one batch. Returns seconds per queue.
+pub(crate) fn close<T: Real>(
+    staged: &StagedBatch<T>,
+    news: &mut [Option<&mut PatchData<T>>],
+    fluxes: &mut FluxStore<T>,
+) -> Result<Vec<f64>, IntegratorError> {
+    let mut work = checkout(staged, news, fluxes)?;
+    let secs = close_checked_out(staged, &mut work);
+    checkin(staged, work, news, fluxes);
     Ok(secs)
 }
 
