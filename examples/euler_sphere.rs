@@ -291,6 +291,7 @@ fn write_summary_json<T: Real, B: SolveBackend<T>>(
             "batches": g.batches,
             "host_s": g.host_secs,
             "layout_state_s": g.state_secs,
+            "staged_layouts": g.staged_layouts,
             "gpu_s": g.gpu_secs,
             "upload_s": g.upload_secs,
             "kernel_s": g.kernel_secs,
@@ -488,10 +489,11 @@ fn summary<T: Real, B: SolveBackend<T>>(
     }
     if let Some(g) = it.backend().solve_totals().filter(|g| g.batches > 0) {
         println!(
-            "device solves: {} batches, {:.3} s in solve calls (device state of new layouts {:.3} s); GPU {:.3} s (uploads {:.3}, kernels {:.3}) + downloads {:.3} s; {:.2} GB up, {:.2} GB down: {:.1} GB/s over the bus, uploads {:.1} GB/s",
+            "device solves: {} batches, {:.3} s in solve calls (device state of new layouts {:.3} s, {} built ahead); GPU {:.3} s (uploads {:.3}, kernels {:.3}) + downloads {:.3} s; {:.2} GB up, {:.2} GB down: {:.1} GB/s over the bus, uploads {:.1} GB/s",
             g.batches,
             g.host_secs,
             g.state_secs,
+            g.staged_layouts,
             g.gpu_secs,
             g.upload_secs,
             g.kernel_secs,

@@ -56,6 +56,18 @@ impl<T: Copy> DeviceBuffer<T> {
         })
     }
 
+    /// No memory: a placeholder for an array a layout state gets later
+    /// (see `LayoutState::attach`); dropping it frees nothing.
+    pub fn empty(ctx: &Arc<CudaContext>) -> Self {
+        Self {
+            ptr: 0,
+            len: 0,
+            cap: 0,
+            ctx: ctx.clone(),
+            _t: PhantomData,
+        }
+    }
+
     /// Device memory for `len` values with room for `cap` (at least `len`),
     /// so that it can serve larger layouts later.
     pub fn with_room(ctx: &Arc<CudaContext>, len: usize, cap: usize) -> Result<Self, CudaError> {
@@ -79,6 +91,11 @@ impl<T: Copy> DeviceBuffer<T> {
     /// Values the allocation can hold.
     pub fn capacity(&self) -> usize {
         self.cap
+    }
+
+    /// The context the memory belongs to.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
     }
 
     /// Values held.
@@ -173,7 +190,7 @@ impl<T: Copy> DeviceBuffer<T> {
 
 impl<T> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
+        if self.ptr != 0 && self.ctx.bind_to_thread().is_ok() {
             // SAFETY: allocated by cuMemAlloc, freed once; every stream using it
             // is synchronised before the owner drops it.
             if let Err(e) = unsafe { result::free_sync(self.ptr) } {

@@ -63,7 +63,8 @@ pub use plan::{MAX_EDGE, step_traffic};
 pub use probe::{Backend, DeviceInfo, Selected, probe, probe_device, select_backend};
 pub use real::GpuReal;
 pub use solver::{
-    CudaConfig, CudaSolver, KernelInfo, RECENT_LAYOUTS, SolveTotals, StepTiming, Variant,
+    CudaConfig, CudaSolver, KernelInfo, LayoutStager, RECENT_LAYOUTS, SolveTotals, StagedLayout,
+    StepTiming, Variant,
 };
 
 /// Compiles the kernel files of `schemes` for device `ordinal` with FMA

@@ -42,7 +42,10 @@ pub mod stop;
 mod tagging;
 pub mod timing;
 
-pub use backend::{CpuBackend, CudaBackend, DeviceMemory, SolveBackend, SolveError, backend_for};
+pub use backend::{
+    CpuBackend, CudaBackend, DeviceMemory, LayoutStage, SolveBackend, SolveError, StagedLayout,
+    backend_for,
+};
 pub use error::IntegratorError;
 pub use integrator::{Integrator, RunTotals, StepInfo};
 pub use timing::{EstimateErrors, PhaseTimes};

@@ -19,7 +19,7 @@ use quilt_mesh::{Hierarchy, HierarchyData, PatchData, PatchId};
 use quilt_sweep::{StepReport, SweepError, SweepOrder};
 
 use crate::Real;
-use crate::backend::{SolveBackend, SolveError};
+use crate::backend::{LayoutStage, SolveBackend, SolveError};
 use crate::calibration::Calibrator;
 use crate::error::IntegratorError;
 use crate::plan::{FluxStore, PlanLayout};
@@ -87,7 +87,8 @@ fn lock<'g, 'a, T>(ring: &'g SharedRing<'a, T>) -> MutexGuard<'g, &'a mut BatchR
     ring.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Assembles and prepares the batch of `pick`.
+/// Assembles and prepares the batch of `pick`, and has `stager` build
+/// what the backend needs for its layout meanwhile.
 fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
     layout: &PlanLayout<T>,
     h: &Hierarchy,
@@ -95,12 +96,24 @@ fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
     time: f64,
     pick: &Pick,
     ring: &SharedRing<'_, T>,
+    stager: Option<&dyn LayoutStage>,
 ) -> Result<StagedBatch<T>, IntegratorError> {
     let t = Instant::now();
     let (bl, queues) = stages::assemble(layout, h, &pick.bins, &pick.queues)?;
+    let for_stager = stager.map(|_| bl.clone());
     let mut batch = lock(ring).take(bl, layout.bins.len())?;
     let assemble_secs = t.elapsed().as_secs_f64();
-    let prepare_secs = match stages::prepare(layout, h, old, time, &mut batch, &queues) {
+    let (layout_state, prepared) = rayon::join(
+        || {
+            let (s, bl) = (stager?, for_stager?);
+            // The backend builds what it needs itself when this fails.
+            s.stage(&bl)
+                .map_err(|e| log::debug!("layout not staged: {e}"))
+                .ok()
+        },
+        || stages::prepare(layout, h, old, time, &mut batch, &queues),
+    );
+    let prepare_secs = match prepared {
         Ok(s) => s,
         Err(e) => {
             lock(ring).give(batch);
@@ -113,6 +126,7 @@ fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
         queues,
         prepare_secs,
         assemble_secs,
+        layout_state,
     })
 }
 
@@ -483,7 +497,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
         while let Some(pick) = scheduler.next(books.model.model(), in_flight)? {
             in_flight = Some(pick.solve_estimate - pick.close_estimate);
             let t = Instant::now();
-            let mut staged = stage(layout, h, &olds, time, &pick, &ring)?;
+            let mut staged = stage(layout, h, &olds, time, &pick, &ring, None)?;
             books.prepared(&staged, t.elapsed().as_secs_f64());
             let t = Instant::now();
             let r = backend.solve(&mut staged.batch, dt, order);

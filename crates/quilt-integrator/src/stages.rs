@@ -50,6 +50,8 @@ pub(crate) struct StagedBatch<T> {
     pub prepare_secs: Vec<f64>,
     /// Wall seconds of the batch's assembly and buffer.
     pub assemble_secs: f64,
+    /// What the backend's [`crate::LayoutStage`] built for the layout.
+    pub layout_state: Option<crate::StagedLayout>,
 }
 
 /// Builds the layout of a batch made of the global bins `bins`, with the

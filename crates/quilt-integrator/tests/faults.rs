@@ -50,7 +50,7 @@ fn negative_density_in_the_state_is_reported_at_the_next_step() {
 }
 
 /// A backend that corrupts one cell of one patch, before or after the real
-/// solve, once armed.
+/// solve, once armed; or panics in its `panic_at`-th solve.
 struct Faulty {
     inner: CpuBackend<f64>,
     patch: u64,
@@ -58,6 +58,8 @@ struct Faulty {
     value: f64,
     before: bool,
     armed: bool,
+    panic_at: Option<usize>,
+    solves: usize,
 }
 
 impl SolveBackend<f64> for Faulty {
@@ -78,6 +80,8 @@ impl SolveBackend<f64> for Faulty {
             .patches()
             .iter()
             .position(|d| d.id == self.patch);
+        self.solves += 1;
+        assert!(self.panic_at != Some(self.solves), "the backend failed");
         let hit = self.armed && idx.is_some();
         if hit && self.before {
             batch.set(idx.unwrap(), 0, self.cell, self.value).unwrap();
@@ -104,6 +108,8 @@ fn faulty(before: bool, value: f64) -> (Integrator<f64, Faulty>, u64, usize) {
             value,
             before,
             armed: false,
+            panic_at: None,
+            solves: 0,
         },
     )
     .unwrap();
@@ -268,4 +274,30 @@ end_time = 1.0
         "{s}"
     );
     assert!(s.contains("level 0, patch") && s.contains("cell ["), "{s}");
+}
+
+#[test]
+fn a_panicking_backend_unwinds_the_pipelined_step_instead_of_hanging() {
+    let deck = common::closed_box();
+    let solver = deck.solver().unwrap();
+    let backend = Faulty {
+        inner: CpuBackend::new(solver),
+        patch: 0,
+        cell: [0; 3],
+        value: 0.0,
+        before: true,
+        armed: false,
+        panic_at: Some(2),
+        solves: 0,
+    };
+    let mut it = Integrator::new(&deck, backend).unwrap();
+    it.set_pipelined(true);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| it.step()));
+    let payload = r.expect_err("the step should unwind");
+    let msg = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    assert!(msg.contains("the backend failed"), "{msg}");
 }

@@ -525,7 +525,7 @@ impl<T: GpuReal> CudaSolver<T> {
         if self.hierarchy.take().is_some() && self.resident {
             self.resident = false;
             if let Some(st) = self.state.take() {
-                st.recycle(&mut self.spare);
+                self.discard(st);
             }
         }
     }

@@ -17,6 +17,7 @@ mod kernels;
 mod report;
 mod run;
 mod spare;
+mod stager;
 mod state;
 
 use std::sync::Arc;
@@ -35,6 +36,7 @@ use crate::source::KernelFile;
 
 pub(crate) use kernels::BLOCK;
 pub use kernels::KernelInfo;
+pub use stager::{LayoutStager, StagedLayout};
 
 use kernels::Kernels;
 use run::DtSpec;
@@ -229,8 +231,11 @@ pub struct SolveTotals {
     /// Host wall time inside `advance`, seconds.
     pub host_secs: f64,
     /// Of which building the device state of layouts not seen before
-    /// (tables, descriptors, buffers), seconds.
+    /// (tables, descriptors, buffers), seconds; for a layout a
+    /// [`LayoutStager`] built, only its large arrays and binding.
     pub state_secs: f64,
+    /// Batches whose layout state a [`LayoutStager`] built.
+    pub staged_layouts: u64,
     /// First to last GPU operation before the results' verdict (uploads,
     /// scans, sweeps; downloads too when staged), seconds.
     pub gpu_secs: f64,
@@ -299,6 +304,10 @@ pub struct CudaSolver<T: GpuReal> {
     recent: kept::KeptStates<T>,
     /// Large device arrays of dropped layout states, for the next ones.
     spare: spare::SpareBuffers<T>,
+    /// The builder of layout states on other threads, once asked for.
+    stager: Option<Arc<LayoutStager<T>>>,
+    /// A state the stager built for the batch being advanced.
+    staged: Option<LayoutState<T>>,
     /// Threads of the host copies between a batch and pinned memory: their
     /// own pool, so that a caller preparing the next batch on its rayon
     /// pool (the integrator's pipeline) does not delay the copies.
@@ -358,6 +367,8 @@ impl<T: GpuReal> CudaSolver<T> {
             state: None,
             recent: kept::KeptStates::new(config.device),
             spare: spare::SpareBuffers::new(),
+            stager: None,
+            staged: None,
             copies,
             resident: false,
             hierarchy: None,
@@ -447,6 +458,41 @@ impl<T: GpuReal> CudaSolver<T> {
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
         self.timed_io(batch, DtSpec::Uniform(dt), order)
+    }
+
+    /// A builder of this solver's layout states that runs on any thread
+    /// (see [`LayoutStager`]); one per solver, created on first use.
+    pub fn stager(&mut self) -> Result<Arc<LayoutStager<T>>, CudaError> {
+        if let Some(s) = &self.stager {
+            return Ok(s.clone());
+        }
+        let s = Arc::new(LayoutStager::new(
+            self.dev.ctx.clone(),
+            self.cpu.scheme(),
+            self.chunking(),
+            self.config.variant.table_kinds(),
+            self.config.variant.uses_constant_descriptors(),
+        )?);
+        self.stager = Some(s.clone());
+        Ok(s)
+    }
+
+    /// [`CudaSolver::advance`] with the layout's device state built ahead
+    /// by this solver's [`LayoutStager`] (used if it is the batch's layout
+    /// and the solver does not hold that layout's state already).
+    pub fn advance_staged(
+        &mut self,
+        batch: &mut Batch<T>,
+        staged: Option<StagedLayout<T>>,
+        dt: f64,
+        order: SweepOrder,
+    ) -> Result<StepReport, CudaError> {
+        self.staged = staged.map(|s| s.0);
+        let r = self.timed_io(batch, DtSpec::Uniform(dt), order);
+        if let Some(st) = self.staged.take() {
+            self.discard(st);
+        }
+        r
     }
 
     /// As [`CudaSolver::advance`], with the time step of each patch taken

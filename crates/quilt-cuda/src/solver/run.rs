@@ -133,32 +133,52 @@ impl<T: GpuReal> CudaSolver<T> {
         if self.state.as_ref().is_some_and(|s| s.plan.matches(layout)) {
             return Ok(());
         }
+        let staged = match self.staged.take() {
+            Some(st) if st.plan.matches(layout) => Some(st),
+            Some(st) => {
+                self.discard(st);
+                None
+            }
+            None => None,
+        };
         // Taken out before the current state is kept, so that keeping it
         // cannot evict the one wanted.
-        let kept = self.recent.take(|s| s.plan.matches(layout));
+        let kept = if staged.is_none() {
+            self.recent.take(|s| s.plan.matches(layout))
+        } else {
+            None
+        };
         let staging = self.state.take().map(|mut cur| {
             let s = cur.take_staging();
             self.keep_recent(cur);
             s
         });
-        let mut next = match kept {
-            Some(st) => {
+        let mut next = match (staged, kept) {
+            (Some(mut st), _) => {
+                let t = Instant::now();
+                let ctx = self.dev.ctx.clone();
+                let mut r = st.attach(&ctx, &self.module, &self.streams[0], &mut self.spare);
+                if matches!(&r, Err(e) if e.is_out_of_memory()) {
+                    self.free_caches();
+                    r = st.attach(&ctx, &self.module, &self.streams[0], &mut self.spare);
+                }
+                self.totals.state_secs += t.elapsed().as_secs_f64();
+                self.totals.staged_layouts += 1;
+                r?;
+                st
+            }
+            (None, Some(st)) => {
                 st.bind(&self.module, &self.streams[0])?;
                 st
             }
-            None => match self.timed_new_state(layout) {
+            (None, None) => match self.timed_new_state(layout) {
                 // Kept layouts are a cache: give their memory back before
                 // failing for want of it.
                 Err(e)
                     if e.is_out_of_memory()
                         && !(self.recent.is_empty() && self.spare.is_empty()) =>
                 {
-                    log::info!(
-                        "device memory exhausted: dropping {} kept layout states",
-                        self.recent.len()
-                    );
-                    self.recent.clear();
-                    self.spare.clear();
+                    self.free_caches();
                     self.timed_new_state(layout)?
                 }
                 r => r?,
@@ -171,6 +191,17 @@ impl<T: GpuReal> CudaSolver<T> {
         Ok(())
     }
 
+    /// Gives back the memory of kept layout states and spare arrays (the
+    /// device is short of memory).
+    fn free_caches(&mut self) {
+        log::info!(
+            "device memory exhausted: dropping {} kept layout states",
+            self.recent.len()
+        );
+        self.recent.clear();
+        self.spare.clear();
+    }
+
     /// [`Self::new_state`], its time added to the totals.
     fn timed_new_state(&mut self, layout: &BatchLayout) -> Result<LayoutState<T>, CudaError> {
         let t = Instant::now();
@@ -179,10 +210,9 @@ impl<T: GpuReal> CudaSolver<T> {
         st
     }
 
-    /// The device state of a layout not seen recently.
-    fn new_state(&mut self, layout: &BatchLayout) -> Result<LayoutState<T>, CudaError> {
-        let t0 = Instant::now();
-        let chunking = match self.config.variant {
+    /// How the layouts of this solver's batches are cut into chunks.
+    pub(super) fn chunking(&self) -> Chunking {
+        match self.config.variant {
             Variant::Default => Chunking::Patches(
                 self.config
                     .n_fixed
@@ -190,7 +220,13 @@ impl<T: GpuReal> CudaSolver<T> {
             ),
             _ if self.config.fused => Chunking::Bins(1),
             _ => Chunking::Bins(self.config.chunks),
-        };
+        }
+    }
+
+    /// The device state of a layout not seen recently.
+    fn new_state(&mut self, layout: &BatchLayout) -> Result<LayoutState<T>, CudaError> {
+        let t0 = Instant::now();
+        let chunking = self.chunking();
         let variant = self.config.variant;
         let st = LayoutState::new(
             &self.dev.ctx,
@@ -216,7 +252,16 @@ impl<T: GpuReal> CudaSolver<T> {
     fn keep_recent(&mut self, st: LayoutState<T>) {
         let budget = self.dev.info.total_memory / 4;
         for old in self.recent.keep(st, super::RECENT_LAYOUTS, budget) {
-            old.recycle(&mut self.spare);
+            self.discard(old);
+        }
+    }
+
+    /// Drops a layout state: its large arrays go to the spares, the rest
+    /// to the stager to be freed off this thread (or here, without one).
+    pub(super) fn discard(&mut self, st: LayoutState<T>) {
+        let shell = st.recycle(&mut self.spare);
+        if let Some(s) = &self.stager {
+            s.retire(shell);
         }
     }
 
@@ -912,7 +957,7 @@ impl<T: GpuReal> CudaSolver<T> {
         {
             // A resident hierarchy's layout never comes back: its arrays go
             // to the next one instead of the cache of recent layouts.
-            old.recycle(&mut self.spare);
+            self.discard(old);
         }
         self.ensure_state(layout)?;
         let s0 = self.streams[0].clone();

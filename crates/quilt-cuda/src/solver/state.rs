@@ -35,6 +35,156 @@ pub(crate) struct ChunkEvents {
     pub done: CudaEvent,
 }
 
+/// The small device and page-locked buffers and the events of a layout
+/// state the solver gave up, refitted for a new layout by
+/// [`LayoutState::tables`]: allocating them (each page-locked buffer pins
+/// memory, each free synchronises the device and takes the driver's locks)
+/// costs more than building the layout's tables.
+pub(crate) struct Shell<T> {
+    d_descs: Option<DeviceBuffer<PatchDesc>>,
+    d_order: Option<DeviceBuffer<u32>>,
+    d_scan: Option<DeviceBuffer<ScanItem>>,
+    tables: Vec<(DeviceBuffer<ColItem>, DeviceBuffer<u32>)>,
+    passes: Vec<DeviceBuffer<PassInfo>>,
+    d_step: Option<DeviceBuffer<T>>,
+    h_step: Option<PinnedBuffer<T>>,
+    d_rates: Option<DeviceBuffer<u64>>,
+    h_rates: Option<PinnedBuffer<u64>>,
+    d_bad: Option<DeviceBuffer<u32>>,
+    h_bad: Option<PinnedBuffer<u32>>,
+    d_counters: Option<DeviceBuffer<u64>>,
+    h_counters: Option<PinnedBuffer<u64>>,
+    d_errors: Option<DeviceBuffer<u64>>,
+    h_errors: Option<PinnedBuffer<u64>>,
+    d_barrier: Option<DeviceBuffer<u32>>,
+    d_queue: Option<DeviceBuffer<u32>>,
+    timing: Vec<CudaEvent>,
+    events: Vec<ChunkEvents>,
+}
+
+impl<T> Shell<T> {
+    /// A shell with nothing to reuse.
+    fn empty() -> Self {
+        Self {
+            d_descs: None,
+            d_order: None,
+            d_scan: None,
+            tables: Vec::new(),
+            passes: Vec::new(),
+            d_step: None,
+            h_step: None,
+            d_rates: None,
+            h_rates: None,
+            d_bad: None,
+            h_bad: None,
+            d_counters: None,
+            h_counters: None,
+            d_errors: None,
+            h_errors: None,
+            d_barrier: None,
+            d_queue: None,
+            timing: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+}
+
+impl<T> From<LayoutState<T>> for Shell<T> {
+    /// The small buffers and events of `st` (its large arrays, if it still
+    /// has them, are dropped).
+    fn from(st: LayoutState<T>) -> Self {
+        let LayoutState {
+            d_descs,
+            d_order,
+            d_scan,
+            _tables: tables,
+            steps,
+            d_step,
+            h_step,
+            d_rates,
+            h_rates,
+            d_bad,
+            h_bad,
+            d_counters,
+            h_counters,
+            d_errors,
+            h_errors,
+            d_barrier,
+            d_queue,
+            start,
+            ready,
+            sweeps,
+            end,
+            events,
+            ..
+        } = st;
+        Self {
+            d_descs: Some(d_descs),
+            d_order: Some(d_order),
+            d_scan: Some(d_scan),
+            tables,
+            passes: steps.into_values().map(|p| p.d_passes).collect(),
+            d_step: Some(d_step),
+            h_step: Some(h_step),
+            d_rates: Some(d_rates),
+            h_rates: Some(h_rates),
+            d_bad: Some(d_bad),
+            h_bad: Some(h_bad),
+            d_counters: Some(d_counters),
+            h_counters: Some(h_counters),
+            d_errors: Some(d_errors),
+            h_errors: Some(h_errors),
+            d_barrier: Some(d_barrier),
+            d_queue: Some(d_queue),
+            timing: vec![start, ready, sweeps, end],
+            events,
+        }
+    }
+}
+
+/// Room allocated above a new small buffer's need (in quarters), so that
+/// the next layouts, a few patches larger, can reuse it.
+const SHELL_ROOM_QUARTERS: usize = 5;
+
+/// `old` holding `len` values if it is large enough, else a new buffer
+/// with room.
+fn device<U: Copy>(
+    ctx: &Arc<CudaContext>,
+    old: Option<DeviceBuffer<U>>,
+    len: usize,
+) -> Result<DeviceBuffer<U>, CudaError> {
+    match old.map(|b| b.reuse(len)) {
+        Some(Ok(b)) => Ok(b),
+        _ => DeviceBuffer::with_room(ctx, len, (len * SHELL_ROOM_QUARTERS).div_ceil(4)),
+    }
+}
+
+/// [`device`] for page-locked memory; the values are zeroed either way.
+fn pinned<U: bytemuck::Pod>(
+    ctx: &Arc<CudaContext>,
+    old: Option<PinnedBuffer<U>>,
+    len: usize,
+) -> Result<PinnedBuffer<U>, CudaError> {
+    if let Some(mut b) = old.and_then(|b| b.reuse(len)) {
+        b.as_mut_slice().fill(U::zeroed());
+        return Ok(b);
+    }
+    let cap = (len * SHELL_ROOM_QUARTERS).div_ceil(4).max(len);
+    PinnedBuffer::new(ctx, cap)?
+        .reuse(len)
+        .ok_or_else(|| CudaError::Config("a new page-locked buffer is too small".into()))
+}
+
+fn chunk_events(ctx: &Arc<CudaContext>) -> Result<ChunkEvents, CudaError> {
+    Ok(ChunkEvents {
+        up0: timing_event(ctx)?,
+        k0: timing_event(ctx)?,
+        scanned: timing_event(ctx)?,
+        k1: timing_event(ctx)?,
+        done: timing_event(ctx)?,
+    })
+}
+
 pub(crate) struct LayoutState<T> {
     pub plan: HostPlan,
     pub use_const: bool,
@@ -48,6 +198,12 @@ pub(crate) struct LayoutState<T> {
     /// Host copy of every table's `pstart`, for item counts per chunk.
     pub pstart: HashMap<(crate::plan::PassGeom, TableKind), Vec<u32>>,
     pub steps: HashMap<SweepOrder, StepPlan>,
+    /// Values of the state and flux arrays, and whether the scheme needs
+    /// a stage and an accumulator array too.
+    data_len: usize,
+    flux_len: usize,
+    staged_arrays: bool,
+    /// The large arrays: empty until [`LayoutState::attach`].
     pub d_data: DeviceBuffer<T>,
     pub d_flux: DeviceBuffer<T>,
     pub d_stage: Option<DeviceBuffer<T>>,
@@ -104,6 +260,8 @@ fn upload_const_descs(
 }
 
 impl<T: GpuReal> LayoutState<T> {
+    /// The whole state of `layout`: [`LayoutState::tables`], then
+    /// [`LayoutState::attach`].
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         ctx: &Arc<CudaContext>,
@@ -116,23 +274,55 @@ impl<T: GpuReal> LayoutState<T> {
         const_descs: bool,
         spare: &mut SpareBuffers<T>,
     ) -> Result<Self, CudaError> {
+        let mut st = Self::tables(
+            ctx,
+            stream,
+            layout,
+            scheme,
+            chunking,
+            kinds,
+            const_descs,
+            None,
+        )?;
+        st.attach(ctx, module, stream, spare)?;
+        Ok(st)
+    }
+
+    /// Everything of `layout`'s state but its large arrays and the
+    /// module's constant descriptors: the tables uploaded on `stream`
+    /// (synchronised before returning), the small device and page-locked
+    /// buffers (refitted from `shell` where they are large enough) and the
+    /// events. Touches nothing a solve uses, so it may be built on any
+    /// thread while the solver runs another batch.
+    #[allow(clippy::too_many_arguments)]
+    pub fn tables(
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        layout: &BatchLayout,
+        scheme: &Scheme,
+        chunking: Chunking,
+        kinds: [TableKind; 3],
+        const_descs: bool,
+        shell: Option<Shell<T>>,
+    ) -> Result<Self, CudaError> {
+        ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let mut shell = shell.unwrap_or_else(Shell::empty);
         let plan = HostPlan::new(layout, chunking)?;
         let n = plan.descs.len();
-        let d_descs = DeviceBuffer::new(ctx, n)?;
+        let d_descs = device(ctx, shell.d_descs.take(), n)?;
         d_descs.upload(0, &plan.descs, stream)?;
-        let d_order = DeviceBuffer::new(ctx, n)?;
+        let d_order = device(ctx, shell.d_order.take(), n)?;
         d_order.upload(0, &plan.order, stream)?;
         let scan = plan.scan_table();
-        let d_scan = DeviceBuffer::new(ctx, scan.items.len())?;
+        let d_scan = device(ctx, shell.d_scan.take(), scan.items.len())?;
         d_scan.upload(0, &scan.items, stream)?;
         let scan_start = scan.pstart;
         let use_const = const_descs && n <= CONST_DESCS;
-        if use_const {
-            upload_const_descs(module, stream, &plan.descs)?;
-        }
 
         // Tables of every pass of both sweep orders.
         let mut tables = Vec::new();
+        let mut old_tables = std::mem::take(&mut shell.tables).into_iter();
+        let mut old_passes = std::mem::take(&mut shell.passes).into_iter();
         let mut ptrs: TablePtrs = HashMap::new();
         let mut pstart = HashMap::new();
         let mut steps = HashMap::new();
@@ -144,22 +334,21 @@ impl<T: GpuReal> LayoutState<T> {
                     continue;
                 }
                 let t = plan.table(&p.geom, p.kind)?;
-                let d_items = DeviceBuffer::new(ctx, t.items.len())?;
+                let (old_items, old_pstart) = old_tables.next().unzip();
+                let d_items = device(ctx, old_items, t.items.len())?;
                 d_items.upload(0, &t.items, stream)?;
-                let d_pstart = DeviceBuffer::new(ctx, t.pstart.len())?;
+                let d_pstart = device(ctx, old_pstart, t.pstart.len())?;
                 d_pstart.upload(0, &t.pstart, stream)?;
                 ptrs.insert(key, (d_items.at(0), d_pstart.at(0)));
                 pstart.insert(key, t.pstart);
                 tables.push((d_items, d_pstart));
             }
             let infos = pass_infos(&passes, &ptrs);
-            let d_passes = DeviceBuffer::new(ctx, infos.len())?;
+            let d_passes = device(ctx, old_passes.next(), infos.len())?;
             d_passes.upload(0, &infos, stream)?;
             steps.insert(order, StepPlan { passes, d_passes });
         }
 
-        let data_len = layout.data_len();
-        let tvd = matches!(scheme, Scheme::Tvd { .. });
         let nchunks = plan.chunks.len();
         let state = Self {
             use_const,
@@ -170,46 +359,33 @@ impl<T: GpuReal> LayoutState<T> {
             _tables: tables,
             pstart,
             steps,
-            d_data: spare.take(ctx, data_len)?,
-            d_flux: spare.take(ctx, layout.flux_len())?,
-            d_stage: if tvd {
-                Some(spare.take(ctx, data_len)?)
-            } else {
-                None
-            },
-            d_acc: if tvd {
-                Some(spare.take(ctx, data_len)?)
-            } else {
-                None
-            },
-            d_step: DeviceBuffer::new(ctx, STEP_WORDS * n)?,
-            h_step: PinnedBuffer::new(ctx, STEP_WORDS * n)?,
-            d_rates: DeviceBuffer::new(ctx, n)?,
-            h_rates: PinnedBuffer::new(ctx, n)?,
-            d_bad: DeviceBuffer::new(ctx, n)?,
-            h_bad: PinnedBuffer::new(ctx, n)?,
-            d_counters: DeviceBuffer::new(ctx, 2 * nchunks)?,
-            h_counters: PinnedBuffer::new(ctx, 2 * nchunks)?,
-            d_errors: DeviceBuffer::new(ctx, ERROR_SLOTS * nchunks)?,
-            h_errors: PinnedBuffer::new(ctx, ERROR_SLOTS * nchunks)?,
-            d_barrier: DeviceBuffer::new(ctx, 1)?,
-            d_queue: DeviceBuffer::new(ctx, MAX_PASSES * nchunks)?,
+            data_len: layout.data_len(),
+            flux_len: layout.flux_len(),
+            staged_arrays: matches!(scheme, Scheme::Tvd { .. }),
+            d_data: DeviceBuffer::empty(ctx),
+            d_flux: DeviceBuffer::empty(ctx),
+            d_stage: None,
+            d_acc: None,
+            d_step: device(ctx, shell.d_step.take(), STEP_WORDS * n)?,
+            h_step: pinned(ctx, shell.h_step.take(), STEP_WORDS * n)?,
+            d_rates: device(ctx, shell.d_rates.take(), n)?,
+            h_rates: pinned(ctx, shell.h_rates.take(), n)?,
+            d_bad: device(ctx, shell.d_bad.take(), n)?,
+            h_bad: pinned(ctx, shell.h_bad.take(), n)?,
+            d_counters: device(ctx, shell.d_counters.take(), 2 * nchunks)?,
+            h_counters: pinned(ctx, shell.h_counters.take(), 2 * nchunks)?,
+            d_errors: device(ctx, shell.d_errors.take(), ERROR_SLOTS * nchunks)?,
+            h_errors: pinned(ctx, shell.h_errors.take(), ERROR_SLOTS * nchunks)?,
+            d_barrier: device(ctx, shell.d_barrier.take(), 1)?,
+            d_queue: device(ctx, shell.d_queue.take(), MAX_PASSES * nchunks)?,
             h_data: None,
             h_flux: None,
-            start: timing_event(ctx)?,
-            ready: timing_event(ctx)?,
-            sweeps: timing_event(ctx)?,
-            end: timing_event(ctx)?,
+            start: shell.timing.pop().map_or_else(|| timing_event(ctx), Ok)?,
+            ready: shell.timing.pop().map_or_else(|| timing_event(ctx), Ok)?,
+            sweeps: shell.timing.pop().map_or_else(|| timing_event(ctx), Ok)?,
+            end: shell.timing.pop().map_or_else(|| timing_event(ctx), Ok)?,
             events: (0..nchunks)
-                .map(|_| {
-                    Ok(ChunkEvents {
-                        up0: timing_event(ctx)?,
-                        k0: timing_event(ctx)?,
-                        scanned: timing_event(ctx)?,
-                        k1: timing_event(ctx)?,
-                        done: timing_event(ctx)?,
-                    })
-                })
+                .map(|_| shell.events.pop().map_or_else(|| chunk_events(ctx), Ok))
                 .collect::<Result<_, CudaError>>()?,
             dt: vec![0.0; n],
             plan,
@@ -225,17 +401,46 @@ impl<T: GpuReal> LayoutState<T> {
         Ok(state)
     }
 
-    /// Gives the large device arrays to `spare` for later layouts (the
-    /// rest is freed).
-    pub fn recycle(self, spare: &mut SpareBuffers<T>) {
-        spare.give(self.d_data);
-        spare.give(self.d_flux);
-        if let Some(b) = self.d_stage {
-            spare.give(b);
+    /// Gives the state its large arrays (state, fluxes, and the TVD
+    /// stage and accumulator) from `spare` and makes it the module's
+    /// current one ([`LayoutState::bind`]): the solver's part of a new
+    /// state.
+    pub fn attach(
+        &mut self,
+        ctx: &Arc<CudaContext>,
+        module: &Arc<CudaModule>,
+        stream: &Arc<CudaStream>,
+        spare: &mut SpareBuffers<T>,
+    ) -> Result<(), CudaError> {
+        if self.d_data.capacity() == 0 {
+            self.d_data = spare.take(ctx, self.data_len)?;
+            self.d_flux = spare.take(ctx, self.flux_len)?;
+            if self.staged_arrays {
+                self.d_stage = Some(spare.take(ctx, self.data_len)?);
+                self.d_acc = Some(spare.take(ctx, self.data_len)?);
+            }
         }
-        if let Some(b) = self.d_acc {
-            spare.give(b);
+        self.bind(module, stream)
+    }
+
+    /// Gives the large device arrays to `spare` for later layouts and
+    /// returns the rest, to be dropped (its small buffers and events are
+    /// freed then).
+    pub fn recycle(mut self, spare: &mut SpareBuffers<T>) -> Self {
+        let ctx = self.d_data.context().clone();
+        for b in [
+            std::mem::replace(&mut self.d_data, DeviceBuffer::empty(&ctx)),
+            std::mem::replace(&mut self.d_flux, DeviceBuffer::empty(&ctx)),
+        ]
+        .into_iter()
+        .chain(self.d_stage.take())
+        .chain(self.d_acc.take())
+        {
+            if b.capacity() > 0 {
+                spare.give(b);
+            }
         }
+        self
     }
 
     /// [`LayoutState::recycle`] of every large array but the state, which

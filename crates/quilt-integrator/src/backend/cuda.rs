@@ -3,9 +3,10 @@
 use quilt_cuda::{CudaConfig, CudaError, CudaSolver, GpuReal, SolveTotals, StepTiming};
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_sweep::physics::Gas;
-use quilt_sweep::{Batch, Scheme, StepReport, SweepOrder};
+use quilt_sweep::{Batch, BatchLayout, Scheme, StepReport, SweepOrder};
+use std::sync::Arc;
 
-use super::{ResidentSolve, SolveBackend, SolveError};
+use super::{LayoutStage, ResidentSolve, SolveBackend, SolveError, StagedLayout};
 use crate::resident::ResidentPlan;
 
 /// Advances batches on a CUDA device: each `solve` copies the batch to
@@ -54,6 +55,15 @@ impl From<CudaError> for SolveError {
     }
 }
 
+/// The solver's [`quilt_cuda::LayoutStager`] behind [`LayoutStage`].
+struct CudaLayoutStage<T: GpuReal>(Arc<quilt_cuda::LayoutStager<T>>);
+
+impl<T: GpuReal> LayoutStage for CudaLayoutStage<T> {
+    fn stage(&self, layout: &BatchLayout) -> Result<StagedLayout, SolveError> {
+        Ok(StagedLayout::new(self.0.stage(layout)?))
+    }
+}
+
 impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
     fn name(&self) -> &str {
         "cuda"
@@ -91,6 +101,27 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
         Ok(self.solver.advance(batch, dt, order)?)
+    }
+
+    fn layout_stage(&mut self) -> Option<Arc<dyn LayoutStage>> {
+        match self.solver.stager() {
+            Ok(s) => Some(Arc::new(CudaLayoutStage(s))),
+            Err(e) => {
+                log::debug!("layout states stay on the solver: {e}");
+                None
+            }
+        }
+    }
+
+    fn solve_staged(
+        &mut self,
+        batch: &mut Batch<T>,
+        staged: Option<StagedLayout>,
+        dt: f64,
+        order: SweepOrder,
+    ) -> Result<StepReport, SolveError> {
+        let staged = staged.and_then(StagedLayout::downcast::<quilt_cuda::StagedLayout<T>>);
+        Ok(self.solver.advance_staged(batch, staged, dt, order)?)
     }
 
     fn solve_totals(&self) -> Option<SolveTotals> {

@@ -28,6 +28,7 @@ pub(crate) fn mesh_failure(backend: &str, what: &str, e: quilt_mesh::MeshError) 
 }
 pub use select::backend_for;
 
+use std::any::Any;
 use std::error::Error as StdError;
 use std::fmt;
 
@@ -36,7 +37,9 @@ use std::sync::Arc;
 pub use quilt_cuda::SolveTotals;
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_sweep::physics::Gas;
-use quilt_sweep::{Batch, HostAlloc, Real, StepReport, SweepError, SweepOrder, VecAlloc};
+use quilt_sweep::{
+    Batch, BatchLayout, HostAlloc, Real, StepReport, SweepError, SweepOrder, VecAlloc,
+};
 
 use crate::resident::ResidentPlan;
 
@@ -122,6 +125,26 @@ pub trait SolveBackend<T: Real>: Send {
         order: SweepOrder,
     ) -> Result<StepReport, SolveError>;
 
+    /// A builder of what the backend needs per batch layout, to run on the
+    /// threads that prepare batches while the backend solves earlier ones
+    /// (see [`LayoutStage`]); `None` (the default) if it needs nothing.
+    fn layout_stage(&mut self) -> Option<Arc<dyn LayoutStage>> {
+        None
+    }
+
+    /// [`SolveBackend::solve`] with what this backend's
+    /// [`LayoutStage`] built for the batch's layout, if anything.
+    fn solve_staged(
+        &mut self,
+        batch: &mut Batch<T>,
+        staged: Option<StagedLayout>,
+        dt: f64,
+        order: SweepOrder,
+    ) -> Result<StepReport, SolveError> {
+        drop(staged);
+        self.solve(batch, dt, order)
+    }
+
     /// Where the solves' time went so far, for a backend that moves
     /// batches to a device (transfers, kernels, bytes over the bus);
     /// `None` for one that solves in host memory.
@@ -141,6 +164,37 @@ pub trait SolveBackend<T: Real>: Send {
     /// `run.residency = "auto"` decides by it.
     fn device_memory(&mut self) -> Option<DeviceMemory> {
         None
+    }
+}
+
+/// Builds, for a batch layout, what a backend would otherwise build at the
+/// start of the batch's solve (a GPU backend's tables and small device
+/// buffers), so that the pipelined batch loop can do it on the preparing
+/// threads. Called from several threads at once, while the backend solves.
+pub trait LayoutStage: Send + Sync {
+    /// What the backend needs for batches of `layout`.
+    fn stage(&self, layout: &BatchLayout) -> Result<StagedLayout, SolveError>;
+}
+
+/// What a [`LayoutStage`] built, handed back to its backend's
+/// [`SolveBackend::solve_staged`] with the batch. (The mutex, never
+/// contended, lets a batch be shared between threads while it carries a
+/// value that is only `Send`.)
+pub struct StagedLayout(std::sync::Mutex<Box<dyn Any + Send>>);
+
+impl StagedLayout {
+    /// Wraps a backend's own value.
+    pub fn new<S: Any + Send>(s: S) -> Self {
+        Self(std::sync::Mutex::new(Box::new(s)))
+    }
+
+    /// The backend's value, if it is an `S`.
+    pub fn downcast<S: Any + Send>(self) -> Option<S> {
+        let inner = self
+            .0
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        inner.downcast::<S>().ok().map(|b| *b)
     }
 }
 
@@ -216,6 +270,20 @@ impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
         (**self).solve(batch, dt, order)
+    }
+
+    fn layout_stage(&mut self) -> Option<Arc<dyn LayoutStage>> {
+        (**self).layout_stage()
+    }
+
+    fn solve_staged(
+        &mut self,
+        batch: &mut Batch<T>,
+        staged: Option<StagedLayout>,
+        dt: f64,
+        order: SweepOrder,
+    ) -> Result<StepReport, SolveError> {
+        (**self).solve_staged(batch, staged, dt, order)
     }
 
     fn solve_totals(&self) -> Option<SolveTotals> {

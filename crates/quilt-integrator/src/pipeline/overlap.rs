@@ -49,6 +49,14 @@ const MAX_AHEAD: usize = 2;
 /// the ring's memory when closes fall behind.
 const MAX_BEHIND: usize = 3;
 
+/// Whether the backend's [`crate::LayoutStage`] builds layouts on the
+/// preparing threads (`QUILT_LAYOUT_STAGE=0` leaves them to the solver,
+/// to compare).
+fn stage_layouts() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("QUILT_LAYOUT_STAGE").map_or(true, |v| v != "0"))
+}
+
 /// [`MAX_AHEAD`], or `QUILT_PIPELINE_AHEAD` (1 to 16) to compare depths.
 fn max_ahead() -> usize {
     static AHEAD: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
@@ -196,6 +204,12 @@ where
         fail,
     } = flow;
     let t0 = Instant::now();
+    let stager = if stage_layouts() {
+        backend.layout_stage()
+    } else {
+        None
+    };
+    let stager = stager.as_deref();
     let (events, inbox) = mpsc::channel::<Event<'_, T>>();
     let (to_solver, solver_inbox) = mpsc::channel::<Flight<T>>();
     // Set once the loop fails: the solver skips what is still queued.
@@ -213,8 +227,9 @@ where
                         span: (started, started),
                     }
                 } else {
+                    let staged = flight.staged.layout_state.take();
                     match catch_unwind(AssertUnwindSafe(|| {
-                        backend.solve(&mut flight.staged.batch, dt, order)
+                        backend.solve_staged(&mut flight.staged.batch, staged, dt, order)
                     })) {
                         Ok(result) => Event::Solved {
                             flight,
@@ -287,7 +302,7 @@ where
                             tasks.spawn(move |_| {
                                 let start = Instant::now();
                                 let r = catch_unwind(AssertUnwindSafe(|| {
-                                    stage(layout, h, olds, time, &pick, ring)
+                                    stage(layout, h, olds, time, &pick, ring, stager)
                                 }));
                                 let end = Instant::now();
                                 // `Queued` goes out before the solver can
