@@ -19,7 +19,7 @@
 //!
 //! An adaptive batch is sized by when the solver will need it: the
 //! estimated solves queued ahead of it against the CPU work committed
-//! before its prepare (see [`capacity`]).
+//! before its prepare (see [`InFlight::capacity`]).
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -35,7 +35,7 @@ use quilt_sweep::{StepReport, SweepOrder};
 
 use super::{Books, SharedRing, closed_hook, lock, stage};
 use crate::Real;
-use crate::backend::{SolveBackend, SolveError};
+use crate::backend::{LayoutStage, SolveBackend, SolveError};
 use crate::error::IntegratorError;
 use crate::plan::{FluxStore, PlanLayout};
 use crate::ranks::Ranks;
@@ -142,36 +142,212 @@ struct Ahead {
     queued: Option<Instant>,
 }
 
-/// Seconds the prepare of a batch selected now may take before the solver
-/// waits for it: the solver's queue (`queued`, whose first batch is being
-/// solved since `solving_since` at the latest, and the batches under
-/// `preparing`, each starting when its prepare is estimated done) against
-/// the CPU work committed before the new prepare (the prepares under way,
-/// the closes running and the close of the batch on the solver).
-/// Estimates are the cost model's, in seconds of a batch's most loaded
-/// queue.
-fn capacity(
-    queued: &VecDeque<Ahead>,
-    preparing: &[Ahead],
-    solving_since: Instant,
+/// What the coordinator knows of the batches in flight.
+#[derive(Default)]
+struct InFlight {
+    preparing: Vec<Ahead>,
+    /// In the order they were queued; the first is on the solver.
+    queued: VecDeque<Ahead>,
+    /// When the solver last finished a batch.
+    solving_since: Option<Instant>,
+    /// Close estimates of the closes under way.
     closing: f64,
-) -> f64 {
-    let mut cpu = closing;
-    let mut gpu = 0.0_f64;
-    for (k, a) in queued.iter().enumerate() {
-        if k == 0 {
-            let since = a.queued.map_or(solving_since, |q| q.max(solving_since));
-            gpu = (a.solve_estimate - since.elapsed().as_secs_f64()).max(0.0);
-            cpu += a.close_estimate;
-        } else {
-            gpu += a.solve_estimate;
+    /// Batches holding a buffer of the ring.
+    alive: usize,
+    /// Events still to come.
+    outstanding: usize,
+    failure: Option<IntegratorError>,
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+impl InFlight {
+    /// Whether the loop only waits for its events now.
+    fn stopping(&self) -> bool {
+        self.failure.is_some() || self.panic.is_some()
+    }
+
+    /// Keeps the first error.
+    fn fail(&mut self, e: IntegratorError) {
+        self.failure.get_or_insert(e);
+    }
+
+    /// Batches not yet on the solver (the first queued one is).
+    fn waiting(&self) -> usize {
+        self.preparing.len() + self.queued.len().max(1) - 1
+    }
+
+    /// A batch was selected and its prepare started.
+    fn picked(&mut self, id: u64, pick: &Pick) {
+        self.preparing.push(Ahead {
+            id,
+            prepare_estimate: pick.prepare_estimate,
+            solve_estimate: pick.solve_estimate,
+            close_estimate: pick.close_estimate,
+            started: Instant::now(),
+            queued: None,
+        });
+        self.alive += 1;
+        self.outstanding += 1;
+    }
+
+    /// A batch went to the solver's queue; the solver's event follows.
+    fn queued(&mut self, id: u64) {
+        self.outstanding += 1;
+        if let Some(i) = self.preparing.iter().position(|a| a.id == id) {
+            let mut a = self.preparing.remove(i);
+            a.queued = Some(Instant::now());
+            self.queued.push_back(a);
         }
     }
-    for a in preparing {
-        cpu += (a.prepare_estimate - a.started.elapsed().as_secs_f64()).max(0.0);
-        gpu = gpu.max(cpu) + a.solve_estimate;
+
+    /// A batch left the solver at `end`.
+    fn solved(&mut self, id: u64, end: Instant) {
+        self.queued.retain(|a| a.id != id);
+        self.solving_since = Some(end);
     }
-    gpu - cpu
+
+    /// A batch's close started.
+    fn closing(&mut self, close_estimate: f64) {
+        self.closing += close_estimate;
+        self.outstanding += 1;
+    }
+
+    /// A batch's close ended and its buffer went back to the ring.
+    fn closed(&mut self, close_estimate: f64) {
+        self.closing = (self.closing - close_estimate).max(0.0);
+        self.alive -= 1;
+    }
+
+    /// Seconds the prepare of a batch selected now may take before the
+    /// solver waits for it: the solver's queue (the batch it solves,
+    /// counted from when it started at the latest, then the queued ones,
+    /// then those being prepared, each starting when its prepare is
+    /// estimated done) against the CPU work committed before the new
+    /// prepare (the prepares under way, the closes running and the close
+    /// of the batch on the solver). Estimates are the cost model's, in
+    /// seconds of a batch's most loaded queue.
+    fn capacity(&self) -> f64 {
+        let mut cpu = self.closing;
+        let mut gpu = 0.0_f64;
+        for (k, a) in self.queued.iter().enumerate() {
+            if k == 0 {
+                let since = match (a.queued, self.solving_since) {
+                    (Some(q), Some(s)) => q.max(s),
+                    (q, s) => q.or(s).unwrap_or(a.started),
+                };
+                gpu = (a.solve_estimate - since.elapsed().as_secs_f64()).max(0.0);
+                cpu += a.close_estimate;
+            } else {
+                gpu += a.solve_estimate;
+            }
+        }
+        for a in &self.preparing {
+            cpu += (a.prepare_estimate - a.started.elapsed().as_secs_f64()).max(0.0);
+            gpu = gpu.max(cpu) + a.solve_estimate;
+        }
+        gpu - cpu
+    }
+}
+
+/// What a prepare task reads: the step's shared, immutable inputs.
+struct Inputs<'a, 'b, T, D: ?Sized> {
+    h: &'a Hierarchy,
+    layout: &'a PlanLayout<T>,
+    olds: &'a D,
+    time: f64,
+    ring: &'a SharedRing<'b, T>,
+    stager: Option<&'a dyn LayoutStage>,
+}
+
+/// Starts the prepare of `pick` as a task: it sends [`Event::Queued`] and
+/// then the batch to the solver, or the reason it could not.
+fn spawn_prepare<'s, 'd: 's, T, D>(
+    tasks: &rayon::Scope<'s>,
+    inp: &'s Inputs<'_, '_, T, D>,
+    events: mpsc::Sender<Event<'d, T>>,
+    to_solver: mpsc::Sender<Flight<T>>,
+    id: u64,
+    pick: Pick,
+) where
+    T: Real,
+    D: OldData<T> + Sync + ?Sized,
+{
+    tasks.spawn(move |_| {
+        let start = Instant::now();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            stage(
+                inp.layout, inp.h, inp.olds, inp.time, &pick, inp.ring, inp.stager,
+            )
+        }));
+        let end = Instant::now();
+        let _ = events.send(match r {
+            Ok(Ok(staged)) => {
+                // `Queued` goes out before the solver can report the
+                // batch solved.
+                let _ = events.send(Event::Queued { id });
+                let flight = Flight {
+                    id,
+                    pick,
+                    staged,
+                    prepared: (start, end),
+                };
+                match to_solver.send(flight) {
+                    Ok(()) => return,
+                    Err(mpsc::SendError(flight)) => Event::Lost { flight },
+                }
+            }
+            Ok(Err(error)) => Event::Unprepared { id, error },
+            Err(p) => Event::Panicked(p),
+        });
+    });
+}
+
+/// Starts the close of a solved batch as a task.
+fn spawn_close<'s, 'd: 's, T: Real>(
+    tasks: &rayon::Scope<'s>,
+    events: mpsc::Sender<Event<'d, T>>,
+    flight: Flight<T>,
+    mut work: CloseWork<'d, T>,
+) {
+    tasks.spawn(move |_| {
+        let start = Instant::now();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            stages::close_checked_out(&flight.staged, &mut work)
+        }));
+        let span = (start, Instant::now());
+        let _ = events.send(match r {
+            Ok(close_secs) => Event::Closed {
+                flight,
+                work,
+                close_secs,
+                span,
+            },
+            Err(p) => Event::Panicked(p),
+        });
+    });
+}
+
+/// The next event, polling the ranks' transport while none comes if
+/// `ranks` wants polls (the first polling error is kept in `polled`).
+fn next_event<'d, T>(
+    inbox: &mpsc::Receiver<Event<'d, T>>,
+    ranks: Option<&mut Ranks>,
+    polled: &mut Result<(), IntegratorError>,
+) -> Option<Event<'d, T>> {
+    let Some(ranks) = ranks.filter(|r| r.polls()) else {
+        return inbox.recv().ok();
+    };
+    loop {
+        match inbox.recv_timeout(Duration::from_micros(POLL_MICROS)) {
+            Ok(e) => return Some(e),
+            Err(RecvTimeoutError::Timeout) => {
+                if polled.is_ok() {
+                    *polled = ranks.poll();
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => return None,
+        }
+    }
 }
 
 /// Microseconds from `t0` to `t`, for the trace.
@@ -209,7 +385,14 @@ where
     } else {
         None
     };
-    let stager = stager.as_deref();
+    let inputs = Inputs {
+        h,
+        layout,
+        olds,
+        time,
+        ring,
+        stager: stager.as_deref(),
+    };
     let (events, inbox) = mpsc::channel::<Event<'_, T>>();
     let (to_solver, solver_inbox) = mpsc::channel::<Flight<T>>();
     // Set once the loop fails: the solver skips what is still queued.
@@ -245,36 +428,18 @@ where
             }
         });
         rayon::in_place_scope(|tasks| {
-            let mut preparing: Vec<Ahead> = Vec::new();
-            let mut queued: VecDeque<Ahead> = VecDeque::new();
-            let mut solving_since = Instant::now();
-            // Close estimates of the closes under way.
-            let mut closing = 0.0_f64;
-            let mut alive = 0_usize;
-            // Events still to come.
-            let mut outstanding = 0_usize;
-            let mut failure: Option<IntegratorError> = None;
-            let mut panic: Option<Box<dyn Any + Send>> = None;
+            let mut f = InFlight::default();
             let mut polled = Ok(());
             let mut selecting = true;
             let mut next_id = 0_u64;
-            let polls = ranks.as_deref().is_some_and(Ranks::polls);
             let (max_ahead, max_alive) = (max_ahead(), max_ahead() + MAX_BEHIND);
             loop {
                 let t = Instant::now();
-                // Batches not yet on the solver (the first queued one is).
-                let waiting = |p: &Vec<Ahead>, q: &VecDeque<Ahead>| p.len() + q.len().max(1) - 1;
-                while selecting
-                    && failure.is_none()
-                    && panic.is_none()
-                    && waiting(&preparing, &queued) < max_ahead
-                    && alive < max_alive
-                {
+                while selecting && !f.stopping() && f.waiting() < max_ahead && f.alive < max_alive {
                     // The step's first batch has nothing to hide behind.
-                    let in_flight = (next_id > 0)
-                        .then(|| capacity(&queued, &preparing, solving_since, closing));
+                    let in_flight = (next_id > 0).then(|| f.capacity());
                     match scheduler.next(books.model.model(), in_flight) {
-                        Err(e) => failure = Some(e),
+                        Err(e) => f.fail(e),
                         Ok(None) => selecting = false,
                         Ok(Some(pick)) => {
                             let id = next_id;
@@ -287,92 +452,34 @@ where
                                 pick.solve_estimate,
                                 in_flight
                             );
-                            preparing.push(Ahead {
-                                id,
-                                prepare_estimate: pick.prepare_estimate,
-                                solve_estimate: pick.solve_estimate,
-                                close_estimate: pick.close_estimate,
-                                started: Instant::now(),
-                                queued: None,
-                            });
-                            alive += 1;
-                            outstanding += 1;
-                            let events = events.clone();
-                            let to_solver = to_solver.clone();
-                            tasks.spawn(move |_| {
-                                let start = Instant::now();
-                                let r = catch_unwind(AssertUnwindSafe(|| {
-                                    stage(layout, h, olds, time, &pick, ring, stager)
-                                }));
-                                let end = Instant::now();
-                                // `Queued` goes out before the solver can
-                                // report the batch solved.
-                                let _ = events.send(match r {
-                                    Ok(Ok(staged)) => {
-                                        let _ = events.send(Event::Queued { id });
-                                        let flight = Flight {
-                                            id,
-                                            pick,
-                                            staged,
-                                            prepared: (start, end),
-                                        };
-                                        match to_solver.send(flight) {
-                                            Ok(()) => return,
-                                            Err(mpsc::SendError(flight)) => Event::Lost { flight },
-                                        }
-                                    }
-                                    Ok(Err(error)) => Event::Unprepared { id, error },
-                                    Err(p) => Event::Panicked(p),
-                                });
-                            });
+                            f.picked(id, &pick);
+                            let (e, s) = (events.clone(), to_solver.clone());
+                            spawn_prepare(tasks, &inputs, e, s, id, pick);
                         }
                     }
                 }
                 books.stats.between += t.elapsed().as_secs_f64();
-                if outstanding == 0 {
+                if f.outstanding == 0 {
                     break;
                 }
-                let event = if polls {
-                    loop {
-                        match inbox.recv_timeout(Duration::from_micros(POLL_MICROS)) {
-                            Ok(e) => break Some(e),
-                            Err(RecvTimeoutError::Timeout) => {
-                                if polled.is_ok()
-                                    && let Some(r) = ranks.as_deref_mut()
-                                {
-                                    polled = r.poll();
-                                }
-                            }
-                            Err(RecvTimeoutError::Disconnected) => break None,
-                        }
-                    }
-                } else {
-                    inbox.recv().ok()
-                };
                 // The loop holds a sender, so the channel stays open.
-                let Some(event) = event else { break };
-                outstanding -= 1;
+                let Some(event) = next_event(&inbox, ranks.as_deref_mut(), &mut polled) else {
+                    break;
+                };
+                f.outstanding -= 1;
                 let t = Instant::now();
                 match event {
-                    Event::Queued { id } => {
-                        // The solver's event follows.
-                        outstanding += 1;
-                        if let Some(i) = preparing.iter().position(|a| a.id == id) {
-                            let mut a = preparing.remove(i);
-                            a.queued = Some(Instant::now());
-                            queued.push_back(a);
-                        }
-                    }
+                    Event::Queued { id } => f.queued(id),
                     Event::Unprepared { id, error } => {
-                        preparing.retain(|a| a.id != id);
-                        alive -= 1;
-                        failure.get_or_insert(error);
+                        f.preparing.retain(|a| a.id != id);
+                        f.alive -= 1;
+                        f.fail(error);
                     }
                     Event::Lost { flight } => {
-                        queued.retain(|a| a.id != flight.id);
-                        alive -= 1;
+                        f.queued.retain(|a| a.id != flight.id);
+                        f.alive -= 1;
                         lock(ring).give(flight.staged.batch);
-                        failure.get_or_insert(IntegratorError::Internal(
+                        f.fail(IntegratorError::Internal(
                             "the solver thread has stopped".into(),
                         ));
                     }
@@ -381,9 +488,7 @@ where
                         result,
                         span: (started, end),
                     } => {
-                        queued.retain(|a| a.id != flight.id);
-                        solving_since = end;
-                        let secs = end.duration_since(started).as_secs_f64();
+                        f.solved(flight.id, end);
                         let (p0, p1) = flight.prepared;
                         log::trace!(
                             "batch {}: prepare {}..{} us, solve {}..{} us",
@@ -395,41 +500,25 @@ where
                         );
                         books.prepared(&flight.staged, p1.duration_since(p0).as_secs_f64());
                         let solved = match result {
-                            Some(Ok(r)) if failure.is_none() && panic.is_none() => Ok(r),
+                            Some(Ok(r)) if !f.stopping() => Ok(r),
                             Some(Err(e)) => Err(Some(fail(e))),
                             _ => Err(None),
                         };
                         let checked = solved.and_then(|r| {
+                            let secs = end.duration_since(started).as_secs_f64();
                             books.solved(&flight.pick, &flight.staged, secs, &r);
                             stages::checkout(&flight.staged, news, fluxes).map_err(Some)
                         });
                         match checked {
-                            Ok(mut work) => {
-                                closing += flight.pick.close_estimate;
-                                outstanding += 1;
-                                let events = events.clone();
-                                tasks.spawn(move |_| {
-                                    let start = Instant::now();
-                                    let r = catch_unwind(AssertUnwindSafe(|| {
-                                        stages::close_checked_out(&flight.staged, &mut work)
-                                    }));
-                                    let span = (start, Instant::now());
-                                    let _ = events.send(match r {
-                                        Ok(close_secs) => Event::Closed {
-                                            flight,
-                                            work,
-                                            close_secs,
-                                            span,
-                                        },
-                                        Err(p) => Event::Panicked(p),
-                                    });
-                                });
+                            Ok(work) => {
+                                f.closing(flight.pick.close_estimate);
+                                spawn_close(tasks, events.clone(), flight, work);
                             }
                             Err(e) => {
-                                alive -= 1;
+                                f.alive -= 1;
                                 lock(ring).give(flight.staged.batch);
                                 if let Some(e) = e {
-                                    failure.get_or_insert(e);
+                                    f.fail(e);
                                 }
                             }
                         }
@@ -438,42 +527,38 @@ where
                         flight,
                         work,
                         close_secs,
-                        span,
+                        span: (start, end),
                     } => {
                         log::trace!(
                             "batch {}: close {}..{} us",
                             flight.id,
-                            us(t0, span.0),
-                            us(t0, span.1)
+                            us(t0, start),
+                            us(t0, end)
                         );
-                        closing = (closing - flight.pick.close_estimate).max(0.0);
-                        alive -= 1;
+                        f.closed(flight.pick.close_estimate);
                         stages::checkin(&flight.staged, work, news, fluxes);
-                        books.closed(
-                            &flight.staged,
-                            &close_secs,
-                            span.1.duration_since(span.0).as_secs_f64(),
-                        );
+                        let wall = end.duration_since(start).as_secs_f64();
+                        books.closed(&flight.staged, &close_secs, wall);
                         let sent = closed_hook(ranks.as_deref_mut(), &flight.staged, fluxes);
                         lock(ring).give(flight.staged.batch);
                         if let Err(e) = sent {
-                            failure.get_or_insert(e);
+                            f.fail(e);
                         }
                     }
                     Event::Panicked(p) => {
-                        panic.get_or_insert(p);
+                        f.panic.get_or_insert(p);
                     }
                 }
-                if failure.is_some() || panic.is_some() {
+                if f.stopping() {
                     stop.store(true, Ordering::Release);
                 }
                 books.stats.between += t.elapsed().as_secs_f64();
             }
             drop(to_solver);
-            if let Some(p) = panic {
+            if let Some(p) = f.panic {
                 resume_unwind(p);
             }
-            match failure {
+            match f.failure {
                 Some(e) => Err(e),
                 None => polled,
             }
