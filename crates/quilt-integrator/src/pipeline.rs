@@ -87,17 +87,31 @@ fn lock<'g, 'a, T>(ring: &'g SharedRing<'a, T>) -> MutexGuard<'g, &'a mut BatchR
     ring.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Assembles and prepares the batch of `pick`, and has `stager` build
+/// What preparing a batch reads: the step's shared inputs.
+struct StageInputs<'a, 'b, T, D: ?Sized> {
+    h: &'a Hierarchy,
+    layout: &'a PlanLayout<T>,
+    olds: &'a D,
+    time: f64,
+    ring: &'a SharedRing<'b, T>,
+    /// Builds what the backend needs for each batch's layout meanwhile.
+    stager: Option<&'a dyn LayoutStage>,
+}
+
+/// Assembles and prepares the batch of `pick`, and has the stager build
 /// what the backend needs for its layout meanwhile.
 fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
-    layout: &PlanLayout<T>,
-    h: &Hierarchy,
-    old: &D,
-    time: f64,
+    inp: &StageInputs<'_, '_, T, D>,
     pick: &Pick,
-    ring: &SharedRing<'_, T>,
-    stager: Option<&dyn LayoutStage>,
 ) -> Result<StagedBatch<T>, IntegratorError> {
+    let StageInputs {
+        h,
+        layout,
+        olds,
+        time,
+        ring,
+        stager,
+    } = *inp;
     let t = Instant::now();
     let (bl, queues) = stages::assemble(layout, h, &pick.bins, &pick.queues)?;
     let for_stager = stager.map(|_| bl.clone());
@@ -111,7 +125,7 @@ fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
                 .map_err(|e| log::debug!("layout not staged: {e}"))
                 .ok()
         },
-        || stages::prepare(layout, h, old, time, &mut batch, &queues),
+        || stages::prepare(layout, h, olds, time, &mut batch, &queues),
     );
     let prepare_secs = match prepared {
         Ok(s) => s,
@@ -474,19 +488,28 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
     scheduler.start_first(&layout.work, ranks.as_deref().and_then(Ranks::first_bins));
     let fail = |e: SolveError| solve_error(e, h, layout, step, time, &name);
     let ring = Mutex::new(ring);
+    let stager = if pipelined && overlap::stage_layouts() {
+        backend.layout_stage()
+    } else {
+        None
+    };
+    let inputs = StageInputs {
+        h,
+        layout,
+        olds: &olds,
+        time,
+        ring: &ring,
+        stager: stager.as_deref(),
+    };
 
     if pipelined {
         overlap::run(overlap::Flow {
-            h,
-            layout,
-            olds: &olds,
-            time,
+            inputs: &inputs,
             dt,
             order,
             backend,
             news: &mut news,
             fluxes,
-            ring: &ring,
             scheduler,
             ranks,
             books: &mut books,
@@ -497,7 +520,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
         while let Some(pick) = scheduler.next(books.model.model(), in_flight)? {
             in_flight = Some(pick.solve_estimate - pick.close_estimate);
             let t = Instant::now();
-            let mut staged = stage(layout, h, &olds, time, &pick, &ring, None)?;
+            let mut staged = stage(&inputs, &pick)?;
             books.prepared(&staged, t.elapsed().as_secs_f64());
             let t = Instant::now();
             let r = backend.solve(&mut staged.batch, dt, order);

@@ -28,16 +28,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use quilt_mesh::Hierarchy;
 use quilt_mesh::PatchData;
 use quilt_mesh::fill::OldData;
 use quilt_sweep::{StepReport, SweepOrder};
 
-use super::{Books, SharedRing, closed_hook, lock, stage};
+use super::{Books, StageInputs, closed_hook, lock, stage};
 use crate::Real;
-use crate::backend::{LayoutStage, SolveBackend, SolveError};
+use crate::backend::{SolveBackend, SolveError};
 use crate::error::IntegratorError;
-use crate::plan::{FluxStore, PlanLayout};
+use crate::plan::FluxStore;
 use crate::ranks::Ranks;
 use crate::schedule::{Pick, Scheduler};
 use crate::stages::{self, CloseWork, StagedBatch};
@@ -52,7 +51,7 @@ const MAX_BEHIND: usize = 3;
 /// Whether the backend's [`crate::LayoutStage`] builds layouts on the
 /// preparing threads (`QUILT_LAYOUT_STAGE=0` leaves them to the solver,
 /// to compare).
-fn stage_layouts() -> bool {
+pub(super) fn stage_layouts() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("QUILT_LAYOUT_STAGE").map_or(true, |v| v != "0"))
 }
@@ -75,16 +74,12 @@ const POLL_MICROS: u64 = 200;
 
 /// The borrowed pieces of an integrator the pipelined loop works on.
 pub(super) struct Flow<'a, 'b, 'd, T, B: ?Sized, D: ?Sized, F> {
-    pub h: &'a Hierarchy,
-    pub layout: &'a PlanLayout<T>,
-    pub olds: &'a D,
-    pub time: f64,
+    pub inputs: &'a StageInputs<'a, 'b, T, D>,
     pub dt: f64,
     pub order: SweepOrder,
     pub backend: &'a mut B,
     pub news: &'a mut Vec<Option<&'d mut PatchData<T>>>,
     pub fluxes: &'a mut FluxStore<T>,
-    pub ring: &'a SharedRing<'b, T>,
     pub scheduler: &'a mut Scheduler,
     pub ranks: Option<&'a mut Ranks>,
     pub books: &'a mut Books<'b, T>,
@@ -249,21 +244,11 @@ impl InFlight {
     }
 }
 
-/// What a prepare task reads: the step's shared, immutable inputs.
-struct Inputs<'a, 'b, T, D: ?Sized> {
-    h: &'a Hierarchy,
-    layout: &'a PlanLayout<T>,
-    olds: &'a D,
-    time: f64,
-    ring: &'a SharedRing<'b, T>,
-    stager: Option<&'a dyn LayoutStage>,
-}
-
 /// Starts the prepare of `pick` as a task: it sends [`Event::Queued`] and
 /// then the batch to the solver, or the reason it could not.
 fn spawn_prepare<'s, 'd: 's, T, D>(
     tasks: &rayon::Scope<'s>,
-    inp: &'s Inputs<'_, '_, T, D>,
+    inp: &'s StageInputs<'_, '_, T, D>,
     events: mpsc::Sender<Event<'d, T>>,
     to_solver: mpsc::Sender<Flight<T>>,
     id: u64,
@@ -274,11 +259,7 @@ fn spawn_prepare<'s, 'd: 's, T, D>(
 {
     tasks.spawn(move |_| {
         let start = Instant::now();
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            stage(
-                inp.layout, inp.h, inp.olds, inp.time, &pick, inp.ring, inp.stager,
-            )
-        }));
+        let r = catch_unwind(AssertUnwindSafe(|| stage(inp, &pick)));
         let end = Instant::now();
         let _ = events.send(match r {
             Ok(Ok(staged)) => {
@@ -364,35 +345,19 @@ where
     F: Fn(SolveError) -> IntegratorError,
 {
     let Flow {
-        h,
-        layout,
-        olds,
-        time,
+        inputs,
         dt,
         order,
         backend,
         news,
         fluxes,
-        ring,
         scheduler,
         mut ranks,
         books,
         fail,
     } = flow;
     let t0 = Instant::now();
-    let stager = if stage_layouts() {
-        backend.layout_stage()
-    } else {
-        None
-    };
-    let inputs = Inputs {
-        h,
-        layout,
-        olds,
-        time,
-        ring,
-        stager: stager.as_deref(),
-    };
+    let ring = inputs.ring;
     let (events, inbox) = mpsc::channel::<Event<'_, T>>();
     let (to_solver, solver_inbox) = mpsc::channel::<Flight<T>>();
     // Set once the loop fails: the solver skips what is still queued.
@@ -454,7 +419,7 @@ where
                             );
                             f.picked(id, &pick);
                             let (e, s) = (events.clone(), to_solver.clone());
-                            spawn_prepare(tasks, &inputs, e, s, id, pick);
+                            spawn_prepare(tasks, inputs, e, s, id, pick);
                         }
                     }
                 }
