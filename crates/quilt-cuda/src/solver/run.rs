@@ -257,7 +257,8 @@ impl<T: GpuReal> CudaSolver<T> {
     }
 
     /// Drops a layout state: its large arrays go to the spares, the rest
-    /// to the stager to be freed off this thread (or here, without one).
+    /// to the stager as a shell for its next layouts (or is freed here,
+    /// without a stager).
     pub(super) fn discard(&mut self, st: LayoutState<T>) {
         let shell = st.recycle(&mut self.spare);
         if let Some(s) = &self.stager {

@@ -14,8 +14,8 @@
 //! prepare of `i + 1` and the close of `i − 1`, leaves the cores idle at
 //! the tail of every iteration and the solver idle whenever the CPU side
 //! runs longer). Rayon runs a worker's own and stolen subtasks before
-//! injected ones, so an earlier batch's prepare finishes before a later
-//! one takes the cores.
+//! injected ones, so a batch whose prepare started earlier tends to keep
+//! the cores until it is done.
 //!
 //! An adaptive batch is sized by when the solver will need it: the
 //! estimated solves queued ahead of it against the CPU work committed
