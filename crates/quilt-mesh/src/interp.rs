@@ -290,7 +290,9 @@ fn kernels_avx2<T: Real>(
 
 /// One monomorphised kernel per ratio and limiter, so that the inner loops
 /// have fixed trip counts and no limiter dispatch.
-#[inline(always)]
+// Builds with debug assertions keep these calls: inlined unoptimised,
+// every kernel's locals share one frame that outgrows a worker's stack.
+#[cfg_attr(not(debug_assertions), inline(always))]
 fn kernels<T: Real>(
     coarse: &CoarseScratch<T>,
     ratio: i32,

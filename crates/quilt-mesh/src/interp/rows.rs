@@ -23,7 +23,9 @@ use crate::real::Real;
 
 /// Interpolates `fine` (see the module docs); `R` is the ratio, `L` the
 /// limiter. Inlined into both builds of [`super::kernels`].
-#[inline(always)]
+// Builds with debug assertions keep these calls: inlined unoptimised,
+// every kernel's locals share one frame that outgrows a worker's stack.
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub(super) fn kernel<T: Real, const R: usize, L: SlopeRule>(
     coarse: &CoarseScratch<T>,
     fine: &IndexBox,
