@@ -16,6 +16,7 @@
 //!    tagging, Berger–Rigoutsos clustering, regrid, re-packing.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use quilt_batch::{Coefficients, CostModel, OnlineModel, RefineOptions};
@@ -23,7 +24,7 @@ use quilt_io::{
     AmrOutput, CellFields, CheckpointReal, RunState, euler_output, read_checkpoint,
     write_checkpoint,
 };
-use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill, PhysicalBc};
+use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill};
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_mesh::flux_register::FaceFluxes;
 use quilt_mesh::interp::Limiter;
@@ -43,11 +44,11 @@ use crate::calibration::{
     CalibrationReport, Calibrator, coefficient_path, load_coefficients, save_coefficients,
 };
 use crate::cfl;
-use crate::deck::{BatchMode, Boundary, Deck, FloorAction, Interpolation, Residency};
+use crate::deck::{BatchMode, Deck, FloorAction, Interpolation, Residency};
 use crate::error::IntegratorError;
-use crate::init::InitialCondition;
 use crate::pipeline::{LoopInputs, run_batches, solve_error};
 use crate::plan::{Probe, StepPlan};
+use crate::problem::{DeckProblem, Faces, Problem, Refinement, host_only};
 use crate::ranks::Ranks;
 use crate::residency::{self, RegridMove};
 use crate::resident::{
@@ -55,7 +56,7 @@ use crate::resident::{
 };
 use crate::ring::BatchRing;
 use crate::schedule::Scheduler;
-use crate::tagging::{Criterion, criteria, flat_criteria, tag_patches};
+use crate::tagging::{check_fields, flat_criteria, tag_patches};
 use crate::timing::{EstimateErrors, PhaseTimes};
 use quilt_dist::{Balancer, Distribution, Rebalance, Transport, inherited_costs};
 
@@ -121,7 +122,12 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     cfl: f64,
     bc: BoundaryConditions<T>,
     limiter: Limiter,
-    criteria: Vec<Criterion>,
+    criteria: Vec<Refinement<T>>,
+    /// The problem: initial state, criteria, faces.
+    problem: Arc<dyn Problem<T>>,
+    /// Why the problem keeps the state on the host (criteria or boundary
+    /// conditions that run host code), if it does.
+    host_only: Option<String>,
     h: Hierarchy,
     data: Option<HierarchyData<T>>,
     plan: StepPlan<T>,
@@ -181,22 +187,105 @@ fn limiter_of(i: Interpolation) -> Limiter {
     }
 }
 
-fn boundary_conditions<T: Real>(deck: &Deck) -> Result<BoundaryConditions<T>, IntegratorError> {
-    let f = deck.boundary.faces();
+/// The problem's faces with the Euler momentum as the one vector,
+/// checked against the geometry's periodic axes.
+fn boundary_conditions<T: Real>(
+    faces: Faces<T>,
+    geometry: &quilt_mesh::Geometry,
+) -> Result<BoundaryConditions<T>, IntegratorError> {
     let mut bc = BoundaryConditions::outflow().with_vector([1, 2, 3]);
-    for axis in 0..3 {
-        for side in Side::BOTH {
-            let b = match f[2 * axis + side.index()] {
-                Boundary::Outflow => PhysicalBc::Outflow,
-                Boundary::Reflecting => PhysicalBc::Reflecting,
-                Boundary::Periodic => PhysicalBc::Periodic,
-            };
+    for (axis, pair) in faces.into_iter().enumerate() {
+        for (side, b) in Side::BOTH.into_iter().zip(pair) {
             bc = bc
                 .with_face(axis, side, b)
                 .map_err(IntegratorError::mesh("boundary conditions"))?;
         }
     }
+    bc.check(geometry)
+        .map_err(IntegratorError::mesh("the problem's boundary conditions"))?;
     Ok(bc)
+}
+
+/// How an [`Integrator`] is built: settings, a [`Problem`] (the deck's own
+/// when none is given), then a backend with the initial hierarchy
+/// ([`IntegratorBuilder::build`]), a given state
+/// ([`IntegratorBuilder::from_state`]) or a checkpoint
+/// ([`IntegratorBuilder::restart`]).
+pub struct IntegratorBuilder<T: Real> {
+    deck: Deck,
+    problem: Option<Arc<dyn Problem<T>>>,
+}
+
+impl<T: Real> IntegratorBuilder<T> {
+    /// A builder with `settings` (every section of a deck; `[initial]`,
+    /// `[[tagging]]` and `[boundary]` only matter to the deck's problem,
+    /// and `[boundary]` also says which axes are periodic).
+    pub fn new(settings: &Deck) -> Self {
+        Self {
+            deck: settings.clone(),
+            problem: None,
+        }
+    }
+
+    /// Solves `problem` instead of the deck's.
+    pub fn problem(self, problem: impl Problem<T> + 'static) -> Self {
+        self.shared_problem(Arc::new(problem))
+    }
+
+    /// [`IntegratorBuilder::problem`] with a problem shared with the caller.
+    pub fn shared_problem(mut self, problem: Arc<dyn Problem<T>>) -> Self {
+        self.problem = Some(problem);
+        self
+    }
+
+    fn take_problem(&mut self) -> Arc<dyn Problem<T>> {
+        self.problem
+            .take()
+            .unwrap_or_else(|| Arc::new(DeckProblem::new(&self.deck)))
+    }
+
+    /// Builds the initial hierarchy (level 0 from the base grid, then tag →
+    /// cluster → regrid up to `amr.max_levels`, each time with the
+    /// problem's initial state set afresh on the new patches) and an
+    /// integrator at time 0 solving through `backend`.
+    pub fn build<B: SolveBackend<T>>(
+        mut self,
+        backend: B,
+    ) -> Result<Integrator<T, B>, IntegratorError> {
+        let problem = self.take_problem();
+        Integrator::initial(&self.deck, problem, backend)
+    }
+
+    /// An integrator over an existing hierarchy and data at `time` after
+    /// `step` steps (see [`Integrator::from_state`]).
+    pub fn from_state<B: SolveBackend<T>>(
+        mut self,
+        hierarchy: Hierarchy,
+        data: HierarchyData<T>,
+        time: f64,
+        step: u64,
+        backend: B,
+    ) -> Result<Integrator<T, B>, IntegratorError> {
+        let problem = self.take_problem();
+        let mut me =
+            Integrator::assemble(&self.deck, problem, hierarchy, data, time, step, backend)?;
+        me.settle_residency()?;
+        Ok(me)
+    }
+
+    /// Continues a run from the checkpoint at `path` with these settings
+    /// (see [`Integrator::restart`]).
+    pub fn restart<B: SolveBackend<T>>(
+        mut self,
+        path: &Path,
+        backend: B,
+    ) -> Result<Integrator<T, B>, IntegratorError>
+    where
+        T: CheckpointReal,
+    {
+        let problem = self.take_problem();
+        Integrator::restart_with(path, Some(&self.deck), Some(problem), backend)
+    }
 }
 
 impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
@@ -205,8 +294,16 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// initial condition set afresh on the new patches) and an integrator
     /// at time 0 solving through `backend`.
     pub fn new(deck: &Deck, backend: B) -> Result<Self, IntegratorError> {
+        IntegratorBuilder::new(deck).build(backend)
+    }
+
+    /// [`IntegratorBuilder::build`].
+    fn initial(
+        deck: &Deck,
+        problem: Arc<dyn Problem<T>>,
+        backend: B,
+    ) -> Result<Self, IntegratorError> {
         deck.validate()?;
-        let ic = InitialCondition::new(deck);
         let geometry = deck.geometry().map_err(IntegratorError::mesh("geometry"))?;
         let ghost = deck
             .ghost()
@@ -223,8 +320,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .collect();
         let h = Hierarchy::new(geometry, ghost, deck.size_limits(), vec![specs])
             .map_err(IntegratorError::mesh("base level"))?;
-        let data = initial_data(&h, &ic, &mut BufferPool::new())?;
-        let mut me = Self::assemble(deck, h, data, 0.0, 0, backend)?;
+        let data = initial_data(&h, problem.as_ref(), &mut BufferPool::new())?;
+        let mut me = Self::assemble(deck, problem, h, data, 0.0, 0, backend)?;
         // Level by level: tag the current hierarchy, cluster, and set the
         // initial condition on the new one. Its data comes from the
         // initial condition alone, so the regrid's data transfer is
@@ -250,7 +347,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             // faults of fresh pages.
             let mut pool = BufferPool::new();
             pool.reclaim(data);
-            let data = initial_data(&new_h, &ic, &mut pool)?;
+            let data = initial_data(&new_h, me.problem.as_ref(), &mut pool)?;
             drop(pool);
             let plan = me.step_plan(&new_h)?;
             log::info!(
@@ -284,15 +381,14 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         step: u64,
         backend: B,
     ) -> Result<Self, IntegratorError> {
-        let mut me = Self::assemble(deck, hierarchy, data, time, step, backend)?;
-        me.settle_residency()?;
-        Ok(me)
+        IntegratorBuilder::new(deck).from_state(hierarchy, data, time, step, backend)
     }
 
     /// [`Integrator::from_state`] before `run.residency = "auto"` is
     /// settled.
     fn assemble(
         deck: &Deck,
+        problem: Arc<dyn Problem<T>>,
         hierarchy: Hierarchy,
         data: HierarchyData<T>,
         time: f64,
@@ -323,7 +419,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 solver.scheme().name()
             )));
         }
-        let bc = boundary_conditions::<T>(deck)?;
+        let criteria = problem.refinement()?;
+        check_fields(&criteria, NCOMP).map_err(IntegratorError::Config)?;
+        let faces = problem.faces()?;
+        let host_only = host_only(&criteria, &faces);
+        let bc = boundary_conditions(faces, hierarchy.geometry())?;
         let limiter = limiter_of(deck.amr.interpolation);
         let mut backend = backend;
         // Under "auto" a first guess by the lower bound of the state's
@@ -331,7 +431,15 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         // weighing follows below.
         let on_device = match deck.run.residency {
             Residency::Host => false,
-            Residency::Device => true,
+            Residency::Device => match &host_only {
+                Some(why) => {
+                    return Err(IntegratorError::Config(format!(
+                        "run.residency = \"device\", but {why}; run host-staged (\"host\" or \"auto\")"
+                    )));
+                }
+                None => true,
+            },
+            Residency::Auto if host_only.is_some() => false,
             Residency::Auto => memory_budget(&mut backend, 0, deck)
                 .is_some_and(|b| residency::lower_bound(&hierarchy, std::mem::size_of::<T>()) <= b),
         };
@@ -362,7 +470,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             cfl: deck.hydro.cfl,
             bc,
             limiter,
-            criteria: criteria(deck).map_err(|source| IntegratorError::Tag { step, source })?,
+            criteria,
+            problem,
+            host_only,
             h: hierarchy,
             data: Some(data),
             plan,
@@ -1061,6 +1171,13 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         }
         let size = std::mem::size_of::<T>();
         self.staged = None;
+        if let Some(why) = &self.host_only {
+            if !self.announced {
+                self.announced = true;
+                log::info!("run.residency = \"auto\": the steps are host-staged ({why})");
+            }
+            return self.set_on_device(false);
+        }
         let budget = self.memory_budget();
         let mut need = residency::lower_bound(&self.h, size);
         let fits = match budget {
@@ -1583,7 +1700,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let t0 = Instant::now();
         let name = self.backend.name().to_string();
         let old = self.resident.as_ref().ok_or_else(poisoned)?;
-        let specs = flat_criteria(&self.criteria, self.gas.gamma);
+        let specs = flat_criteria(&self.criteria, self.gas.gamma).ok_or_else(|| {
+            IntegratorError::Internal(
+                "a host-only criterion reached a regrid in the backend".into(),
+            )
+        })?;
         let flat = FlatTag::new(
             &self.h,
             &old.places,
@@ -1812,6 +1933,16 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
     /// stored in the checkpoint. The run then continues bit for bit as if
     /// it had not stopped.
     pub fn restart(path: &Path, deck: Option<&Deck>, backend: B) -> Result<Self, IntegratorError> {
+        Self::restart_with(path, deck, None, backend)
+    }
+
+    /// [`Integrator::restart`] solving `problem` (the deck's when `None`).
+    fn restart_with(
+        path: &Path,
+        deck: Option<&Deck>,
+        problem: Option<Arc<dyn Problem<T>>>,
+        backend: B,
+    ) -> Result<Self, IntegratorError> {
         let ck = read_checkpoint::<T>(path)?;
         let stored;
         let deck = match deck {
@@ -1823,14 +1954,12 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
             }
         };
         check_deck_matches(deck, &ck.hierarchy, &path.display().to_string())?;
-        let mut me = Self::from_state(
-            deck,
-            ck.hierarchy,
-            ck.data,
-            ck.run.time,
-            ck.run.step,
-            backend,
-        )?;
+        let mut builder = IntegratorBuilder::new(deck);
+        if let Some(p) = problem {
+            builder = builder.shared_problem(p);
+        }
+        let mut me =
+            builder.from_state(ck.hierarchy, ck.data, ck.run.time, ck.run.step, backend)?;
         let c = |k: &str| ck.run.counters.get(k).copied().unwrap_or(0);
         me.totals.steps = c("steps_taken");
         me.totals.cells = c("cells_updated");
@@ -2094,18 +2223,21 @@ fn poisoned() -> IntegratorError {
 /// restricted onto the one below so that the levels agree.
 fn initial_data<T: Real>(
     h: &Hierarchy,
-    ic: &InitialCondition,
+    problem: &dyn Problem<T>,
     pool: &mut BufferPool<T>,
 ) -> Result<HierarchyData<T>, IntegratorError> {
     let mut data = HierarchyData::<T>::new_in(h, NCOMP, pool)
         .map_err(IntegratorError::mesh("initial data"))?;
-    data.init_old_with(h, |lg, p, v| {
-        let u = ic.cell_average(lg, p);
-        for (dst, src) in v.iter_mut().zip(u) {
-            *dst = T::from_f64(src);
-        }
-    })
-    .map_err(IntegratorError::mesh("initial data"))?;
+    data.states_mut()
+        .par_iter_mut()
+        .zip(h.patches().par_iter())
+        .try_for_each(|(s, p)| {
+            let lg = h.level_geometry(p.level()).ok_or_else(|| {
+                IntegratorError::Internal(format!("level {} has no geometry", p.level()))
+            })?;
+            problem.initial_patch(lg, &mut s.old);
+            Ok::<_, IntegratorError>(())
+        })?;
     restrict_hierarchy(h, &mut data, TimeLevel::Old)
         .map_err(IntegratorError::mesh("initial restriction"))?;
     data.copy_old_to_new();

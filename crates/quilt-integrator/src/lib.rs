@@ -19,7 +19,8 @@
 //! | `schedule` | adaptive / static batch selection through quilt-batch |
 //! | [`stop`] | the graceful stop on SIGINT, SIGTERM and SIGHUP |
 //! | [`timing`] | time per phase |
-//! | [`init`] | initial conditions |
+//! | [`problem`] | [`Problem`]: initial state, refinement criteria, boundary conditions; the deck's problem |
+//! | [`init`] | the deck's initial conditions |
 #![warn(missing_docs)]
 
 pub mod backend;
@@ -32,6 +33,7 @@ pub mod init;
 mod integrator;
 mod pipeline;
 mod plan;
+pub mod problem;
 mod ranks;
 mod residency;
 pub mod resident;
@@ -47,7 +49,8 @@ pub use backend::{
     backend_for,
 };
 pub use error::IntegratorError;
-pub use integrator::{Integrator, RunTotals, StepInfo};
+pub use integrator::{Integrator, IntegratorBuilder, RunTotals, StepInfo};
+pub use problem::{DeckProblem, Problem};
 pub use timing::{EstimateErrors, PhaseTimes};
 
 /// The floating-point types the integrator runs in: quilt's precision

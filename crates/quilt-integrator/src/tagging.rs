@@ -1,66 +1,57 @@
 //! Tagging every patch with the deck's criteria, for regrid.
 
 use quilt_mesh::flat::{TagCriterionSpec, TagDetector, TagField as FlatField};
-use quilt_mesh::tag::{
-    GradientDetector, ShockDetector, TagBox, TagCriterion, TagError, TagInput, euler_pressure,
-};
+use quilt_mesh::tag::{TagBox, TagCriterion, TagError, TagInput, euler_pressure};
 use quilt_mesh::{Hierarchy, HierarchyData};
 use quilt_sweep::physics::{ENE, MX, MY, MZ, RHO};
 use rayon::prelude::*;
 
 use crate::Real;
-use crate::deck::{Deck, Detector, TagField};
-
-/// One configured criterion.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Criterion {
-    Gradient(TagField, GradientDetector),
-    Shock(TagField, ShockDetector),
-}
-
-impl Criterion {
-    fn field(&self) -> TagField {
-        match self {
-            Criterion::Gradient(f, _) | Criterion::Shock(f, _) => *f,
-        }
-    }
-}
-
-/// The deck's criteria (the deck is validated, so the detectors build).
-pub(crate) fn criteria(deck: &Deck) -> Result<Vec<Criterion>, TagError> {
-    deck.tagging
-        .iter()
-        .map(|t| {
-            Ok(match t.detector {
-                Detector::Gradient => Criterion::Gradient(t.field, GradientDetector::new(t.tol)?),
-                Detector::Shock => Criterion::Shock(t.field, ShockDetector::new(t.tol, t.onset)?),
-            })
-        })
-        .collect()
-}
+use crate::problem::{Field, Refinement};
 
 /// The criteria in the flat form of tagging in a backend
-/// ([`quilt_mesh::flat::FlatTag`]): the same detectors on density or on the
-/// ideal-gas pressure of ratio `gamma`.
-pub(crate) fn flat_criteria(criteria: &[Criterion], gamma: f64) -> Vec<TagCriterionSpec> {
+/// ([`quilt_mesh::flat::FlatTag`]): the same detectors on a component or
+/// on the ideal-gas pressure of ratio `gamma`; `None` if a criterion is
+/// the problem's own (host code).
+pub(crate) fn flat_criteria<T>(
+    criteria: &[Refinement<T>],
+    gamma: f64,
+) -> Option<Vec<TagCriterionSpec>> {
     criteria
         .iter()
-        .map(|c| TagCriterionSpec {
-            field: match c.field() {
-                TagField::Density => FlatField::Component(RHO),
-                TagField::Pressure => FlatField::EulerPressure {
+        .map(|c| {
+            let field = match c.field() {
+                Field::Component(c) => FlatField::Component(c),
+                Field::Pressure => FlatField::EulerPressure {
                     gamma,
                     rho: RHO,
                     momentum: [MX, MY, MZ],
                     energy: ENE,
                 },
-            },
-            detector: match *c {
-                Criterion::Gradient(_, d) => TagDetector::Gradient(d),
-                Criterion::Shock(_, d) => TagDetector::Shock(d),
-            },
+            };
+            let detector = match c {
+                Refinement::Gradient(_, d) => TagDetector::Gradient(*d),
+                Refinement::Shock(_, d) => TagDetector::Shock(*d),
+                Refinement::Custom { .. } => return None,
+            };
+            Some(TagCriterionSpec { field, detector })
         })
         .collect()
+}
+
+/// Checks that every criterion's field exists among `ncomp` components.
+pub(crate) fn check_fields<T>(criteria: &[Refinement<T>], ncomp: usize) -> Result<(), String> {
+    for c in criteria {
+        if let Field::Component(k) = c.field()
+            && k >= ncomp
+        {
+            return Err(format!(
+                "the refinement criterion {:?} reads component {k}, but the state has {ncomp}",
+                c.name()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Interiors are tagged in z slabs of about this many cells, in parallel:
@@ -78,7 +69,7 @@ const SLAB_CELLS: i64 = 1 << 16;
 pub(crate) fn tag_patches<T: Real>(
     h: &Hierarchy,
     data: &HierarchyData<T>,
-    criteria: &[Criterion],
+    criteria: &[Refinement<T>],
     gamma: f64,
     max_levels: usize,
     only: Option<&[bool]>,
@@ -90,13 +81,16 @@ pub(crate) fn tag_patches<T: Real>(
 fn tag_in_slabs<T: Real>(
     h: &Hierarchy,
     data: &HierarchyData<T>,
-    criteria: &[Criterion],
+    criteria: &[Refinement<T>],
     gamma: f64,
     max_levels: usize,
     slab_cells: i64,
     only: Option<&[bool]>,
 ) -> Result<Vec<TagBox>, TagError> {
-    let need_pressure = criteria.iter().any(|c| c.field() == TagField::Pressure);
+    let need_pressure = criteria.iter().any(|c| c.field() == Field::Pressure);
+    // Criteria see the ghost width of planes on either side of a slab (the
+    // built-in detectors reach two cells).
+    let reach = h.ghost().max(2);
     // (patch, first and last interior z plane of a slab); untagged patches
     // have none and keep empty fields.
     let mut items: Vec<(usize, i32, i32)> = Vec::with_capacity(h.num_patches());
@@ -133,8 +127,8 @@ fn tag_in_slabs<T: Real>(
             // either side, as far as the data goes: a contiguous part of
             // every component (x fastest, then y, then z).
             let mut sub = db;
-            sub.lo.z = (z0 - 2).max(db.lo.z);
-            sub.hi.z = (z1 + 2).min(db.hi.z);
+            sub.lo.z = (z0 - reach).max(db.lo.z);
+            sub.hi.z = (z1 + reach).min(db.hi.z);
             let plane = db.size().x as usize * db.size().y as usize;
             let at = (sub.lo.z - db.lo.z) as usize * plane;
             let len = sub.size().z as usize * plane;
@@ -154,13 +148,14 @@ fn tag_in_slabs<T: Real>(
                 .map_or([1.0; 3], |g| [g.dx.x, g.dx.y, g.dx.z]);
             for c in criteria {
                 let values: &[T] = match c.field() {
-                    TagField::Density => part(RHO),
-                    TagField::Pressure => pressure,
+                    Field::Component(k) => part(k),
+                    Field::Pressure => pressure,
                 };
                 let input = TagInput::new(values, sub, region, dx)?;
                 match c {
-                    Criterion::Gradient(_, det) => det.tag(&input, &mut tags)?,
-                    Criterion::Shock(_, det) => det.tag(&input, &mut tags)?,
+                    Refinement::Gradient(_, det) => det.tag(&input, &mut tags)?,
+                    Refinement::Shock(_, det) => det.tag(&input, &mut tags)?,
+                    Refinement::Custom { criterion, .. } => criterion.tag(&input, &mut tags)?,
                 }
             }
             Ok((i, tags))
@@ -188,6 +183,8 @@ fn tag_in_slabs<T: Real>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::deck::Deck;
+    use crate::problem::deck_refinement;
     use quilt_mesh::{Geometry, IndexBox, PatchId, PatchSpec, SizeLimits, iv};
 
     #[test]
@@ -221,7 +218,7 @@ mod tests {
             v.copy_from_slice(&[rho, 0.1 * rho, 0.0, 0.0, p / (gamma - 1.0) + 0.005 * rho]);
         })
         .unwrap();
-        let criteria = criteria(&Deck::default()).unwrap();
+        let criteria = deck_refinement::<f64>(&Deck::default()).unwrap();
         assert!(!criteria.is_empty());
         let whole = tag_in_slabs(&h, &data, &criteria, gamma, 2, i64::MAX, None).unwrap();
         let slabs = tag_in_slabs(&h, &data, &criteria, gamma, 2, 24 * 20 * 3, None).unwrap();

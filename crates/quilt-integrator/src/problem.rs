@@ -1,0 +1,298 @@
+//! What a run solves besides the equations: the initial state, where to
+//! refine, and the conditions on the domain's faces.
+//!
+//! A [`Problem`] is the extension point for solver authors. The
+//! [`Integrator`](crate::Integrator) asks it once, when it is built, for
+//! its refinement criteria and boundary conditions, and at set-up for the
+//! initial state of every patch of every level of the initial refinement
+//! iterations (tag, cluster, and the initial state set afresh on the new
+//! patches, up to `amr.max_levels`). Everything else of a run (the mesh,
+//! the schemes, the batching, the backend) comes from the settings
+//! ([`Deck`]).
+//!
+//! [`DeckProblem`] is the implementation behind the TOML decks: the
+//! sphere, Sedov, Riemann and uniform initial conditions of `[initial]`,
+//! the criteria of `[[tagging]]` and the faces of `[boundary]`. A problem
+//! of one's own may reuse parts of it through [`deck_refinement`] and
+//! [`deck_faces`].
+//!
+//! Built-in criteria and boundary conditions run on the host and in the
+//! backend's device residency; [`Refinement::Custom`] criteria and
+//! [`PhysicalBc::User`] faces run host code, so a problem with either is
+//! host-staged (`run.residency = "auto"` says so; `"device"` is refused).
+
+use std::fmt;
+use std::sync::Arc;
+
+use quilt_mesh::fill::PhysicalBc;
+use quilt_mesh::tag::{GradientDetector, ShockDetector, TagCriterion, TagError};
+use quilt_mesh::{IntVect, LevelGeometry, PatchData, Side};
+use quilt_sweep::physics::RHO;
+
+use crate::Real;
+use crate::deck::{Boundary, Deck, Detector, InitialKind, TagField};
+use crate::error::IntegratorError;
+use crate::init::InitialCondition;
+
+/// The field a refinement criterion looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    /// One conserved component (`quilt_sweep::physics::RHO` for the
+    /// density).
+    Component(usize),
+    /// The pressure, derived from the conserved components by the
+    /// equation of state.
+    Pressure,
+}
+
+impl From<TagField> for Field {
+    fn from(f: TagField) -> Self {
+        match f {
+            TagField::Density => Field::Component(RHO),
+            TagField::Pressure => Field::Pressure,
+        }
+    }
+}
+
+/// One refinement criterion of a problem. Every criterion of a patch tags
+/// into the same field (their union is refined).
+#[derive(Clone)]
+pub enum Refinement<T> {
+    /// quilt's gradient detector on a field (also runs in the backend).
+    Gradient(Field, GradientDetector),
+    /// quilt's shock detector on a field (also runs in the backend).
+    Shock(Field, ShockDetector),
+    /// A criterion of the problem's own on a field, for example a
+    /// [`quilt_mesh::tag::FnCriterion`] closure. Its input is the field over
+    /// the patch's data box (the interior grown by the ghost width, ghost
+    /// cells filled), split into slabs along `z` that keep the ghost width
+    /// of cells on either side. It runs on the host only.
+    Custom {
+        /// What it is called in errors and logs.
+        name: String,
+        /// The field it reads.
+        field: Field,
+        /// The criterion.
+        criterion: Arc<dyn TagCriterion<T> + Send + Sync>,
+    },
+}
+
+impl<T> Refinement<T> {
+    /// The field the criterion reads.
+    pub fn field(&self) -> Field {
+        match self {
+            Refinement::Gradient(f, _) | Refinement::Shock(f, _) => *f,
+            Refinement::Custom { field, .. } => *field,
+        }
+    }
+
+    /// A short name for errors and logs.
+    pub fn name(&self) -> &str {
+        match self {
+            Refinement::Gradient(..) => "gradient",
+            Refinement::Shock(..) => "shock",
+            Refinement::Custom { name, .. } => name,
+        }
+    }
+}
+
+impl<T> fmt::Debug for Refinement<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refinement::Gradient(field, d) => {
+                f.debug_tuple("Gradient").field(field).field(d).finish()
+            }
+            Refinement::Shock(field, d) => f.debug_tuple("Shock").field(field).field(d).finish(),
+            Refinement::Custom { name, field, .. } => f
+                .debug_struct("Custom")
+                .field("name", name)
+                .field("field", field)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// The conditions on the six faces of the domain, `[axis][side]` with
+/// [`Side::index`]. Faces of a periodic axis must say
+/// [`PhysicalBc::Periodic`], and only they (the geometry's periodic axes
+/// come from the settings' `[boundary]` section). Which components form
+/// vectors (negated by reflecting walls) is the physics' business, not the
+/// problem's.
+pub type Faces<T> = [[PhysicalBc<T>; 2]; 3];
+
+/// A problem: initial state, refinement criteria and boundary conditions
+/// (see the module docs).
+///
+/// ```
+/// use quilt_integrator::problem::{Faces, Field, Problem, Refinement, deck_faces};
+/// use quilt_integrator::deck::Deck;
+/// use quilt_integrator::{CpuBackend, Integrator, IntegratorBuilder, IntegratorError};
+/// use quilt_mesh::tag::FnCriterion;
+/// use quilt_mesh::{IntVect, LevelGeometry};
+/// use std::sync::Arc;
+///
+/// /// Still gas, twice as dense in the lower half of the domain, refined
+/// /// where the density is above 1.5.
+/// struct Layers { faces_from: Deck }
+///
+/// impl Problem<f64> for Layers {
+///     fn initial_state(&self, level: &LevelGeometry, cell: &IntVect, u: &mut [f64]) {
+///         let z = level.cell_center(cell).z;
+///         u.fill(0.0);
+///         u[0] = if z < 0.5 { 2.0 } else { 1.0 };
+///         u[4] = 1.0 / (1.4 - 1.0);
+///     }
+///     fn refinement(&self) -> Result<Vec<Refinement<f64>>, IntegratorError> {
+///         let dense = FnCriterion(|i: &quilt_mesh::tag::TagInput<'_, f64>, p| {
+///             i.value(&p).is_some_and(|rho| rho > 1.5)
+///         });
+///         Ok(vec![Refinement::Custom {
+///             name: "dense".into(),
+///             field: Field::Component(0),
+///             criterion: Arc::new(dense),
+///         }])
+///     }
+///     fn faces(&self) -> Result<Faces<f64>, IntegratorError> {
+///         Ok(deck_faces(&self.faces_from))
+///     }
+/// }
+///
+/// let deck = Deck::parse(
+///     "[domain]\nbase_cells = [16, 16, 16]\n[amr]\nmax_levels = 2\n[run]\nmax_steps = 1",
+/// )?;
+/// let mut run = IntegratorBuilder::new(&deck)
+///     .problem(Layers { faces_from: deck.clone() })
+///     .build(CpuBackend::new(deck.solver()?))?;
+/// assert_eq!(run.hierarchy().num_levels(), 2);
+/// run.step()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait Problem<T: Real>: Send + Sync {
+    /// A short name for logs.
+    fn name(&self) -> &str {
+        "problem"
+    }
+
+    /// Writes into `state` (one value per conserved component) the state
+    /// averaged over cell `cell` of `level`. Called for every cell of a
+    /// patch's data box, ghost cells included (they may lie outside the
+    /// domain), from several threads at once.
+    fn initial_state(&self, level: &LevelGeometry, cell: &IntVect, state: &mut [f64]);
+
+    /// Sets the whole data box of one patch of `level` (ghost cells
+    /// included) to the initial state. The default evaluates
+    /// [`Problem::initial_state`] cell by cell; a problem that computes a
+    /// patch at once (from a file, or with work shared between cells)
+    /// overrides it.
+    fn initial_patch(&self, level: &LevelGeometry, data: &mut PatchData<T>) {
+        let mut state = vec![0.0; data.ncomp()];
+        data.fill_cells_with(|cell, values| {
+            self.initial_state(level, cell, &mut state);
+            for (v, s) in values.iter_mut().zip(&state) {
+                *v = T::from_f64(*s);
+            }
+        });
+    }
+
+    /// The refinement criteria.
+    fn refinement(&self) -> Result<Vec<Refinement<T>>, IntegratorError>;
+
+    /// The conditions on the domain's faces.
+    fn faces(&self) -> Result<Faces<T>, IntegratorError>;
+}
+
+/// The problem of a deck: its `[initial]` condition (sphere, Sedov,
+/// Riemann or uniform), its `[[tagging]]` criteria and its `[boundary]`
+/// faces.
+#[derive(Clone, Debug)]
+pub struct DeckProblem {
+    deck: Deck,
+    initial: InitialCondition,
+}
+
+impl DeckProblem {
+    /// The problem of `deck` (validated when the integrator is built).
+    pub fn new(deck: &Deck) -> Self {
+        Self {
+            deck: deck.clone(),
+            initial: InitialCondition::new(deck),
+        }
+    }
+}
+
+impl<T: Real> Problem<T> for DeckProblem {
+    fn name(&self) -> &str {
+        match self.deck.initial.kind {
+            InitialKind::Sphere => "sphere",
+            InitialKind::Sedov => "sedov",
+            InitialKind::Riemann => "riemann",
+            InitialKind::Uniform => "uniform",
+        }
+    }
+
+    fn initial_state(&self, level: &LevelGeometry, cell: &IntVect, state: &mut [f64]) {
+        state.copy_from_slice(&self.initial.cell_average(level, cell));
+    }
+
+    fn refinement(&self) -> Result<Vec<Refinement<T>>, IntegratorError> {
+        deck_refinement(&self.deck).map_err(|source| IntegratorError::Tag { step: 0, source })
+    }
+
+    fn faces(&self) -> Result<Faces<T>, IntegratorError> {
+        Ok(deck_faces(&self.deck))
+    }
+}
+
+/// The criteria of a deck's `[[tagging]]` tables.
+pub fn deck_refinement<T>(deck: &Deck) -> Result<Vec<Refinement<T>>, TagError> {
+    deck.tagging
+        .iter()
+        .map(|t| {
+            Ok(match t.detector {
+                Detector::Gradient => {
+                    Refinement::Gradient(t.field.into(), GradientDetector::new(t.tol)?)
+                }
+                Detector::Shock => {
+                    Refinement::Shock(t.field.into(), ShockDetector::new(t.tol, t.onset)?)
+                }
+            })
+        })
+        .collect()
+}
+
+/// The faces of a deck's `[boundary]` section.
+pub fn deck_faces<T>(deck: &Deck) -> Faces<T> {
+    let f = deck.boundary.faces();
+    std::array::from_fn(|axis| {
+        Side::BOTH.map(|side| match f[2 * axis + side.index()] {
+            Boundary::Outflow => PhysicalBc::Outflow,
+            Boundary::Reflecting => PhysicalBc::Reflecting,
+            Boundary::Periodic => PhysicalBc::Periodic,
+        })
+    })
+}
+
+/// Why a problem's criteria or faces keep the state on the host, if they
+/// do: the first [`Refinement::Custom`] criterion or
+/// [`PhysicalBc::User`] face.
+pub(crate) fn host_only<T>(refinement: &[Refinement<T>], faces: &Faces<T>) -> Option<String> {
+    if let Some(r) = refinement
+        .iter()
+        .find(|r| matches!(r, Refinement::Custom { .. }))
+    {
+        return Some(format!(
+            "the refinement criterion {:?} runs host code",
+            r.name()
+        ));
+    }
+    for (axis, pair) in faces.iter().enumerate() {
+        for side in Side::BOTH {
+            if matches!(pair[side.index()], PhysicalBc::User(_)) {
+                return Some(format!(
+                    "the boundary condition on axis {axis}, {side:?} face runs host code"
+                ));
+            }
+        }
+    }
+    None
+}

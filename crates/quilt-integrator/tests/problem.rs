@@ -1,0 +1,255 @@
+//! Problems of one's own through the builder: a criterion, a boundary
+//! condition and an initial state written against the public API, on the
+//! host-staged path, through a checkpoint and against the residency rules.
+
+mod common;
+
+use std::sync::Arc;
+
+use quilt_integrator::deck::{Deck, Residency};
+use quilt_integrator::problem::{Faces, Field, Problem, Refinement, deck_faces};
+use quilt_integrator::{CpuBackend, Integrator, IntegratorBuilder, IntegratorError};
+use quilt_mesh::fill::{BoundaryFace, FillTarget, PhysicalBc, UserBoundary};
+use quilt_mesh::tag::{FnCriterion, TagInput};
+use quilt_mesh::{IntVect, LevelGeometry, Side};
+
+const GAMMA: f64 = 1.4;
+
+/// Conserved state of gas with density `rho`, x velocity `u`, pressure `p`.
+fn conserved(rho: f64, u: f64, p: f64) -> [f64; 5] {
+    [
+        rho,
+        rho * u,
+        0.0,
+        0.0,
+        p / (GAMMA - 1.0) + 0.5 * rho * u * u,
+    ]
+}
+
+/// Denser gas streaming in through the low x face.
+#[derive(Debug)]
+struct Inflow;
+
+impl UserBoundary<f64> for Inflow {
+    fn fill(&self, face: &BoundaryFace<'_>, target: &mut FillTarget<'_, f64>) {
+        let u = conserved(2.0, 0.6, 2.0);
+        for p in face.region.iter() {
+            for (c, v) in u.iter().enumerate() {
+                // The region lies in the target by the trait's contract.
+                let _ = target.set(c, &p, *v);
+            }
+        }
+    }
+}
+
+/// Gas at rest in a closed box, except for an inflow on the low x face
+/// (or, with `inflow` off, the deck's reflecting wall there), refined
+/// where the density rises above 1.2.
+struct Stream {
+    deck: Deck,
+    inflow: bool,
+}
+
+impl Problem<f64> for Stream {
+    fn name(&self) -> &str {
+        "stream"
+    }
+
+    fn initial_state(&self, _level: &LevelGeometry, _cell: &IntVect, state: &mut [f64]) {
+        state.copy_from_slice(&conserved(1.0, 0.0, 1.0));
+    }
+
+    fn refinement(&self) -> Result<Vec<Refinement<f64>>, IntegratorError> {
+        let dense = FnCriterion(|i: &TagInput<'_, f64>, p| i.value(&p).is_some_and(|r| r > 1.2));
+        Ok(vec![Refinement::Custom {
+            name: "dense".into(),
+            field: Field::Component(0),
+            criterion: Arc::new(dense),
+        }])
+    }
+
+    fn faces(&self) -> Result<Faces<f64>, IntegratorError> {
+        let mut f = deck_faces(&self.deck);
+        if self.inflow {
+            f[0][Side::Lo.index()] = PhysicalBc::User(Arc::new(Inflow));
+        }
+        Ok(f)
+    }
+}
+
+fn stream(deck: &Deck, inflow: bool) -> Integrator<f64, CpuBackend<f64>> {
+    IntegratorBuilder::new(deck)
+        .problem(Stream {
+            deck: deck.clone(),
+            inflow,
+        })
+        .build(CpuBackend::new(deck.solver().unwrap()))
+        .unwrap()
+}
+
+/// A deck's sphere set through a problem of one's own that only forwards
+/// the initial state to a position-wise formula.
+struct Lumps;
+
+impl Problem<f64> for Lumps {
+    fn initial_state(&self, level: &LevelGeometry, cell: &IntVect, state: &mut [f64]) {
+        let x = level.cell_center(cell);
+        let r2 = (x.x - 0.3).powi(2) + (x.y - 0.5).powi(2) + (x.z - 0.5).powi(2);
+        let rho = if r2 < 0.15 * 0.15 { 3.0 } else { 1.0 };
+        state.copy_from_slice(&conserved(rho, 0.0, 1.0));
+    }
+
+    fn refinement(&self) -> Result<Vec<Refinement<f64>>, IntegratorError> {
+        // Tags exactly the cells of the left quarter, wherever the gas is.
+        let left = FnCriterion(|i: &TagInput<'_, f64>, p: IntVect| {
+            (f64::from(p.x) + 0.5) * i.dx()[0] < 0.25
+        });
+        Ok(vec![Refinement::Custom {
+            name: "left quarter".into(),
+            field: Field::Pressure,
+            criterion: Arc::new(left),
+        }])
+    }
+
+    fn faces(&self) -> Result<Faces<f64>, IntegratorError> {
+        Ok(std::array::from_fn(|_| {
+            [PhysicalBc::Outflow, PhysicalBc::Outflow]
+        }))
+    }
+}
+
+#[test]
+fn the_initial_hierarchy_refines_what_a_custom_criterion_tags() {
+    let deck = common::closed_box();
+    let it = IntegratorBuilder::new(&deck)
+        .problem(Lumps)
+        .build(CpuBackend::new(deck.solver().unwrap()))
+        .unwrap();
+    let h = it.hierarchy();
+    assert_eq!(h.num_levels(), 2);
+    let fine: Vec<_> = h
+        .patches()
+        .iter()
+        .filter(|p| p.level() == 1)
+        .map(|p| p.interior())
+        .collect();
+    // Level 1 halves the cells: the left quarter is x < 12 there, and the
+    // tag buffer of one coarse cell may add up to x < 14.
+    for x in 0..12 {
+        for y in 0..48 {
+            for z in [0, 17, 47] {
+                let c = quilt_mesh::iv(x, y, z);
+                assert!(fine.iter().any(|b| b.contains(&c)), "{c:?} not refined");
+            }
+        }
+    }
+    assert!(fine.iter().all(|b| b.hi.x < 16), "{fine:?}");
+    // The initial state is the problem's, on every level.
+    let d = it.data();
+    for (i, p) in h.patches().iter().enumerate() {
+        let lg = h.level_geometry(p.level()).unwrap();
+        let mut u = [0.0; 5];
+        for c in [p.interior().lo, p.interior().hi] {
+            Lumps.initial_state(lg, &c, &mut u);
+            if p.level() == 1 {
+                assert_eq!(d.old(i).get(0, &c), u[0]);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_user_inflow_feeds_mass_that_a_wall_keeps_out() {
+    let mut deck = common::closed_box();
+    deck.run.max_steps = 6;
+    let mut wall = stream(&deck, false);
+    let mut inflow = stream(&deck, true);
+    let m0 = wall.conserved_totals().unwrap()[0];
+    assert_eq!(inflow.conserved_totals().unwrap()[0], m0);
+    // Nothing is dense at the start: one level.
+    assert_eq!(inflow.hierarchy().num_levels(), 1);
+    while !inflow.finished() {
+        wall.step().unwrap();
+        inflow.step().unwrap();
+    }
+    let (mw, mi) = (
+        wall.conserved_totals().unwrap()[0],
+        inflow.conserved_totals().unwrap()[0],
+    );
+    assert!((mw - m0).abs() <= 1e-12 * m0, "{mw} against {m0}");
+    assert!(mi > m0 * (1.0 + 1e-4), "{mi} against {m0}");
+    // The dense gas that came in is refined by the problem's criterion at
+    // the regrid after step 5.
+    assert_eq!(inflow.hierarchy().num_levels(), 2);
+    assert_eq!(wall.hierarchy().num_levels(), 1);
+}
+
+#[test]
+fn host_code_keeps_the_state_on_the_host() {
+    let mut deck = common::closed_box();
+    deck.run.residency = Residency::Device;
+    let e = IntegratorBuilder::new(&deck)
+        .problem(Stream {
+            deck: deck.clone(),
+            inflow: true,
+        })
+        .build(CpuBackend::new(deck.solver().unwrap()))
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("\"dense\" runs host code"), "{e}");
+    deck.run.residency = Residency::Auto;
+    let it = stream(&deck, true);
+    assert_eq!(it.residency(), Residency::Host);
+}
+
+#[test]
+fn faces_that_contradict_the_periodic_axes_are_refused() {
+    let deck = common::periodic_three_levels();
+    let e = IntegratorBuilder::new(&deck)
+        .problem(Lumps)
+        .build(CpuBackend::new(deck.solver().unwrap()))
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("periodic"), "{e}");
+}
+
+#[test]
+fn a_restart_with_the_problem_continues_bit_for_bit() {
+    let mut deck = common::closed_box();
+    deck.run.max_steps = 8;
+    let mut straight = stream(&deck, true);
+    while !straight.finished() {
+        straight.step().unwrap();
+    }
+    let dir = std::env::temp_dir().join(format!("quilt-problem-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ck.h5");
+    let mut first = stream(&deck, true);
+    for _ in 0..6 {
+        first.step().unwrap();
+    }
+    first.write_checkpoint(&path).unwrap();
+    drop(first);
+    let problem = Stream {
+        deck: deck.clone(),
+        inflow: true,
+    };
+    let mut resumed = IntegratorBuilder::new(&deck)
+        .problem(problem)
+        .restart(&path, CpuBackend::new(deck.solver().unwrap()))
+        .unwrap();
+    while !resumed.finished() {
+        resumed.step().unwrap();
+    }
+    assert_eq!(resumed.steps(), 8);
+    assert!(common::state_bits(&resumed) == common::state_bits(&straight));
+    // The deck's own problem (a wall where the inflow was) departs from it.
+    let mut walled =
+        Integrator::<f64, _>::restart(&path, Some(&deck), CpuBackend::new(deck.solver().unwrap()))
+            .unwrap();
+    while !walled.finished() {
+        walled.step().unwrap();
+    }
+    assert!(common::state_bits(&walled) != common::state_bits(&straight));
+    std::fs::remove_dir_all(&dir).ok();
+}
