@@ -262,7 +262,7 @@ __device__ void reflux_cells(const RefluxItem* items, const u64* starts, u32 nit
     }
 }
 
-// The CFL scan of quilt-integrator's cfl::cell_rate over interior cells:
+// The CFL scan of quilt_sweep::physics::Gas::signal_rate over interior cells:
 // the largest rate as the bits of a non-negative double (their order is the
 // values' order) in out[0]; a bad cell sets out[1].
 template <typename T>

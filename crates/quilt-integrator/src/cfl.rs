@@ -1,9 +1,10 @@
 //! The CFL time step over every patch of every level, and the state check
 //! that comes with it.
 //!
-//! The signal rate is computed exactly as quilt-sweep's state scan does
-//! (`max_d (|v_d| + c_s) / dx_d`, in `f64` from the stored values), so a
-//! step of `cfl / rate` never trips the solver's own CFL check.
+//! The signal rate is quilt-sweep's [`Gas::signal_rate`], the statement
+//! the solvers' state scan uses too (`max_d (|v_d| + c_s) / dx_d`, in
+//! `f64` from the stored values), so a step of `cfl / rate` never trips
+//! the solver's own CFL check.
 
 use quilt_mesh::{Hierarchy, HierarchyData, IntVect, iv};
 use quilt_sweep::physics::Gas;
@@ -23,14 +24,6 @@ pub(crate) struct BadCell {
     /// The offending value.
     pub value: f64,
 }
-
-const NONFINITE: [&str; 5] = [
-    "density is not finite",
-    "x momentum is not finite",
-    "y momentum is not finite",
-    "z momentum is not finite",
-    "energy is not finite",
-];
 
 /// The largest signal rate over the old interiors of every patch (of
 /// those `only` marks, when given), or the first bad cell of the finest
@@ -93,31 +86,12 @@ fn patch_rate<T: Real>(
     Ok(best)
 }
 
-/// The signal rate `max_d (|v_d| + c_s) / dx_d` of one cell's conserved
-/// state, or what is wrong with it: the one statement of the scan, for
+/// The signal rate of one cell's conserved state, or what is wrong with
+/// it: [`Gas::signal_rate`], the solvers' scan's own statement, for
 /// hierarchy data and resident batches alike (and the GPU's CFL kernel).
 #[inline(always)]
 pub(crate) fn cell_rate(u: [f64; 5], dx: [f64; 3], gas: &Gas) -> Result<f64, (&'static str, f64)> {
-    if let Some(c) = (0..5).find(|&c| !u[c].is_finite()) {
-        return Err((NONFINITE[c], u[c]));
-    }
-    if u[0] <= 0.0 {
-        return Err(("density is not positive", u[0]));
-    }
-    let vel = [u[1] / u[0], u[2] / u[0], u[3] / u[0]];
-    let ke = 0.5 * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]);
-    let p = (gas.gamma - 1.0) * (u[4] - ke);
-    if p.is_nan() || p <= 0.0 {
-        return Err(("pressure is not positive", p));
-    }
-    let cs = gas.sound_speed(u[0], p);
-    let rate = (0..3)
-        .map(|a| (vel[a].abs() + cs) / dx[a])
-        .fold(0.0f64, f64::max);
-    if !rate.is_finite() {
-        return Err(("the signal speed over the cell size overflows", rate));
-    }
-    Ok(rate)
+    gas.signal_rate(u, dx)
 }
 
 /// The largest signal rate over the interiors of descriptors `descs` of a

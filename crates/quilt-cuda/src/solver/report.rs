@@ -6,13 +6,7 @@ use super::run::DtSpec;
 use crate::error::CudaError;
 use crate::plan::PassSpec;
 
-const NONFINITE: [&str; 5] = [
-    "density is not finite",
-    "x momentum is not finite",
-    "y momentum is not finite",
-    "z momentum is not finite",
-    "energy is not finite",
-];
+use quilt_sweep::physics::NOT_FINITE as NONFINITE;
 const AFTER_SWEEP: [&str; 3] = [
     "after the x sweep",
     "after the y sweep",

@@ -229,13 +229,7 @@ impl FloorTally {
 }
 
 /// Names of the batch components, for error messages.
-pub(crate) const NONFINITE: [&str; 5] = [
-    "density is not finite",
-    "x momentum is not finite",
-    "y momentum is not finite",
-    "z momentum is not finite",
-    "energy is not finite",
-];
+pub(crate) use crate::physics::NOT_FINITE as NONFINITE;
 
 /// First non-finite component of `w` (column order), as a batch component.
 #[inline(always)]

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::NOT_FINITE;
 use crate::error::ConfigError;
 use crate::real::Real;
 
@@ -74,6 +75,44 @@ impl Gas {
     /// Sound speed `sqrt(gamma p / rho)`.
     pub fn sound_speed(&self, rho: f64, p: f64) -> f64 {
         (self.gamma * p / rho).sqrt()
+    }
+
+    /// [`Gas::primitive`] of a state no scheme may be given, refused:
+    /// `Err((what, value))` for the first non-finite component, a
+    /// density or a pressure that is not positive.
+    pub fn checked_primitive(
+        &self,
+        u: [f64; 5],
+    ) -> Result<(f64, [f64; 3], f64), (&'static str, f64)> {
+        if let Some(c) = (0..5).find(|&c| !u[c].is_finite()) {
+            return Err((NOT_FINITE[c], u[c]));
+        }
+        if u[0] <= 0.0 {
+            return Err(("density is not positive", u[0]));
+        }
+        let (rho, v, p) = self.primitive(u);
+        if p.is_nan() || p <= 0.0 {
+            return Err(("pressure is not positive", p));
+        }
+        Ok((rho, v, p))
+    }
+
+    /// The signal rate `max_d (|v_d| + c_s) / dx_d` of one cell's conserved
+    /// state `u` in cells of size `dx`, or what is wrong with the state
+    /// ([`Gas::checked_primitive`], or a rate that overflows). The one
+    /// statement of the CFL condition: the integrator's time step, the
+    /// solvers' scan of their input and the resident CFL kernel
+    /// (`kernels/amr.cu`, `flat_rate`) compute exactly these operations.
+    pub fn signal_rate(&self, u: [f64; 5], dx: [f64; 3]) -> Result<f64, (&'static str, f64)> {
+        let (rho, v, p) = self.checked_primitive(u)?;
+        let cs = self.sound_speed(rho, p);
+        let rate = (0..3)
+            .map(|a| (v[a].abs() + cs) / dx[a])
+            .fold(0.0f64, f64::max);
+        if !rate.is_finite() {
+            return Err(("the signal speed over the cell size overflows", rate));
+        }
+        Ok(rate)
     }
 
     /// The constants a column function needs, rounded to `T` once on the host

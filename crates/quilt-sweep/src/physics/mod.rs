@@ -32,3 +32,12 @@ pub const MY: usize = 2;
 pub const MZ: usize = 3;
 /// Index of the total energy density.
 pub const ENE: usize = 4;
+
+/// What an error says of a component that is not finite, by component.
+pub const NOT_FINITE: [&str; NCOMP] = [
+    "density is not finite",
+    "x momentum is not finite",
+    "y momentum is not finite",
+    "z momentum is not finite",
+    "energy is not finite",
+];
