@@ -1,10 +1,10 @@
 //! The CFL time step over every patch of every level, and the state check
 //! that comes with it.
 //!
-//! The signal rate is quilt-sweep's [`Gas::signal_rate`], the statement
-//! the solvers' state scan uses too (`max_d (|v_d| + c_s) / dx_d`, in
-//! `f64` from the stored values), so a step of `cfl / rate` never trips
-//! the solver's own CFL check.
+//! The signal rate is quilt-sweep's [`Gas::signal_rate`]
+//! (`max_d (|v_d| + c_s) / dx_d`, in `f64` from the stored values). The
+//! solvers' scan computes it by faster operations; their CFL check allows
+//! 1e-12 for the rounding, so a step of `cfl / rate` never trips it.
 
 use quilt_mesh::{Hierarchy, HierarchyData, IntVect, iv};
 use quilt_sweep::physics::Gas;
@@ -87,8 +87,8 @@ fn patch_rate<T: Real>(
 }
 
 /// The signal rate of one cell's conserved state, or what is wrong with
-/// it: [`Gas::signal_rate`], the solvers' scan's own statement, for
-/// hierarchy data and resident batches alike (and the GPU's CFL kernel).
+/// it: [`Gas::signal_rate`], for hierarchy data and resident batches alike
+/// (and the GPU's CFL kernel).
 #[inline(always)]
 pub(crate) fn cell_rate(u: [f64; 5], dx: [f64; 3], gas: &Gas) -> Result<f64, (&'static str, f64)> {
     gas.signal_rate(u, dx)

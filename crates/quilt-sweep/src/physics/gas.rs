@@ -99,10 +99,11 @@ impl Gas {
 
     /// The signal rate `max_d (|v_d| + c_s) / dx_d` of one cell's conserved
     /// state `u` in cells of size `dx`, or what is wrong with the state
-    /// ([`Gas::checked_primitive`], or a rate that overflows). The one
-    /// statement of the CFL condition: the integrator's time step, the
-    /// solvers' scan of their input and the resident CFL kernel
-    /// (`kernels/amr.cu`, `flat_rate`) compute exactly these operations.
+    /// ([`Gas::checked_primitive`], or a rate that overflows). The
+    /// statement of the time step: the integrator's CFL scan and the
+    /// resident CFL kernel (`kernels/amr.cu`, `flat_rate`) compute exactly
+    /// these operations. The solvers' scan of their input computes the
+    /// same rate by faster operations, within rounding.
     pub fn signal_rate(&self, u: [f64; 5], dx: [f64; 3]) -> Result<f64, (&'static str, f64)> {
         let (rho, v, p) = self.checked_primitive(u)?;
         let cs = self.sound_speed(rho, p);
