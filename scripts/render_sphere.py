@@ -111,14 +111,18 @@ def main(argv):
         # the slice.
         lines.Position = [0.0, 0.0, 1e-3 * (bounds[5] - bounds[4])]
 
+    # A first render resets the camera to the data; the view is set after.
+    simple.Render(view)
     # The domain a little left of centre: the colour bar goes on the right.
-    cx = 0.5 * (bounds[0] + bounds[1]) + 0.12 * (bounds[1] - bounds[0])
+    cx = 0.5 * (bounds[0] + bounds[1]) + 0.08 * (bounds[1] - bounds[0])
     cy = 0.5 * (bounds[2] + bounds[3])
     view.CameraPosition = [cx, cy, z + 4.0]
     view.CameraFocalPoint = [cx, cy, z]
     view.CameraViewUp = [0.0, 1.0, 0.0]
     view.CameraParallelProjection = 1
-    view.CameraParallelScale = 0.56 * (bounds[3] - bounds[2])
+    width, height = bounds[1] - bounds[0], bounds[3] - bounds[2]
+    aspect = args.size[0] / float(args.size[1])
+    view.CameraParallelScale = 0.56 * max(height, width / aspect * 1.3)
     label = simple.Text(Text="density at z = %.3g, t = %.4g; patch outlines by level" % (z, t or 0.0))
     text = simple.Show(label, view)
     text.Color = [0.0, 0.0, 0.0]
