@@ -23,7 +23,6 @@ use std::sync::Arc;
 
 use quilt_mesh::flat::{CopyItem, LevelItems, StepItems, Strided, rel, restrict_items};
 use quilt_mesh::{Hierarchy, HierarchyData, Side, iv};
-use quilt_sweep::layout::data_index;
 use quilt_sweep::physics::NCOMP;
 use quilt_sweep::{BatchLayout, PatchShape};
 use rayon::prelude::*;
@@ -52,10 +51,7 @@ impl ResidentPlan {
     /// flux buffer and the fill's scratch (items aside).
     pub fn values(&self) -> u64 {
         let l = &self.layout;
-        let b = u64::from(l.bin_edge());
-        u64::from(l.nbins()) * b * b * b * u64::from(l.ncomp())
-            + l.flux_len() as u64
-            + self.items.fill.scratch_len
+        l.data_len() as u64 + l.flux_len() as u64 + self.items.fill.scratch_len
     }
 
     /// Bytes of backend memory the resident state takes with values of
@@ -193,21 +189,13 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
     }
     let t_pack = t0.elapsed().as_secs_f64();
     let layout = BatchLayout::packed(edge, NCOMP as u32, &shapes, &places)?;
-    let b = u64::from(edge);
     let strided = |d: usize| {
         let desc = &layout.patches()[d];
-        Strided {
-            base: data_index(
-                edge as usize,
-                NCOMP,
-                desc.bin as usize,
-                0,
-                desc.offset.map(|v| v as usize),
-            ) as u64,
-            sy: b,
-            sz: b * b,
-            sc: b * b * b,
-        }
+        Strided::in_bin(
+            layout.bins(),
+            desc.bin as usize,
+            desc.offset.map(|v| v as usize),
+        )
     };
     let patch_places: Vec<Strided> = (0..n).map(strided).collect();
     let (items, extra) = rayon::join(

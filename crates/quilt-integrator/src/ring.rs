@@ -96,8 +96,8 @@ impl<T: Real> BatchRing<T> {
         // A batch's fluxes vary more than its bins (many small patches have
         // many faces), but they are small: room for twice the most seen,
         // and for six full bin faces per bin.
-        let b = layout.bin_edge() as usize;
-        let face_room = bins * 6 * b * b * layout.ncomp() as usize;
+        let g = layout.bins();
+        let face_room = bins * 6 * g.plane() * g.ncomp();
         let flux_cap = (2 * self.high_water.1).max(face_room).max(fnn);
         let data = self.alloc.alloc(data_cap)?;
         let flux = self.alloc.alloc(flux_cap)?;

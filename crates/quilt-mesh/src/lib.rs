@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod atomic_file;
+pub mod bins;
 pub mod cluster;
 pub mod error;
 pub mod fill;
@@ -26,6 +27,7 @@ pub mod restrict;
 pub mod synthetic;
 pub mod tag;
 
+pub use bins::BinGeometry;
 pub use error::MeshError;
 pub use fill::{BoundaryConditions, FillTarget, GhostFill, PhysicalBc};
 pub use flux_register::FluxRegister;

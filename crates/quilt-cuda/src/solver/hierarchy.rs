@@ -13,7 +13,6 @@ use std::time::Instant;
 
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use quilt_mesh::flat::{CopyItem, FlatTag, FlatTransfer, RefluxItem, StepItems, starts};
-use quilt_sweep::layout::data_index;
 use quilt_sweep::{BatchLayout, StepReport, SweepOrder};
 
 use super::CudaSolver;
@@ -109,7 +108,8 @@ pub(crate) struct Hierarchy {
     scratch: DeviceBuffer<u8>,
     rates: Phase,
     rate_out: DeviceBuffer<u64>,
-    bin_edge: u64,
+    /// The batch's bins, for the strides of the CFL scan.
+    bins: quilt_mesh::BinGeometry,
     /// Interiors from the compact array into the batch, and back.
     load: Phase,
     store: Phase,
@@ -229,15 +229,13 @@ impl<T: GpuReal> CudaSolver<T> {
         let load_items: Vec<CopyItem> = items.interiors.iter().map(CopyItem::reversed).collect();
         let load = copy_phase(&load_items)?;
         let store = copy_phase(&items.interiors)?;
-        let b = layout.bin_edge() as usize;
-        let nc = layout.ncomp() as usize;
+        let bins = layout.bins();
         let rate_items: Vec<RateItem> = layout.patches()[..patches]
             .iter()
             .map(|d| {
                 let g = d.ghost as usize;
                 RateItem {
-                    base: data_index(b, nc, d.bin as usize, 0, d.offset.map(|v| v as usize + g))
-                        as u64,
+                    base: bins.index(d.bin as usize, 0, d.offset.map(|v| v as usize + g)) as u64,
                     n: d.interior(),
                     pad: 0,
                     dx: d.dx,
@@ -259,7 +257,7 @@ impl<T: GpuReal> CudaSolver<T> {
             scratch,
             rates,
             rate_out,
-            bin_edge: b as u64,
+            bins: layout.bins(),
             load,
             store,
             interior_len: items.interior_len,
@@ -282,8 +280,7 @@ impl<T: GpuReal> CudaSolver<T> {
         let s0 = &self.streams[0];
         h.rate_out.fill_bytes(0, 2, 0, s0)?;
         if let Some(cfg) = h.rates.config() {
-            let b = h.bin_edge;
-            let (sy, sz, sc) = (b, b * b, b * b * b);
+            let [sy, sz, sc] = h.bins.strides().map(|s| s as u64);
             let (items, starts, data, out) = (
                 h.rates.items.at(0),
                 h.rates.starts.at(0),

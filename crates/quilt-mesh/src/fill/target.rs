@@ -25,6 +25,7 @@
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
+use crate::bins::BinGeometry;
 use crate::error::MeshError;
 use crate::index::{IndexBox, IntVect, iv};
 use crate::patch_data::PatchData;
@@ -153,8 +154,8 @@ impl<'a, T: Copy> FillTarget<'a, T> {
         bx: IndexBox,
     ) -> Result<Self, MeshError> {
         let base = bin_base(buf.len(), bin_edge, ncomp, bin, offset, &bx)?;
-        let b = bin_edge;
-        Self::strided(buf, base, bx, [b, b * b, b * b * b], ncomp)
+        let strides = BinGeometry::new(bin_edge, ncomp).strides();
+        Self::strided(buf, base, bx, strides, ncomp)
     }
 
     /// The box the target covers.
@@ -346,13 +347,10 @@ fn bin_base(
             ));
         }
     }
-    let b = bin_edge;
-    let base = bin
-        .checked_mul(ncomp)
-        .and_then(|v| v.checked_mul(b * b * b))
-        .map(|v| v + (offset[2] * b + offset[1]) * b + offset[0]);
-    match base {
-        Some(base) if bin.saturating_add(1).saturating_mul(ncomp * b * b * b) <= len => Ok(base),
+    let g = BinGeometry::new(bin_edge, ncomp);
+    let end = bin.checked_add(1).and_then(|n| g.checked_len(n));
+    match end {
+        Some(end) if end <= len => Ok(g.index(bin, 0, offset)),
         _ => Err(bad(
             what(),
             format!("bin {bin} lies beyond a buffer of {len} values"),
@@ -408,7 +406,7 @@ pub fn split_bins<'a, T: Copy>(
     }
     let len = buf.len();
     let root = NonNull::from(buf).cast::<T>();
-    let b = bin_edge;
+    let [sy, sz, sc] = BinGeometry::new(bin_edge, ncomp).strides();
     placements
         .iter()
         .map(|p| {
@@ -419,9 +417,9 @@ pub fn split_bins<'a, T: Copy>(
             Ok(FillTarget {
                 ptr: unsafe { root.add(base) },
                 bx: p.bx,
-                sy: b,
-                sz: b * b,
-                sc: b * b * b,
+                sy,
+                sz,
+                sc,
                 ncomp,
                 _borrow: PhantomData,
             })

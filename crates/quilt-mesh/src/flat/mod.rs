@@ -62,6 +62,18 @@ pub struct Strided {
 }
 
 impl Strided {
+    /// The place of a box whose low corner is cell `offset` of bin `bin`
+    /// in bins of shape `bins`.
+    pub fn in_bin(bins: crate::BinGeometry, bin: usize, offset: [usize; 3]) -> Self {
+        let [sy, sz, sc] = bins.strides().map(|s| s as u64);
+        Self {
+            base: bins.index(bin, 0, offset) as u64,
+            sy,
+            sz,
+            sc,
+        }
+    }
+
     /// The same strides with the base moved to cell `d` of the box.
     pub fn at(&self, d: [u64; 3]) -> Self {
         Self {

@@ -5,16 +5,15 @@ use std::collections::HashSet;
 use super::desc::{PatchDesc, PatchShape};
 use super::flux::flux_len;
 use crate::error::LayoutError;
+use quilt_mesh::BinGeometry;
 
 /// The paper's bin edge: 64 cells, a multiple of the warp size that gave the
 /// best occupancy and packing ratio (Raghavan & Vadhiyar 2015, sec. 3.1).
 pub const DEFAULT_BIN_EDGE: u32 = 64;
 
 /// Index of component `comp` of bin cell `cell = (x, y, z)` in bin `bin`:
-/// `((bin * ncomp + comp) * B + z) * B * B + y * B + x`.
-///
-/// Pure index arithmetic, identical in the CUDA kernels (where it is computed
-/// in 64 bits).
+/// [`BinGeometry::index`], the one statement of the bin layout (identical
+/// in the CUDA kernels, where it is computed in 64 bits).
 #[inline(always)]
 pub const fn data_index(
     bin_edge: usize,
@@ -23,7 +22,7 @@ pub const fn data_index(
     comp: usize,
     cell: [usize; 3],
 ) -> usize {
-    ((bin * ncomp + comp) * bin_edge + cell[2]) * bin_edge * bin_edge + cell[1] * bin_edge + cell[0]
+    BinGeometry::new(bin_edge, ncomp).index(bin, comp, cell)
 }
 
 /// The layout of a batch: bin edge, components, bins and one validated
@@ -125,11 +124,9 @@ impl BatchLayout {
             ncomp,
             bin_edge,
         };
-        let b = u64::from(bin_edge);
-        let addressable = u64::from(nbins)
-            .checked_mul(u64::from(ncomp))
-            .and_then(|v| v.checked_mul(b * b * b))
-            .is_some_and(|v| usize::try_from(v).is_ok());
+        let addressable = BinGeometry::new(bin_edge as usize, ncomp as usize)
+            .checked_len(nbins as usize)
+            .is_some();
         if !addressable {
             return Err(too_large);
         }
@@ -180,8 +177,12 @@ impl BatchLayout {
 
     /// Number of values of the data array: `nbins * ncomp * B^3`.
     pub fn data_len(&self) -> usize {
-        let b = self.bin_edge as usize;
-        self.nbins as usize * self.ncomp as usize * b * b * b
+        self.nbins as usize * self.bins().bin()
+    }
+
+    /// The shape of the bins: their strides and index arithmetic.
+    pub fn bins(&self) -> BinGeometry {
+        BinGeometry::new(self.bin_edge as usize, self.ncomp as usize)
     }
 
     /// Number of values of the flux buffer.
