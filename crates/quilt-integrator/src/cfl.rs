@@ -73,7 +73,7 @@ fn patch_rate<T: Real>(
             for (n, i) in (b.lo.x..=b.hi.x).enumerate() {
                 let o = row + n;
                 let u: [f64; 5] = std::array::from_fn(|c| quilt_mesh::Real::as_f64(comps[c][o]));
-                let rate = cell_rate(u, dx, gas).map_err(|(what, value)| BadCell {
+                let rate = gas.signal_rate(u, dx).map_err(|(what, value)| BadCell {
                     patch: index,
                     cell: iv(i, j, k),
                     what,
@@ -84,14 +84,6 @@ fn patch_rate<T: Real>(
         }
     }
     Ok(best)
-}
-
-/// The signal rate of one cell's conserved state, or what is wrong with
-/// it: [`Gas::signal_rate`], for hierarchy data and resident batches alike
-/// (and the GPU's CFL kernel).
-#[inline(always)]
-pub(crate) fn cell_rate(u: [f64; 5], dx: [f64; 3], gas: &Gas) -> Result<f64, (&'static str, f64)> {
-    gas.signal_rate(u, dx)
 }
 
 /// The largest signal rate over the interiors of descriptors `descs` of a
@@ -120,7 +112,7 @@ pub(crate) fn batch_rate<T: Real>(
                                 quilt_sweep::layout::data_index(b, nc, d.bin as usize, c, cell);
                             quilt_mesh::Real::as_f64(data[at])
                         });
-                        best = best.max(cell_rate(u, d.dx, gas).ok()?);
+                        best = best.max(gas.signal_rate(u, d.dx).ok()?);
                     }
                 }
             }

@@ -1169,15 +1169,30 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         if self.deck.run.residency != Residency::Auto || self.resident.is_some() {
             return Ok(());
         }
-        let size = std::mem::size_of::<T>();
         self.staged = None;
-        if let Some(why) = &self.host_only {
-            if !self.announced {
-                self.announced = true;
-                log::info!("run.residency = \"auto\": the steps are host-staged ({why})");
-            }
-            return self.set_on_device(false);
+        let (fits, why) = match &self.host_only {
+            Some(why) => (false, why.clone()),
+            None => self.weigh_residency()?,
+        };
+        if fits != self.on_device || !self.announced {
+            self.announced = true;
+            log::info!(
+                "run.residency = \"auto\": {} after step {} ({why})",
+                if fits {
+                    "the state lives in the backend"
+                } else {
+                    "the steps are host-staged"
+                },
+                self.step
+            );
         }
+        self.set_on_device(fits)
+    }
+
+    /// Whether the current hierarchy's resident state fits the device's
+    /// memory, and why: keeps the resident plan for the load when it does.
+    fn weigh_residency(&mut self) -> Result<(bool, String), IntegratorError> {
+        let size = std::mem::size_of::<T>();
         let budget = self.memory_budget();
         let mut need = residency::lower_bound(&self.h, size);
         let fits = match budget {
@@ -1204,19 +1219,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 self.backend.name()
             ),
         };
-        if fits != self.on_device || !self.announced {
-            self.announced = true;
-            log::info!(
-                "run.residency = \"auto\": {} after step {} ({why})",
-                if fits {
-                    "the state lives in the backend"
-                } else {
-                    "the steps are host-staged"
-                },
-                self.step
-            );
-        }
-        self.set_on_device(fits)
+        Ok((fits, why))
     }
 
     /// Switches the steps' residency (nothing may be resident).
@@ -2228,16 +2231,8 @@ fn initial_data<T: Real>(
 ) -> Result<HierarchyData<T>, IntegratorError> {
     let mut data = HierarchyData::<T>::new_in(h, NCOMP, pool)
         .map_err(IntegratorError::mesh("initial data"))?;
-    data.states_mut()
-        .par_iter_mut()
-        .zip(h.patches().par_iter())
-        .try_for_each(|(s, p)| {
-            let lg = h.level_geometry(p.level()).ok_or_else(|| {
-                IntegratorError::Internal(format!("level {} has no geometry", p.level()))
-            })?;
-            problem.initial_patch(lg, &mut s.old);
-            Ok::<_, IntegratorError>(())
-        })?;
+    data.init_old_patches_with(h, |lg, d| problem.initial_patch(lg, d))
+        .map_err(IntegratorError::mesh("initial data"))?;
     restrict_hierarchy(h, &mut data, TimeLevel::Old)
         .map_err(IntegratorError::mesh("initial restriction"))?;
     data.copy_old_to_new();

@@ -77,14 +77,26 @@ impl Problem<f64> for Stream {
     }
 }
 
-fn stream(deck: &Deck, inflow: bool) -> Integrator<f64, CpuBackend<f64>> {
+/// An integrator of `problem` under `deck` on the CPU backend.
+fn build(
+    deck: &Deck,
+    problem: impl Problem<f64> + 'static,
+) -> Result<Integrator<f64, CpuBackend<f64>>, IntegratorError> {
     IntegratorBuilder::new(deck)
-        .problem(Stream {
-            deck: deck.clone(),
-            inflow,
-        })
+        .problem(problem)
         .build(CpuBackend::new(deck.solver().unwrap()))
-        .unwrap()
+}
+
+fn stream(deck: &Deck, inflow: bool) -> Integrator<f64, CpuBackend<f64>> {
+    let deck_copy = deck.clone();
+    build(
+        deck,
+        Stream {
+            deck: deck_copy,
+            inflow,
+        },
+    )
+    .unwrap()
 }
 
 /// A deck's sphere set through a problem of one's own that only forwards
@@ -121,10 +133,7 @@ impl Problem<f64> for Lumps {
 #[test]
 fn the_initial_hierarchy_refines_what_a_custom_criterion_tags() {
     let deck = common::closed_box();
-    let it = IntegratorBuilder::new(&deck)
-        .problem(Lumps)
-        .build(CpuBackend::new(deck.solver().unwrap()))
-        .unwrap();
+    let it = build(&deck, Lumps).unwrap();
     let h = it.hierarchy();
     assert_eq!(h.num_levels(), 2);
     let fine: Vec<_> = h
@@ -188,14 +197,11 @@ fn a_user_inflow_feeds_mass_that_a_wall_keeps_out() {
 fn host_code_keeps_the_state_on_the_host() {
     let mut deck = common::closed_box();
     deck.run.residency = Residency::Device;
-    let e = IntegratorBuilder::new(&deck)
-        .problem(Stream {
-            deck: deck.clone(),
-            inflow: true,
-        })
-        .build(CpuBackend::new(deck.solver().unwrap()))
-        .err()
-        .expect("refused");
+    let problem = Stream {
+        deck: deck.clone(),
+        inflow: true,
+    };
+    let e = build(&deck, problem).err().expect("refused");
     assert!(e.to_string().contains("\"dense\" runs host code"), "{e}");
     deck.run.residency = Residency::Auto;
     let it = stream(&deck, true);
@@ -205,11 +211,7 @@ fn host_code_keeps_the_state_on_the_host() {
 #[test]
 fn faces_that_contradict_the_periodic_axes_are_refused() {
     let deck = common::periodic_three_levels();
-    let e = IntegratorBuilder::new(&deck)
-        .problem(Lumps)
-        .build(CpuBackend::new(deck.solver().unwrap()))
-        .err()
-        .expect("refused");
+    let e = build(&deck, Lumps).err().expect("refused");
     assert!(e.to_string().contains("periodic"), "{e}");
 }
 

@@ -19,7 +19,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
+use clap::Parser;
 use quilt::integrator::deck::Deck;
 use quilt::integrator::problem::{Faces, Field, Problem, Refinement};
 use quilt::integrator::{IntegratorBuilder, IntegratorError, SolveBackend, backend_for};
@@ -151,39 +152,27 @@ fn patches_per_level(h: &quilt::mesh::Hierarchy) -> Vec<usize> {
     n
 }
 
+/// A Kelvin-Helmholtz shear layer fed by an inflow, on quilt.
+#[derive(Parser, Debug)]
 struct Args {
+    /// Coarse steps to take.
+    #[arg(long, default_value_t = 1000)]
     steps: u64,
+    /// Directory for the VTKHDF series (none written without it).
+    #[arg(long)]
     out: Option<PathBuf>,
+    /// Steps between outputs and progress lines (0 counts as 1).
+    #[arg(long, default_value_t = 50)]
     every: u64,
+    /// Levels including the base level (the settings' 3 otherwise).
+    #[arg(long)]
     levels: Option<usize>,
-}
-
-fn parse_args() -> Result<Args> {
-    let mut args = Args {
-        steps: 1000,
-        out: None,
-        every: 50,
-        levels: None,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--steps" => args.steps = value()?.parse().context("--steps")?,
-            "--every" => args.every = value()?.parse::<u64>().context("--every")?.max(1),
-            "--levels" => args.levels = Some(value()?.parse().context("--levels")?),
-            "--out" => args.out = Some(value()?.into()),
-            other => bail!(
-                "unknown argument {other:?} (use --steps N, --out DIR, --every N, --levels N)"
-            ),
-        }
-    }
-    Ok(args)
 }
 
 fn main() -> Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let args = parse_args()?;
+    let mut args = Args::parse();
+    args.every = args.every.max(1);
     let mut settings = Deck::parse_named(SETTINGS, "the example's settings")?;
     settings.run.max_steps = args.steps;
     if let Some(l) = args.levels {

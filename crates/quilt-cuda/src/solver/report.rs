@@ -6,7 +6,7 @@ use super::run::DtSpec;
 use crate::error::CudaError;
 use crate::plan::PassSpec;
 
-use quilt_sweep::physics::NOT_FINITE as NONFINITE;
+use quilt_sweep::physics::NOT_FINITE;
 const AFTER_SWEEP: [&str; 3] = [
     "after the x sweep",
     "after the y sweep",
@@ -59,7 +59,7 @@ pub(crate) fn decode_sweep_error(
     SweepError::BadState {
         patch: d.id,
         cell,
-        what: NONFINITE[comp.min(4)],
+        what: NOT_FINITE[comp.min(4)],
         value,
         stage: if tvd {
             AFTER_STAGE[(pass.stage as usize).min(1)]

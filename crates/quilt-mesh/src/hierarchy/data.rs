@@ -226,6 +226,16 @@ impl<T: Real> HierarchyData<T> {
     where
         F: Fn(&LevelGeometry, &crate::index::IntVect, &mut [T]) + Sync,
     {
+        self.init_old_patches_with(h, |lg, d| d.fill_cells_with(|c, v| f(lg, c, v)))
+    }
+
+    /// Sets the old time level patch by patch: `f(level, data)` writes the
+    /// whole data box of one patch (ghost cells included). Runs in parallel
+    /// over patches.
+    pub fn init_old_patches_with<F>(&mut self, h: &Hierarchy, f: F) -> Result<(), MeshError>
+    where
+        F: Fn(&LevelGeometry, &mut PatchData<T>) + Sync,
+    {
         self.check_layout(h)?;
         self.states
             .par_iter_mut()
@@ -233,7 +243,7 @@ impl<T: Real> HierarchyData<T> {
             .for_each(|(s, p)| {
                 // Levels of a validated hierarchy always exist.
                 if let Some(lg) = h.level_geometry(p.level()) {
-                    s.old.fill_cells_with(|c, v| f(lg, c, v));
+                    f(lg, &mut s.old);
                 }
             });
         Ok(())

@@ -9,7 +9,7 @@ use super::plan::{ColumnGroup, Pass};
 use super::shared::Shared;
 use crate::error::SweepError;
 use crate::layout::{BatchLayout, data_index, face_offset, transverse_axes};
-use crate::physics::{FloorCounts, column_components};
+use crate::physics::{FloorCounts, NOT_FINITE, column_components};
 use crate::real::Real;
 use crate::scheme::ColumnBuf;
 
@@ -142,7 +142,7 @@ impl Column {
                 let err = SweepError::BadState {
                     patch: layout.patches()[self.patch].id,
                     cell: self.rel(layout, axis, i),
-                    what: NONFINITE[c],
+                    what: NOT_FINITE[c],
                     value,
                     stage,
                 };
@@ -227,9 +227,6 @@ impl FloorTally {
         }
     }
 }
-
-/// Names of the batch components, for error messages.
-pub(crate) use crate::physics::NOT_FINITE as NONFINITE;
 
 /// First non-finite component of `w` (column order), as a batch component.
 #[inline(always)]

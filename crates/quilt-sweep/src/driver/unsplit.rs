@@ -5,11 +5,12 @@ use rayon::prelude::*;
 
 use super::Workspace;
 use super::block::{Block, LANES};
-use super::column::{Column, ErrorSlot, FloorTally, NONFINITE, non_finite};
+use super::column::{Column, ErrorSlot, FloorTally, non_finite};
 use super::plan::{Pass, build_groups};
 use super::shared::Shared;
 use crate::batch::Batch;
 use crate::error::SweepError;
+use crate::physics::NOT_FINITE;
 use crate::physics::{FloorCounts, GasConsts};
 use crate::real::Real;
 use crate::scheme::tvd::{self, TvdScratch};
@@ -146,7 +147,7 @@ pub(crate) fn step<T: Real>(
                                     let err = SweepError::BadState {
                                         patch: layout.patches()[col.patch].id,
                                         cell: col.rel(layout, axis, i),
-                                        what: NONFINITE[c],
+                                        what: NOT_FINITE[c],
                                         value,
                                         stage: after_stage,
                                     };
