@@ -93,6 +93,9 @@ struct Summary {
     wall: f64,
     halo: f64,
     halo_by_kind: [f64; 3],
+    halo_counts: [quilt::dist::ExchangeCounts; 3],
+    phases: quilt::integrator::PhaseTimes,
+    rank: usize,
     overlap: bool,
     digest: u64,
     totals: [f64; 5],
@@ -140,6 +143,9 @@ fn run<T: Real + CheckpointReal>(
         wall,
         halo: it.halo_seconds(),
         halo_by_kind: it.halo_seconds_by_kind(),
+        halo_counts: it.halo_counts(),
+        phases: it.totals().phases,
+        rank: it.rank().map_or(0, |r| r.0),
         overlap: files.overlap,
         digest: it.state_digest()?,
         totals: it.global_totals()?,
@@ -158,6 +164,32 @@ fn on_rank(
     match deck.run.precision {
         Precision::F64 => run::<f64>(deck, files, transport),
         Precision::F32 => run::<f32>(deck, files, transport),
+    }
+}
+
+/// One rank's phases and exchanges, one line each (every rank prints its
+/// own).
+fn print_rank(s: &Summary) {
+    let p = &s.phases;
+    println!(
+        "rank {}: steps {:.3} s: batch loop {:.3}, reflux + restrict {:.3}, regrid {:.3}, other {:.3}",
+        s.rank, p.wall, p.batch_loop, p.reflux_restrict, p.regrid, p.other
+    );
+    for (name, c) in ["old interiors", "flux blocks", "restriction"]
+        .iter()
+        .zip(&s.halo_counts)
+    {
+        println!(
+            "rank {}: {name}: sent {:.1} MB in {} messages, received {:.1} MB in {}; pack {:.3} s, wait {:.3} s, unpack {:.3} s",
+            s.rank,
+            c.sent_bytes as f64 / 1e6,
+            c.sent_messages,
+            c.received_bytes as f64 / 1e6,
+            c.received_messages,
+            c.pack_seconds,
+            c.wait_seconds,
+            c.unpack_seconds
+        );
     }
 }
 
@@ -195,6 +227,7 @@ fn run_main(cli: &Cli, deck: &Deck) -> Result<()> {
     let t = quilt::dist::transport::MpiRanks::init()?;
     let me = t.rank();
     let s = on_rank(deck, Files::of(cli), Some(Box::new(t)))?;
+    print_rank(&s);
     if me == 0 {
         print(&s);
     }
@@ -211,6 +244,7 @@ fn run_main(cli: &Cli, deck: &Deck) -> Result<()> {
             quilt::dist::run_ranks(cli.ranks, |t| on_rank(deck, files, Some(Box::new(t))));
         all.swap_remove(0)?
     };
+    print_rank(&s);
     print(&s);
     Ok(())
 }

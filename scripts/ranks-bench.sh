@@ -9,10 +9,15 @@
 #
 #   bash scripts/ranks-bench.sh cpu        # CPU backend: 1x16, 4x4 boundary-first, 4x4 after the loop
 #   bash scripts/ranks-bench.sh gpus N     # CUDA host-staged, one rank per GPU: 1, 2 (if N >= 2) and N GPUs, f64 and f32
+#   bash scripts/ranks-bench.sh one N      # only the f64 run on N GPUs (QUILT_RANKS_BIN=another binary: a baseline)
+#
+# QUILT_RANKS_BIN names the binary (default .device-bin/ranks).
 #
 # Every run prints its cell updates/s, rank 0's exchange seconds by kind,
 # the state digest (equal digests: bitwise equal runs), the load-balance
-# efficiency of each regrid and each rank's batch loop at steps 8 and 16.
+# efficiency of each regrid, each rank's batch loop at steps 8 and 16, each
+# rank's phases and exchange volumes (pack / wait / unpack) and each
+# regrid's parts.
 # Logs go to $OUT (or ./ranks-bench-out).
 set -u
 cd "$(dirname "$0")/.."
@@ -23,7 +28,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export LD_LIBRARY_PATH="/usr/local/cuda/targets/x86_64-linux/lib:$PWD/.device-bin/lib"
 export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
 export RUST_LOG=quilt_integrator::integrator=debug
-B="$PWD/.device-bin/ranks"
+B="${QUILT_RANKS_BIN:-$PWD/.device-bin/ranks}"
 L=examples/decks/sphere_large.toml
 L32=examples/decks/sphere_large_f32.toml
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -46,6 +51,12 @@ run() {
         >"$OUT/$name.out" 2>"$OUT/$name.err"
     echo "== $name: exit $?, $((SECONDS - s0)) s"
     grep -E "^ranks:" "$OUT/$name.out" | grep -v totals
+    grep -E "^rank [0-9]+:" "$OUT/$name.out" | sort -s -k2,2n
+    echo "regrids (layout, old pieces, transfer, all):"
+    grep -oE "step [0-9]+ over [0-9]+ ranks:.*layout [0-9.]+ s, old pieces [0-9.]+ s, transfer [0-9.]+ s, all [0-9.]+ s" "$OUT/$name.err" |
+        sed -E 's/over [0-9]+ ranks:.*layout/layout/' | tr '\n' ';'
+    echo
+    grep -oE "regrid layout after step.*" "$OUT/$name.err" | head -n 8
     grep -oE "efficiency [0-9.]+ kept, [0-9.]+ fresh, (fresh adopted|kept)" "$OUT/$name.err" | sort -u | tr '\n' ';'
     echo
     for s in 8 16; do
@@ -71,8 +82,15 @@ gpus)
     run f32_1gpu 1 "$th" "$L32" --backend cuda
     run "f32_${n}gpu" "$n" "$th" "$L32" --backend cuda
     ;;
+one)
+    n="${2:-4}"
+    th=$(($(nproc) / n))
+    th=$((th > 16 ? 16 : th))
+    export GPU=1
+    run "f64_${n}gpu_$(basename "$B")" "$n" "$th" "$L" --backend cuda
+    ;;
 *)
-    echo "usage: ranks-bench.sh cpu | gpus N" >&2
+    echo "usage: ranks-bench.sh cpu | gpus N | one N" >&2
     exit 2
     ;;
 esac

@@ -14,9 +14,12 @@
 //! values only.
 
 use std::collections::HashSet;
+use std::ops::Range;
+use std::time::Instant;
 
 use quilt_mesh::fill::{FillPlan, OldData};
 use quilt_mesh::{Hierarchy, HierarchyData, IndexBox, PatchData, Real, TimeLevel};
+use rayon::prelude::*;
 
 use crate::distribution::Distribution;
 use crate::error::DistError;
@@ -41,8 +44,8 @@ pub struct HaloPlan {
     remote: Vec<usize>,
 }
 
-/// Volume of one exchange, for logs and the overlap report.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Volume and time of one exchange, for logs and the overlap report.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ExchangeCounts {
     /// Messages posted.
     pub sent_messages: usize,
@@ -52,6 +55,14 @@ pub struct ExchangeCounts {
     pub received_messages: usize,
     /// Bytes received.
     pub received_bytes: usize,
+    /// Seconds spent packing the messages posted (reading the pieces
+    /// into send buffers, on the rayon pool).
+    pub pack_seconds: f64,
+    /// Seconds spent waiting for messages in the transport (transfer
+    /// time and waits for slower ranks).
+    pub wait_seconds: f64,
+    /// Seconds spent unpacking received messages into their patches.
+    pub unpack_seconds: f64,
 }
 
 impl HaloPlan {
@@ -165,7 +176,8 @@ impl HaloPlan {
     }
 
     /// [`Self::post`] reading patch `i`'s data from `source(i)` (e.g. a
-    /// new time level).
+    /// new time level). Each message's pieces are packed in parallel, each
+    /// into its own part of the buffer.
     pub fn post_from<'a, T: Real>(
         &self,
         t: &mut (impl Transport + ?Sized),
@@ -174,14 +186,9 @@ impl HaloPlan {
     ) -> Result<ExchangeCounts, DistError> {
         let mut counts = ExchangeCounts::default();
         for (to, pieces) in &self.sends {
-            let len = pieces
-                .iter()
-                .map(|p| {
-                    let ncomp = source(p.patch).map_or(0, PatchData::ncomp);
-                    p.region.num_cells().max(0) as usize * ncomp * size_of::<T>()
-                })
-                .sum();
-            let mut buf = Vec::with_capacity(len);
+            let start = Instant::now();
+            let mut jobs = Vec::with_capacity(pieces.len());
+            let mut len = 0;
             for piece in pieces {
                 let src = source(piece.patch).ok_or_else(|| {
                     DistError::Distribution(format!(
@@ -189,8 +196,23 @@ impl HaloPlan {
                         self.rank, piece.patch
                     ))
                 })?;
-                pack(src, &piece.region, &mut buf)?;
+                if !src.interior().contains_box(&piece.region) {
+                    return Err(DistError::Distribution(format!(
+                        "piece {} lies outside its patch's interior {}",
+                        piece.region,
+                        src.interior()
+                    )));
+                }
+                let n = piece_bytes::<T>(&piece.region, src.ncomp());
+                jobs.push((src, piece.region, len..len + n));
+                len += n;
             }
+            let mut buf = t.buffer(len);
+            let parts = split_parts(&mut buf, jobs.iter().map(|j| j.2.len()));
+            jobs.into_par_iter()
+                .zip(parts)
+                .for_each(|((src, region, _), out)| pack(src, &region, out));
+            counts.pack_seconds += start.elapsed().as_secs_f64();
             counts.sent_messages += 1;
             counts.sent_bytes += buf.len();
             t.send(*to, tag, buf)?;
@@ -210,7 +232,8 @@ impl HaloPlan {
     }
 
     /// [`Self::receive`] writing patch `i`'s pieces into
-    /// `dest.patch_mut(i)`.
+    /// `dest.patch_mut(i)`. Each message is unpacked in parallel over its
+    /// patches.
     pub fn receive_into<T: Real>(
         &self,
         t: &mut (impl Transport + ?Sized),
@@ -219,7 +242,10 @@ impl HaloPlan {
     ) -> Result<ExchangeCounts, DistError> {
         let mut counts = ExchangeCounts::default();
         for (from, pieces) in &self.recvs {
+            let waited = Instant::now();
             let buf = t.recv(*from, tag)?;
+            let start = Instant::now();
+            counts.wait_seconds += (start - waited).as_secs_f64();
             counts.received_messages += 1;
             counts.received_bytes += buf.len();
             let malformed = |why: String| DistError::Malformed {
@@ -228,12 +254,24 @@ impl HaloPlan {
                 tag,
                 why,
             };
+            // Where each piece lies in the message, checked whole before
+            // any cell is written.
             let mut at = 0;
+            let mut placed = Vec::with_capacity(pieces.len());
             for piece in pieces {
                 let dst = dest.patch_mut(piece.patch).ok_or_else(|| {
                     malformed(format!("no place for patch index {}", piece.patch))
                 })?;
-                at = unpack(dst, &piece.region, &buf, at).map_err(malformed)?;
+                if !dst.interior().contains_box(&piece.region) {
+                    return Err(malformed(format!(
+                        "piece {} lies outside the shadow's interior {}",
+                        piece.region,
+                        dst.interior()
+                    )));
+                }
+                let n = piece_bytes::<T>(&piece.region, dst.ncomp());
+                placed.push((piece.patch, piece.region, at..at + n));
+                at += n;
             }
             if at != buf.len() {
                 return Err(malformed(format!(
@@ -241,6 +279,31 @@ impl HaloPlan {
                     buf.len()
                 )));
             }
+            // Pieces by patch, so that each patch is written by one task.
+            placed.sort_by_key(|p| p.0);
+            let mut groups: Vec<(&mut PatchData<T>, &[Placed])> = Vec::new();
+            let mut rest = &placed[..];
+            for (i, data) in dest.all_mut() {
+                let n = rest.iter().take_while(|p| p.0 == i).count();
+                if n > 0 {
+                    let (mine, others) = rest.split_at(n);
+                    groups.push((data, mine));
+                    rest = others;
+                }
+                if rest.is_empty() {
+                    break;
+                }
+            }
+            if !rest.is_empty() {
+                return Err(malformed(format!("no place for patch index {}", rest[0].0)));
+            }
+            groups.into_par_iter().for_each(|(data, mine)| {
+                for (_, region, range) in mine {
+                    unpack(data, region, &buf[range.clone()]);
+                }
+            });
+            t.recycle(buf);
+            counts.unpack_seconds += start.elapsed().as_secs_f64();
         }
         Ok(counts)
     }
@@ -283,64 +346,82 @@ impl ExchangeCounts {
         Self {
             received_messages: got.received_messages,
             received_bytes: got.received_bytes,
+            wait_seconds: got.wait_seconds,
+            unpack_seconds: got.unpack_seconds,
             ..self
         }
     }
+
+    /// Adds `other`'s volume and times to these.
+    pub fn add(&mut self, other: &ExchangeCounts) {
+        self.sent_messages += other.sent_messages;
+        self.sent_bytes += other.sent_bytes;
+        self.received_messages += other.received_messages;
+        self.received_bytes += other.received_bytes;
+        self.pack_seconds += other.pack_seconds;
+        self.wait_seconds += other.wait_seconds;
+        self.unpack_seconds += other.unpack_seconds;
+    }
 }
 
-fn pack<T: Real>(
-    src: &PatchData<T>,
-    region: &IndexBox,
-    buf: &mut Vec<u8>,
-) -> Result<(), DistError> {
-    if !src.interior().contains_box(region) {
-        return Err(DistError::Distribution(format!(
-            "piece {region} lies outside its patch's interior {}",
-            src.interior()
-        )));
+/// A received piece: its patch, its cells and its bytes in the message.
+type Placed = (usize, IndexBox, Range<usize>);
+
+/// Bytes of `region`'s cells with `ncomp` components.
+fn piece_bytes<T>(region: &IndexBox, ncomp: usize) -> usize {
+    region.num_cells().max(0) as usize * ncomp * size_of::<T>()
+}
+
+/// `buf` cut into consecutive parts of `lens` bytes from its start (a
+/// message's pieces, each packed by its own task). Panics if they exceed
+/// it.
+pub fn split_parts(buf: &mut [u8], lens: impl Iterator<Item = usize>) -> Vec<&mut [u8]> {
+    let mut parts = Vec::new();
+    let mut rest = buf;
+    for n in lens {
+        let (part, tail) = rest.split_at_mut(n);
+        parts.push(part);
+        rest = tail;
     }
+    parts
+}
+
+/// Writes `region`'s cells of `src` (which holds them) into `out`,
+/// component by component, `x` fastest.
+fn pack<T: Real>(src: &PatchData<T>, region: &IndexBox, out: &mut [u8]) {
     let nx = (region.hi.x - region.lo.x + 1) as usize;
+    let row = nx * size_of::<T>();
+    let mut at = 0;
     for c in 0..src.ncomp() {
         let comp = src.comp(c);
         for z in region.lo.z..=region.hi.z {
             for y in region.lo.y..=region.hi.y {
                 let o = src.index(&quilt_mesh::iv(region.lo.x, y, z));
-                buf.extend_from_slice(bytemuck::cast_slice(&comp[o..o + nx]));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn unpack<T: Real>(
-    dst: &mut PatchData<T>,
-    region: &IndexBox,
-    buf: &[u8],
-    mut at: usize,
-) -> Result<usize, String> {
-    if !dst.interior().contains_box(region) {
-        return Err(format!(
-            "piece {region} lies outside the shadow's interior {}",
-            dst.interior()
-        ));
-    }
-    let nx = (region.hi.x - region.lo.x + 1) as usize;
-    let row = nx * size_of::<T>();
-    for c in 0..dst.ncomp() {
-        for z in region.lo.z..=region.hi.z {
-            for y in region.lo.y..=region.hi.y {
-                let bytes = buf
-                    .get(at..at + row)
-                    .ok_or_else(|| format!("{} bytes end inside piece {region}", buf.len()))?;
-                let o = dst.index(&quilt_mesh::iv(region.lo.x, y, z));
-                // The buffer has no alignment guarantee: copy bytewise.
-                bytemuck::cast_slice_mut::<T, u8>(&mut dst.comp_mut(c)[o..o + nx])
-                    .copy_from_slice(bytes);
+                out[at..at + row].copy_from_slice(bytemuck::cast_slice(&comp[o..o + nx]));
                 at += row;
             }
         }
     }
-    Ok(at)
+}
+
+/// Writes the bytes of `region`'s cells (component by component, `x`
+/// fastest, as the exchanges lay pieces out) into `dst`, which holds the
+/// region in its data box, and `bytes` holds exactly.
+pub fn unpack<T: Real>(dst: &mut PatchData<T>, region: &IndexBox, bytes: &[u8]) {
+    let nx = (region.hi.x - region.lo.x + 1) as usize;
+    let row = nx * size_of::<T>();
+    let mut at = 0;
+    for c in 0..dst.ncomp() {
+        for z in region.lo.z..=region.hi.z {
+            for y in region.lo.y..=region.hi.y {
+                let o = dst.index(&quilt_mesh::iv(region.lo.x, y, z));
+                // The buffer has no alignment guarantee: copy bytewise.
+                bytemuck::cast_slice_mut::<T, u8>(&mut dst.comp_mut(c)[o..o + nx])
+                    .copy_from_slice(&bytes[at..at + row]);
+                at += row;
+            }
+        }
+    }
 }
 
 /// Patch-sized buffers for the remote patches a rank reads, by patch
@@ -391,11 +472,23 @@ impl<T: Real> Shadows<T> {
 pub trait PatchesMut<T> {
     /// Patch `index`'s data, if there is a place for it.
     fn patch_mut(&mut self, index: usize) -> Option<&mut PatchData<T>>;
+
+    /// Every patch there is a place for, with its index, in ascending
+    /// index order (so that several can be written at once).
+    fn all_mut(&mut self) -> Vec<(usize, &mut PatchData<T>)>;
 }
 
 impl<T: Real> PatchesMut<T> for Shadows<T> {
     fn patch_mut(&mut self, index: usize) -> Option<&mut PatchData<T>> {
         self.get_mut(index)
+    }
+
+    fn all_mut(&mut self) -> Vec<(usize, &mut PatchData<T>)> {
+        self.data
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, d)| d.as_mut().map(|d| (i, d)))
+            .collect()
     }
 }
 
@@ -412,6 +505,16 @@ impl<T: Real> PatchesMut<T> for States<'_, T> {
     fn patch_mut(&mut self, index: usize) -> Option<&mut PatchData<T>> {
         let level = self.level;
         self.data.get_mut(index).map(|s| level.of_mut(s))
+    }
+
+    fn all_mut(&mut self) -> Vec<(usize, &mut PatchData<T>)> {
+        let level = self.level;
+        self.data
+            .states_mut()
+            .iter_mut()
+            .map(|s| level.of_mut(s))
+            .enumerate()
+            .collect()
     }
 }
 

@@ -33,5 +33,7 @@ pub mod transport;
 
 pub use distribution::{Balancer, Distribution, Rebalance, efficiency, inherited_costs};
 pub use error::DistError;
-pub use halo::{ExchangeCounts, HaloPlan, PatchesMut, Piece, Shadows, States, WithShadows};
+pub use halo::{
+    ExchangeCounts, HaloPlan, PatchesMut, Piece, Shadows, States, WithShadows, split_parts, unpack,
+};
 pub use transport::{Solo, Tag, ThreadRank, Transport, run_ranks, thread_ranks};

@@ -31,7 +31,7 @@ use quilt_mesh::interp::Limiter;
 use quilt_mesh::regrid::{
     RegridOptions, build_hierarchy, new_level_boxes, transfer, transfer_with,
 };
-use quilt_mesh::restrict::{TimeLevel, restrict_hierarchy, restrict_level};
+use quilt_mesh::restrict::{TimeLevel, restrict_hierarchy, restrict_level_where};
 use quilt_mesh::{BufferPool, Hierarchy, HierarchyData, PatchSpec, Side};
 use quilt_mesh::{PatchId, iv};
 use quilt_sweep::physics::{FloorCounts, Gas, NCOMP};
@@ -878,6 +878,17 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         self.ranks.as_ref().map_or([0.0; 3], |r| r.halo_by_kind)
     }
 
+    /// The exchanges' volume and their pack / wait / unpack seconds, by
+    /// the kinds of [`Integrator::halo_seconds_by_kind`]. Zeros in a
+    /// serial run.
+    pub fn halo_counts(&self) -> [quilt_dist::ExchangeCounts; 3] {
+        self.ranks
+            .as_ref()
+            .map_or([quilt_dist::ExchangeCounts::default(); 3], |r| {
+                r.halo_counts
+            })
+    }
+
     /// `(rank, ranks)` of a distributed run, `None` otherwise.
     pub fn rank(&self) -> Option<(usize, usize)> {
         self.ranks.as_ref().map(|r| (r.rank(), r.size()))
@@ -1554,7 +1565,12 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             cells_moved,
         } = rebalance;
         ranks.exchange_for_transfer(&self.h, &new_h, &new_dist, &mut data)?;
+        let t_move = t0.elapsed().as_secs_f64() - t_layout;
         let coarse = ranks.coarse_plans(&self.h, &new_h, &new_dist);
+        // Each rank fills its own new patches; the coarse cells their
+        // interpolation reads from other ranks' patches arrive before each
+        // level.
+        let mine = new_dist.mask(ranks.rank());
         let mut before_level = |l: usize, new: &mut HierarchyData<T>| {
             ranks
                 .exchange_coarse(&coarse, l, new)
@@ -1567,13 +1583,15 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             self.limiter,
             &mut BufferPool::new(),
             &mut before_level,
+            Some(&mine),
         )
         .map_err(|source| IntegratorError::Regrid { step, source })?;
+        let t_transfer = t0.elapsed().as_secs_f64() - t_layout - t_move;
         let plan = self.owned_plan(&new_h, &new_dist, ranks.rank())?;
         ranks.adopt(new_dist, &new_h, &plan.layout)?;
         ranks.fresh += u64::from(adopted);
         log::info!(
-            "regrid after step {step} over {} ranks: {} levels, {} patches, {} cells; efficiency {:.3} kept, {:.3} fresh, {} ({} cells move); layout {t_layout:.3} s, all {:.3} s",
+            "regrid after step {step} over {} ranks: {} levels, {} patches, {} cells; efficiency {:.3} kept, {:.3} fresh, {} ({} cells move); layout {t_layout:.3} s, old pieces {t_move:.3} s, transfer {t_transfer:.3} s, all {:.3} s",
             ranks.size(),
             new_h.num_levels(),
             new_h.num_patches(),
@@ -1595,11 +1613,20 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         ranks: &mut Ranks,
         data: &mut HierarchyData<T>,
     ) -> Result<(Hierarchy, Rebalance), IntegratorError> {
+        let t0 = Instant::now();
         ranks.exchange_old(data)?;
-        let (tags, _) = self.fill_and_tag(data, Some(ranks.owned()))?;
+        let t_old = t0.elapsed().as_secs_f64();
+        let (tags, [t_fill, t_tag]) = self.fill_and_tag(data, Some(ranks.owned()))?;
+        let t1 = Instant::now();
         let tags = ranks.gather_tags(&self.h, tags)?;
+        let t_gather = t1.elapsed().as_secs_f64();
         let new_h = self.cluster(&tags)?;
         check_state_fits::<T>(&self.h, &new_h)?;
+        log::debug!(
+            "regrid layout after step {} over ranks: old interiors {t_old:.3} s, fill {t_fill:.3} s, tag {t_tag:.3} s, tags gathered {t_gather:.3} s, clustering {:.3} s",
+            self.step,
+            t1.elapsed().as_secs_f64() - t_gather
+        );
         let kept = Distribution::inherited(&self.h, ranks.distribution(), &new_h)?;
         // Every rank's measured costs of its own patches, on every rank, so
         // that all compute the same distribution.
@@ -2260,6 +2287,7 @@ fn reflux_and_restrict<T: Real>(
     let skip: Option<Vec<bool>> = ranks
         .as_deref()
         .map(|r| (0..h.num_patches()).map(|f| !r.accumulates(f)).collect());
+    let owned: Option<Vec<bool>> = ranks.as_deref().map(|r| r.owned().to_vec());
     for l in (1..h.num_levels()).rev() {
         let reg = &mut plan.registers[l - 1];
         reg.reset();
@@ -2292,11 +2320,17 @@ fn reflux_and_restrict<T: Real>(
         }
         reg.reflux(h, data, TimeLevel::New)
             .map_err(IntegratorError::mesh(format!("refluxing level {}", l - 1)))?;
+        // Over ranks each rank restricts its own fine patches: onto its
+        // own coarse patches here, onto other ranks' in the values it
+        // posts.
         if let Some(r) = ranks.as_deref_mut() {
-            r.exchange_restriction(l, data)?;
+            r.post_restriction(h, l, data)?;
         }
-        restrict_level(h, data, l, TimeLevel::New)
+        restrict_level_where(h, data, l, TimeLevel::New, owned.as_deref())
             .map_err(IntegratorError::mesh(format!("restricting level {l}")))?;
+        if let Some(r) = ranks.as_deref_mut() {
+            r.receive_restriction(h, l, data)?;
+        }
     }
     Ok(())
 }

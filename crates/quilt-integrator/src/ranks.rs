@@ -23,11 +23,15 @@
 //! same code and in the same order as in a serial run, so a run over any
 //! number of ranks is bitwise the serial run.
 
-use quilt_dist::{Distribution, HaloPlan, Piece, Tag, Transport};
+use quilt_dist::{
+    Distribution, ExchangeCounts, HaloPlan, Piece, Tag, Transport, split_parts, unpack,
+};
 use quilt_mesh::regrid::interpolated_cells;
+use quilt_mesh::restrict::{covered_coarse_cells, restrict_into};
 use quilt_mesh::tag::TagBox;
 use quilt_mesh::{Hierarchy, HierarchyData, Real, TimeLevel};
 use quilt_sweep::StepReport;
+use rayon::prelude::*;
 
 use crate::error::IntegratorError;
 use crate::plan::{FluxStore, PlanLayout};
@@ -92,6 +96,9 @@ pub(crate) struct Ranks {
     /// old interiors for the fill, flux blocks, restriction (all waits
     /// included).
     pub halo_by_kind: [f64; 3],
+    /// Volume and the pack / wait / unpack split of the exchanges, by the
+    /// kinds of [`Ranks::halo_by_kind`].
+    pub halo_counts: [ExchangeCounts; 3],
 }
 
 /// Indices of [`Ranks::halo_by_kind`].
@@ -145,6 +152,7 @@ impl Ranks {
             early: Vec::new(),
             fresh: 0,
             halo_by_kind: [0.0; 3],
+            halo_counts: [ExchangeCounts::default(); 3],
         };
         me.plan(h, layout);
         Ok(me)
@@ -384,15 +392,26 @@ impl Ranks {
         k: usize,
         fluxes: &FluxStore<T>,
     ) -> Result<(), IntegratorError> {
+        let start = std::time::Instant::now();
         let (to, blocks) = &self.flux_sends[k];
-        let mut buf = Vec::new();
-        for b in blocks {
-            let v = match *b {
-                Block::Fine(f) => &fluxes.fine[f],
-                Block::Probe(q) => &fluxes.probes[q],
-            };
-            buf.extend_from_slice(bytemuck::cast_slice::<T, u8>(v));
-        }
+        let sources: Vec<&[u8]> = blocks
+            .iter()
+            .map(|b| {
+                bytemuck::cast_slice::<T, u8>(match *b {
+                    Block::Fine(f) => &fluxes.fine[f],
+                    Block::Probe(q) => &fluxes.probes[q],
+                })
+            })
+            .collect();
+        let mut buf = self.transport.buffer(sources.iter().map(|s| s.len()).sum());
+        split_parts(&mut buf, sources.iter().map(|s| s.len()))
+            .into_par_iter()
+            .zip(sources)
+            .for_each(|(part, s)| part.copy_from_slice(s));
+        let c = &mut self.halo_counts[HALO_FLUX];
+        c.pack_seconds += start.elapsed().as_secs_f64();
+        c.sent_messages += 1;
+        c.sent_bytes += buf.len();
         self.transport.send(*to, TAG_FLUX, buf)?;
         self.posted[k] = true;
         Ok(())
@@ -431,8 +450,10 @@ impl Ranks {
         data: &mut HierarchyData<T>,
     ) -> Result<(), IntegratorError> {
         let start = std::time::Instant::now();
-        self.fill
+        let c = self
+            .fill
             .exchange_states(&mut *self.transport, TAG_FILL, data, TimeLevel::Old)?;
+        self.halo_counts[HALO_OLD].add(&c);
         self.count(HALO_OLD, start);
         Ok(())
     }
@@ -453,11 +474,17 @@ impl Ranks {
         }
         let t = &mut *self.transport;
         let me = t.rank();
+        let counts = &mut self.halo_counts[HALO_FLUX];
         for ((from, blocks), early) in self.flux_recvs.iter().zip(&mut self.early) {
+            let waited = std::time::Instant::now();
             let buf = match early.take() {
                 Some(b) => b,
                 None => t.recv(*from, TAG_FLUX)?,
             };
+            let unpacking = std::time::Instant::now();
+            counts.wait_seconds += (unpacking - waited).as_secs_f64();
+            counts.received_messages += 1;
+            counts.received_bytes += buf.len();
             let mut at = 0;
             for b in blocks {
                 let v = match *b {
@@ -485,6 +512,8 @@ impl Ranks {
                 }
                 .into());
             }
+            t.recycle(buf);
+            counts.unpack_seconds += unpacking.elapsed().as_secs_f64();
         }
         t.flush()?;
         // The next step starts its bookkeeping afresh.
@@ -493,19 +522,117 @@ impl Ranks {
         Ok(())
     }
 
-    /// Step 5's exchange for fine level `l`: the new fine interiors that
-    /// restriction onto this rank's coarse patches reads.
-    pub fn exchange_restriction<T: Real>(
+    /// Step 5's first half for fine level `l`: posts, for each coarse
+    /// patch another rank owns, the restriction of this rank's fine
+    /// patches over it (the coarse values, bitwise what the coarse owner
+    /// would compute from the fine interiors, at 1/r³ of their volume).
+    pub fn post_restriction<T: Real>(
         &mut self,
+        h: &Hierarchy,
         l: usize,
-        data: &mut HierarchyData<T>,
+        data: &HierarchyData<T>,
     ) -> Result<(), IntegratorError> {
-        let Some(plan) = self.restrict.get(l.wrapping_sub(1)) else {
+        let Some((plan, ratio, tag)) = restriction(&self.restrict, h, l) else {
             return Ok(());
         };
         let start = std::time::Instant::now();
-        let tag = TAG_RESTRICT + l as Tag;
-        plan.exchange_states(&mut *self.transport, tag, data, TimeLevel::New)?;
+        let counts = &mut self.halo_counts[HALO_RESTRICT];
+        for (to, pieces) in plan.sends() {
+            let mut jobs = Vec::with_capacity(pieces.len());
+            let mut len = 0;
+            for piece in pieces {
+                let fine = data.get(piece.patch).map(|s| &s.new).ok_or_else(|| {
+                    IntegratorError::Internal(format!(
+                        "restriction: no fine patch index {}",
+                        piece.patch
+                    ))
+                })?;
+                let region = covered_coarse_cells(&piece.region, ratio);
+                let n = region.num_cells().max(0) as usize * fine.ncomp() * size_of::<T>();
+                jobs.push((fine, region, n));
+                len += n;
+            }
+            let mut buf = self.transport.buffer(len);
+            let parts = split_parts(&mut buf, jobs.iter().map(|j| j.2));
+            jobs.into_par_iter()
+                .zip(parts)
+                .try_for_each(|((fine, region, n), part)| {
+                    let mut values = vec![T::zero(); n / size_of::<T>()];
+                    restrict_into(fine, &region, ratio, &mut values)?;
+                    part.copy_from_slice(bytemuck::cast_slice(&values));
+                    Ok::<_, quilt_mesh::MeshError>(())
+                })
+                .map_err(IntegratorError::mesh(format!(
+                    "restricting level {l} for rank {to}"
+                )))?;
+            counts.sent_messages += 1;
+            counts.sent_bytes += buf.len();
+            self.transport.send(*to, tag, buf)?;
+        }
+        counts.pack_seconds += start.elapsed().as_secs_f64();
+        self.count(HALO_RESTRICT, start);
+        Ok(())
+    }
+
+    /// Step 5's second half for fine level `l`, after this rank restricted
+    /// its own pairs: the coarse values other ranks restricted onto this
+    /// rank's coarse patches, written into their new time level.
+    pub fn receive_restriction<T: Real>(
+        &mut self,
+        h: &Hierarchy,
+        l: usize,
+        data: &mut HierarchyData<T>,
+    ) -> Result<(), IntegratorError> {
+        let Some((plan, ratio, tag)) = restriction(&self.restrict, h, l) else {
+            return Ok(());
+        };
+        let start = std::time::Instant::now();
+        let me = self.transport.rank();
+        let counts = &mut self.halo_counts[HALO_RESTRICT];
+        for (from, pieces) in plan.recvs() {
+            let waited = std::time::Instant::now();
+            let buf = self.transport.recv(*from, tag)?;
+            let unpacking = std::time::Instant::now();
+            counts.wait_seconds += (unpacking - waited).as_secs_f64();
+            counts.received_messages += 1;
+            counts.received_bytes += buf.len();
+            let malformed = |why: String| quilt_dist::DistError::Malformed {
+                rank: me,
+                from: *from,
+                tag,
+                why,
+            };
+            let mut at = 0;
+            for piece in pieces {
+                let region = covered_coarse_cells(&piece.region, ratio);
+                let c = h
+                    .patches_intersecting(l - 1, &region)
+                    .into_iter()
+                    .find(|&c| h.patches()[c].interior().contains_box(&region))
+                    .ok_or_else(|| malformed(format!("no coarse patch holds {region}")))?;
+                let dst = data
+                    .get_mut(c)
+                    .map(|s| &mut s.new)
+                    .ok_or_else(|| malformed(format!("no coarse patch index {c}")))?;
+                let n = region.num_cells().max(0) as usize * dst.ncomp() * size_of::<T>();
+                let bytes = buf.get(at..at + n).ok_or_else(|| {
+                    malformed(format!(
+                        "{} bytes end inside the restriction of {region}",
+                        buf.len()
+                    ))
+                })?;
+                unpack(dst, &region, bytes);
+                at += n;
+            }
+            if at != buf.len() {
+                return Err(
+                    malformed(format!("{} bytes, the plan accounts for {at}", buf.len())).into(),
+                );
+            }
+            self.transport.recycle(buf);
+            counts.unpack_seconds += unpacking.elapsed().as_secs_f64();
+        }
+        self.transport.flush()?;
         self.count(HALO_RESTRICT, start);
         Ok(())
     }
@@ -794,6 +921,18 @@ impl Ranks {
         }
         Ok(out)
     }
+}
+
+/// The restriction exchange of fine level `l` among `restrict` (the
+/// plans by fine level): its plan, the level's ratio and its tag.
+fn restriction<'a>(
+    restrict: &'a [HaloPlan],
+    h: &Hierarchy,
+    l: usize,
+) -> Option<(&'a HaloPlan, i32, Tag)> {
+    let plan = restrict.get(l.wrapping_sub(1))?;
+    let ratio = h.level_geometry(l).map_or(2, |g| g.ratio);
+    Some((plan, ratio, TAG_RESTRICT + l as Tag))
 }
 
 /// 32-bit words of a tag field over `region` (see `TagBox::to_words`).

@@ -101,14 +101,62 @@ fn restrict_region<T: Real>(
     r: i32,
     acc: &mut [T],
 ) {
+    let cdb = coarse.data_box();
+    restrict_rows(fine, region, r, acc, |c, j, k, row| {
+        let o = cdb.offset(&iv(region.lo.x, j, k));
+        row(&mut coarse.comp_mut(c)[o..o + region.size().x as usize]);
+    });
+}
+
+/// Restricts `fine`'s cells over the coarse cells `region` into `out`,
+/// component by component, `x` fastest: bitwise the values
+/// [`restrict_patch`] writes there (a rank computes them for a coarse
+/// patch another rank owns). `region` must be covered by the fine
+/// interior (ratio `r`) and `out` hold `ncomp` times its cells.
+pub fn restrict_into<T: Real>(
+    fine: &PatchData<T>,
+    region: &IndexBox,
+    r: i32,
+    out: &mut [T],
+) -> Result<(), MeshError> {
+    check_ratio(1, r)?;
+    let cells = region.num_cells().max(0) as usize;
+    if !fine.interior().contains_box(&region.refine(r)) || out.len() != cells * fine.ncomp() {
+        return Err(MeshError::invalid(
+            "restriction into a buffer",
+            format!(
+                "coarse cells {region} (ratio {r}) of fine interior {} into {} values",
+                fine.interior(),
+                out.len()
+            ),
+        ));
+    }
+    let (n, ny) = (region.size().x as usize, region.size().y as usize);
+    let mut acc = vec![T::zero(); n];
+    restrict_rows(fine, region, r, &mut acc, |c, j, k, row| {
+        let o = c * cells + ((k - region.lo.z) as usize * ny + (j - region.lo.y) as usize) * n;
+        row(&mut out[o..o + n]);
+    });
+    Ok(())
+}
+
+/// Computes every coarse row of `region` (each component `c`, row `j`,
+/// plane `k`) into `acc` and hands `put(c, j, k, write)` a writer that
+/// stores the row's means into the slice it is given: the one arithmetic
+/// of every restriction.
+fn restrict_rows<T: Real>(
+    fine: &PatchData<T>,
+    region: &IndexBox,
+    r: i32,
+    acc: &mut [T],
+    mut put: impl FnMut(usize, i32, i32, &mut dyn FnMut(&mut [T])),
+) {
     let n = region.size().x as usize;
     let ru = r as usize;
     let inv = T::from_f64(1.0 / (r * r * r) as f64);
     let fdb = fine.data_box();
-    let cdb = coarse.data_box();
     for c in 0..fine.ncomp() {
         let f = fine.comp(c);
-        let u = coarse.comp_mut(c);
         for k in region.lo.z..=region.hi.z {
             for j in region.lo.y..=region.hi.y {
                 acc[..n].fill(T::zero());
@@ -121,10 +169,12 @@ fn restrict_region<T: Real>(
                         }
                     }
                 }
-                let o = cdb.offset(&iv(region.lo.x, j, k));
-                for (dst, a) in u[o..o + n].iter_mut().zip(&acc[..n]) {
-                    *dst = *a * inv;
-                }
+                let means = &acc[..n];
+                put(c, j, k, &mut |dst: &mut [T]| {
+                    for (d, a) in dst.iter_mut().zip(means) {
+                        *d = *a * inv;
+                    }
+                });
             }
         }
     }
@@ -138,7 +188,30 @@ pub fn restrict_level<T: Real>(
     fine_level: usize,
     time: TimeLevel,
 ) -> Result<(), MeshError> {
+    restrict_level_where(h, data, fine_level, time, None)
+}
+
+/// [`restrict_level`] over the pairs of patches `only` marks, by
+/// hierarchy index (a rank's own coarse and fine patches); all without it.
+pub fn restrict_level_where<T: Real>(
+    h: &Hierarchy,
+    data: &mut HierarchyData<T>,
+    fine_level: usize,
+    time: TimeLevel,
+    only: Option<&[bool]>,
+) -> Result<(), MeshError> {
     data.check_layout(h)?;
+    if only.is_some_and(|o| o.len() != h.num_patches()) {
+        return Err(MeshError::invalid(
+            "restriction mask",
+            format!(
+                "{} patches masked in a hierarchy of {}",
+                only.map_or(0, <[bool]>::len),
+                h.num_patches()
+            ),
+        ));
+    }
+    let mine = |i: usize| only.is_none_or(|o| o[i]);
     let ratio = fine_ratio(h, fine_level)?;
     let crange = h.level_range(fine_level - 1);
     let frange = h.level_range(fine_level);
@@ -146,10 +219,16 @@ pub fn restrict_level<T: Real>(
     let coarse = &mut lower[crange.clone()];
     let fine = &upper[..frange.len()];
     coarse.par_iter_mut().enumerate().for_each(|(n, cs)| {
+        if !mine(crange.start + n) {
+            return;
+        }
         let cpatch = &h.patches()[crange.start + n];
         let under = cpatch.interior().refine(ratio);
         let mut acc = Vec::new();
         for fi in h.patches_intersecting(fine_level, &under) {
+            if !mine(fi) {
+                continue;
+            }
             let fd = time.of(&fine[fi - frange.start]);
             let cd = time.of_mut(cs);
             let region = covered_coarse_cells(&fd.interior(), ratio).intersect(&cd.interior());
@@ -233,6 +312,34 @@ mod tests {
             }
             assert_eq!(c.get(0, &iv(7, 7, 7)), -1.0);
             assert!(restrict_patch(&f, &mut c, 3).is_err());
+        }
+    }
+
+    #[test]
+    fn into_a_buffer_is_bitwise_the_patch_restriction() {
+        for r in [2, 4] {
+            let fi = IndexBox::new(iv(4, 0, 8), iv(4 + 3 * r - 1, 2 * r - 1, 8 + 2 * r - 1));
+            let mut f = PatchData::<f32>::new(fi, 2, 3).unwrap();
+            for c in 0..3 {
+                f.fill_with(c, |p| {
+                    ((p.x * 7 + p.y * 13 - p.z * 3 + c as i32) as f32).sin()
+                });
+            }
+            let covered = covered_coarse_cells(&fi, r);
+            let mut c = PatchData::<f32>::new(covered.grow(1), 1, 3).unwrap();
+            restrict_patch(&f, &mut c, r).unwrap();
+            let mut out = vec![0.0f32; 3 * covered.num_cells() as usize];
+            restrict_into(&f, &covered, r, &mut out).unwrap();
+            let mut at = 0;
+            for comp in 0..3 {
+                for q in covered.iter() {
+                    assert_eq!(out[at].to_bits(), c.get(comp, &q).to_bits());
+                    at += 1;
+                }
+            }
+            // A region the fine interior does not cover, or a short buffer.
+            assert!(restrict_into(&f, &covered.grow(1), r, &mut out).is_err());
+            assert!(restrict_into(&f, &covered, r, &mut out[1..]).is_err());
         }
     }
 }

@@ -11,6 +11,7 @@
 //! waited for forever. Messages between two ranks with the same tag arrive
 //! in the order they were sent (MPI's non-overtaking rule).
 
+mod pool;
 mod solo;
 mod threads;
 
@@ -19,6 +20,7 @@ mod mpi;
 
 #[cfg(feature = "mpi")]
 pub use self::mpi::{MPI_CHUNK, MpiRanks};
+pub use pool::BytePool;
 pub use solo::Solo;
 pub use threads::{ThreadRank, run_ranks, thread_ranks};
 
@@ -55,6 +57,19 @@ pub trait Transport {
     /// The next message from `from` with `tag`, waiting at most the
     /// transport's bound ([`DistError::Timeout`] after it).
     fn recv(&mut self, from: usize, tag: Tag) -> Result<Vec<u8>, DistError>;
+
+    /// A buffer of `len` bytes for a message the caller fills whole and
+    /// sends (its contents are unspecified). A transport that keeps the
+    /// memory of delivered messages hands it out again: a fresh buffer of
+    /// many megabytes costs a page fault per page on every exchange.
+    fn buffer(&mut self, len: usize) -> Vec<u8> {
+        vec![0; len]
+    }
+
+    /// Gives a received message's memory back for later buffers.
+    fn recycle(&mut self, buf: Vec<u8>) {
+        drop(buf);
+    }
 
     /// Waits until every message this rank posted has left its buffers
     /// (MPI completes its requests; in-process ranks need nothing).

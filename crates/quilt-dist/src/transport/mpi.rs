@@ -15,12 +15,13 @@
 
 use std::time::{Duration, Instant};
 
+use mpi::datatype::Equivalence;
 use mpi::environment::Universe;
-use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
+use mpi::point_to_point::{Destination, Source};
 use mpi::request::{Request, StaticScope};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use super::{MAX_TAG, Tag, Transport, check_peer, overdue};
+use super::{BytePool, MAX_TAG, Tag, Transport, check_peer, overdue};
 use crate::error::DistError;
 
 /// How long [`MpiRanks::recv`] waits by default.
@@ -28,6 +29,9 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
 
 /// The default chunk size of a message: 1 GiB, below MPI's `int` count.
 pub const MPI_CHUNK: usize = 1 << 30;
+
+/// The most bytes of delivered messages a rank keeps for reuse.
+const POOL_LIMIT: usize = 2 << 30;
 
 /// A send in flight: the request and the buffer it reads, which the
 /// transport frees once the request completes.
@@ -43,12 +47,12 @@ struct InFlight {
 unsafe impl Send for InFlight {}
 
 impl InFlight {
-    /// Frees the buffer of a completed request.
-    fn complete(mut self) {
+    /// The buffer of a completed request, for reuse.
+    fn complete(mut self) -> Vec<u8> {
         self.request = None;
         // SAFETY: `buffer` came from `Box::leak` in `send`, and the request
         // that read it has completed (`test` or `wait` returned).
-        drop(unsafe { Box::from_raw(self.buffer) });
+        unsafe { Box::from_raw(self.buffer) }.into_vec()
     }
 }
 
@@ -58,6 +62,7 @@ impl InFlight {
 pub struct MpiRanks {
     world: SimpleCommunicator,
     in_flight: Vec<InFlight>,
+    pool: BytePool,
     wait: Duration,
     chunk: usize,
     // Declared last: MPI is finalised after the requests are done.
@@ -83,6 +88,7 @@ impl MpiRanks {
         Ok(Self {
             world: universe.world(),
             in_flight: Vec::new(),
+            pool: BytePool::with_limit(POOL_LIMIT),
             wait: DEFAULT_WAIT,
             chunk: MPI_CHUNK,
             _universe: universe,
@@ -120,10 +126,14 @@ impl MpiRanks {
     /// The next chunk from `from` with `tag`, if one has arrived.
     fn try_chunk(&mut self, from: usize, tag: i32) -> Option<Vec<u8>> {
         self.complete_sends();
-        self.world
+        let (message, status) = self
+            .world
             .process_at_rank(from as i32)
-            .immediate_matched_probe_with_tag(tag)
-            .map(|m| m.matched_receive_vec::<u8>().0)
+            .immediate_matched_probe_with_tag(tag)?;
+        let len = status.count(u8::equivalent_datatype()).max(0) as usize;
+        let mut buf = self.pool.take(len);
+        message.matched_receive_into(&mut buf[..]);
+        Some(buf)
     }
 
     /// The next chunk from `from` with `tag`, waiting at most the bound.
@@ -136,7 +146,11 @@ impl MpiRanks {
             }
             overdue(self.rank(), from, tag as Tag, start, self.wait)?;
             spins += 1;
-            if spins > 1000 {
+            // Without asynchronous progress this rank's own sends move only
+            // while it calls into MPI: it sleeps only when none is in
+            // flight, or a peer's receive would advance at the pace of
+            // these sleeps.
+            if spins > 1000 && self.in_flight.is_empty() {
                 std::thread::sleep(Duration::from_micros(50));
             } else {
                 std::thread::yield_now();
@@ -158,17 +172,16 @@ impl MpiRanks {
 
     /// Completes the sends that are done, keeps the others.
     fn complete_sends(&mut self) {
-        let mut still = Vec::with_capacity(self.in_flight.len());
-        for mut f in self.in_flight.drain(..) {
+        let flights = std::mem::take(&mut self.in_flight);
+        for mut f in flights {
             match f.request.take().map(Request::test) {
                 Some(Err(pending)) => {
                     f.request = Some(pending);
-                    still.push(f);
+                    self.in_flight.push(f);
                 }
-                _ => f.complete(),
+                _ => self.pool.put(f.complete()),
             }
         }
-        self.in_flight = still;
     }
 
     fn check_tag(&self, tag: Tag) -> Result<i32, DistError> {
@@ -188,7 +201,7 @@ impl Drop for MpiRanks {
             if let Some(r) = f.request.take() {
                 r.wait();
             }
-            f.complete();
+            drop(f.complete());
         }
     }
 }
@@ -241,12 +254,20 @@ impl Transport for MpiRanks {
     }
 
     fn flush(&mut self) -> Result<(), DistError> {
-        for mut f in self.in_flight.drain(..) {
+        for mut f in std::mem::take(&mut self.in_flight) {
             if let Some(r) = f.request.take() {
                 r.wait();
             }
-            f.complete();
+            self.pool.put(f.complete());
         }
         Ok(())
+    }
+
+    fn buffer(&mut self, len: usize) -> Vec<u8> {
+        self.pool.take(len)
+    }
+
+    fn recycle(&mut self, buf: Vec<u8>) {
+        self.pool.put(buf);
     }
 }

@@ -72,7 +72,7 @@ pub fn transfer_in<T: Real>(
     limiter: Limiter,
     pool: &mut BufferPool<T>,
 ) -> Result<(HierarchyData<T>, TransferStats), RegridError> {
-    transfer_with(old_h, old, new_h, limiter, pool, &mut |_, _| Ok(()))
+    transfer_with(old_h, old, new_h, limiter, pool, &mut |_, _| Ok(()), None)
 }
 
 /// For a new patch of level `l ≥ 1` with `interior` (not the twin of an
@@ -119,7 +119,9 @@ pub type BeforeLevel<'a, T> =
 /// [`transfer_in`] calling `before_level(l, new)` before each level
 /// `l ≥ 1` is filled, when the new data of levels `< l` is final: a
 /// distributed run receives there the coarse cells other ranks filled,
-/// which the interpolation onto level `l` reads.
+/// which the interpolation onto level `l` reads. With `only`, only the new
+/// patches it marks are filled (a rank's own patches): the others keep
+/// zeros, unless they are unchanged patches, which move whole.
 pub fn transfer_with<T: Real>(
     old_h: &Hierarchy,
     mut old: HierarchyData<T>,
@@ -127,7 +129,18 @@ pub fn transfer_with<T: Real>(
     limiter: Limiter,
     pool: &mut BufferPool<T>,
     before_level: &mut BeforeLevel<'_, T>,
+    only: Option<&[bool]>,
 ) -> Result<(HierarchyData<T>, TransferStats), RegridError> {
+    if only.is_some_and(|o| o.len() != new_h.num_patches()) {
+        return Err(RegridError::Mesh(crate::MeshError::invalid(
+            "transfer mask",
+            format!(
+                "{} patches masked for a new hierarchy of {}",
+                only.map_or(0, <[bool]>::len),
+                new_h.num_patches()
+            ),
+        )));
+    }
     old.check_layout(old_h)?;
     let ncomp = old.ncomp();
     let mut stats = TransferStats::default();
@@ -198,14 +211,16 @@ pub fn transfer_with<T: Real>(
         let coarse = &below[cr.clone()];
         let fine = &mut above[..fr.len()];
         let old_ref = &old;
+        let wanted = |i: usize| only.is_none_or(|o| o[i]);
         let counts = fine
             .par_iter_mut()
             .zip(new_h.level_patches(l).par_iter())
             .zip(moved.par_iter())
-            .filter(|(_, m)| m.is_none())
+            .zip(fr.clone().into_par_iter())
+            .filter(|((_, m), i)| m.is_none() && wanted(*i))
             .map_init(
                 || (CoarseScratch::<T>::new(), InterpWork::<T>::new()),
-                |(scratch, work), ((state, patch), _)| -> Result<(i64, i64), RegridError> {
+                |(scratch, work), (((state, patch), _), _)| -> Result<(i64, i64), RegridError> {
                     let interior = patch.interior();
                     let (olds, open, cbox) =
                         interpolated_cells(old_h, &interior, l, ratio, &coarse_domain);
