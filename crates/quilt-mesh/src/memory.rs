@@ -122,6 +122,17 @@ pub fn try_filled_vec<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<
     Ok(v)
 }
 
+/// A vector of `len` zeros as [`try_filled_vec`], from zeroed memory: a
+/// large one comes as fresh pages the kernel zeroes on first touch, so
+/// values never written cost no memory traffic.
+pub fn try_zeroed_vec<T: bytemuck::Zeroable>(len: usize, what: &str) -> Result<Vec<T>, MeshError> {
+    bytemuck::allocation::try_zeroed_vec(len).map_err(|()| MeshError::OutOfMemory {
+        what: what.to_string(),
+        need: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+        available: available_bytes(),
+    })
+}
+
 /// `MemAvailable` of `/proc/meminfo` in bytes.
 fn meminfo_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;

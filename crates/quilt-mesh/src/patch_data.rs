@@ -154,12 +154,17 @@ impl<T: Real> PatchData<T> {
 
     /// This shape's values, all `value`; a refused allocation is an error
     /// naming the patch box, not an abort.
+    /// Zeros come from zeroed memory, which costs nothing until written.
     fn allocate(&self, value: T) -> Result<Vec<T>, MeshError> {
-        crate::memory::try_filled_vec(
+        let (len, what) = (
             self.comp_len * self.ncomp,
-            value,
-            &format!("patch data over {}", self.data_box),
-        )
+            format!("patch data over {}", self.data_box),
+        );
+        if bytemuck::bytes_of(&value).iter().all(|&b| b == 0) {
+            crate::memory::try_zeroed_vec(len, &what)
+        } else {
+            crate::memory::try_filled_vec(len, value, &what)
+        }
     }
 
     /// Values (`ncomp` times the data box's cells) that `interior` with

@@ -48,7 +48,7 @@ impl<T: Real> HierarchyData<T> {
         ncomp: usize,
         pool: &mut BufferPool<T>,
     ) -> Result<Self, MeshError> {
-        let mut d = Self::with_old_in(h, ncomp, pool)?;
+        let mut d = Self::with_old_in(h, ncomp, pool, None)?;
         d.renew_in(h, pool)?;
         Ok(d)
     }
@@ -57,16 +57,26 @@ impl<T: Real> HierarchyData<T> {
     /// one-cell placeholders for the new states: what a transfer fills
     /// before [`HierarchyData::renew_in`] gives the new states their
     /// memory (which the replaced hierarchy frees only then).
+    /// With `only`, the patches it does not mark get fresh zeroed memory
+    /// instead (a rank's copies of other ranks' patches, mostly never
+    /// written).
     pub(crate) fn with_old_in(
         h: &Hierarchy,
         ncomp: usize,
         pool: &mut BufferPool<T>,
+        only: Option<&[bool]>,
     ) -> Result<Self, MeshError> {
         let ghost = h.ghost();
         let bufs: Vec<Vec<T>> = h
             .patches()
             .iter()
-            .map(|p| pool.take(PatchData::<T>::len_for(&p.interior(), ghost, ncomp).unwrap_or(0)))
+            .enumerate()
+            .map(|(i, p)| {
+                if only.is_some_and(|o| !o[i]) {
+                    return Vec::new();
+                }
+                pool.take(PatchData::<T>::len_for(&p.interior(), ghost, ncomp).unwrap_or(0))
+            })
             .collect();
         let states = h
             .patches()
@@ -89,15 +99,30 @@ impl<T: Real> HierarchyData<T> {
     /// Gives every patch whose new state does not have its shape a
     /// zero-filled one, from `pool` where a buffer is large enough.
     pub fn renew_in(&mut self, h: &Hierarchy, pool: &mut BufferPool<T>) -> Result<(), MeshError> {
+        self.renew_in_where(h, pool, None)
+    }
+
+    /// [`HierarchyData::renew_in`] taking pool memory only for the patches
+    /// `only` marks (all without it); the others get fresh zeroed memory.
+    pub fn renew_in_where(
+        &mut self,
+        h: &Hierarchy,
+        pool: &mut BufferPool<T>,
+        only: Option<&[bool]>,
+    ) -> Result<(), MeshError> {
         self.check_layout(h)?;
         let (ghost, ncomp) = (self.ghost, self.ncomp);
         let bufs: Vec<Option<Vec<T>>> = self
             .states
             .iter()
             .zip(h.patches())
-            .map(|(s, p)| {
+            .enumerate()
+            .map(|(i, (s, p))| {
                 let fits = s.new.interior() == p.interior() && s.new.ghost() == ghost;
                 (!fits).then(|| {
+                    if only.is_some_and(|o| !o[i]) {
+                        return Vec::new();
+                    }
                     pool.take(PatchData::<T>::len_for(&p.interior(), ghost, ncomp).unwrap_or(0))
                 })
             })

@@ -178,7 +178,7 @@ pub fn transfer_with<T: Real>(
             pool.put(old.release_new(o)?);
         }
     }
-    let mut new = HierarchyData::with_old_in(new_h, ncomp, pool)?;
+    let mut new = HierarchyData::with_old_in(new_h, ncomp, pool, only)?;
 
     for l in 0..new_h.num_levels() {
         // Unchanged patches move over whole (ghost cells included). No other new patch of the level overlaps their
@@ -257,6 +257,6 @@ pub fn transfer_with<T: Real>(
         stats.interpolated.push(counts.iter().map(|c| c.1).sum());
     }
     pool.reclaim(old);
-    new.renew_in(new_h, pool)?;
+    new.renew_in_where(new_h, pool, only)?;
     Ok((new, stats))
 }
