@@ -11,7 +11,11 @@
 #   bash scripts/ranks-bench.sh gpus N     # CUDA host-staged, one rank per GPU: 1, 2 (if N >= 2) and N GPUs, f64 and f32
 #   bash scripts/ranks-bench.sh one N      # only the f64 run on N GPUs (QUILT_RANKS_BIN=another binary: a baseline)
 #
-# QUILT_RANKS_BIN names the binary (default .device-bin/ranks).
+# QUILT_RANKS_BIN names the binary (default .device-bin/ranks);
+# QUILT_RUN_SUFFIX is appended to the log names of `one`;
+# QUILT_MPI_BIND the placement options of mpirun (default "--bind-to none";
+# e.g. "--map-by numa --bind-to numa" keeps each rank and its memory on one
+# NUMA domain).
 #
 # Every run prints its cell updates/s, rank 0's exchange seconds by kind,
 # the state digest (equal digests: bitwise equal runs), the load-balance
@@ -44,7 +48,8 @@ run() {
     if [[ "${GPU:-0}" == 1 ]]; then
         wrap=(bash -c 'export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$@"' _)
     fi
-    mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" \
+    # shellcheck disable=SC2086
+    mpirun --allow-run-as-root --oversubscribe ${QUILT_MPI_BIND:---bind-to none} -np "$np" \
         -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS \
         -x LD_LIBRARY_PATH -x RUST_LOG -x OMPI_MCA_btl_vader_single_copy_mechanism \
         "${wrap[@]}" "$B" --config "$deck" --residency host --threads "$th" "$@" \
@@ -87,7 +92,7 @@ one)
     th=$(($(nproc) / n))
     th=$((th > 16 ? 16 : th))
     export GPU=1
-    run "f64_${n}gpu_$(basename "$B")" "$n" "$th" "$L" --backend cuda
+    run "f64_${n}gpu_$(basename "$B")${QUILT_RUN_SUFFIX:-}" "$n" "$th" "$L" --backend cuda
     ;;
 *)
     echo "usage: ranks-bench.sh cpu | gpus N | one N" >&2

@@ -405,8 +405,9 @@ fn pack<T: Real>(src: &PatchData<T>, region: &IndexBox, out: &mut [u8]) {
 }
 
 /// Writes the bytes of `region`'s cells (component by component, `x`
-/// fastest, as the exchanges lay pieces out) into `dst`, which holds the
-/// region in its data box, and `bytes` holds exactly.
+/// fastest, as the exchanges lay pieces out) into `dst`. The caller checks
+/// that `dst`'s interior holds the region and that `bytes` holds exactly
+/// its cells; it panics otherwise.
 pub fn unpack<T: Real>(dst: &mut PatchData<T>, region: &IndexBox, bytes: &[u8]) {
     let nx = (region.hi.x - region.lo.x + 1) as usize;
     let row = nx * size_of::<T>();

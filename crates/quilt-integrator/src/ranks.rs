@@ -14,8 +14,9 @@
 //!    of its coarse patches);
 //! 4. the flux blocks that the rank's flux-register shares need (fine
 //!    patches and probes of other ranks next to its coarse patches);
-//! 5. level by level, finest first: refluxing, then the fine interiors the
-//!    restriction onto the rank's coarse patches reads;
+//! 5. level by level, finest first: refluxing, then restriction, each rank
+//!    restricting its own fine patches (onto its own coarse patches in
+//!    place, onto other ranks' into the coarse values it sends them);
 //! 6. the step report: cells and floors summed, the Courant number's
 //!    maximum (all exact).
 //!
