@@ -69,8 +69,21 @@ fn max_ahead() -> usize {
 }
 
 /// Microseconds between two polls of the ranks' transport while the loop
-/// waits.
+/// waits, unless `QUILT_POLL_MICROS` says otherwise (1 to 10000, for
+/// measuring what polling more often hides).
 const POLL_MICROS: u64 = 200;
+
+/// The polling interval (see [`POLL_MICROS`]).
+fn poll_micros() -> u64 {
+    static MICROS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *MICROS.get_or_init(|| {
+        std::env::var("QUILT_POLL_MICROS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|n| (1..=10_000).contains(n))
+            .unwrap_or(POLL_MICROS)
+    })
+}
 
 /// The borrowed pieces of an integrator the pipelined loop works on.
 pub(super) struct Flow<'a, 'b, 'd, T, B: ?Sized, D: ?Sized, F> {
@@ -319,7 +332,7 @@ fn next_event<'d, T>(
         return inbox.recv().ok();
     };
     loop {
-        match inbox.recv_timeout(Duration::from_micros(POLL_MICROS)) {
+        match inbox.recv_timeout(Duration::from_micros(poll_micros())) {
             Ok(e) => return Some(e),
             Err(RecvTimeoutError::Timeout) => {
                 if polled.is_ok() {
