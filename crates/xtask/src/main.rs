@@ -5,10 +5,12 @@
 //! | `setup` | checks (and, as root on Debian/Ubuntu, installs) the system packages the workspace needs |
 //! | `test` | `setup`, then the whole test suite in the optimised `ci` profile, then the MPI checks (distributed fill and a small run over 1–3 `mpirun` ranks: bitwise states, byte-equal output, a 3-rank checkpoint continued on 2) when Open MPI's development packages are installed |
 //! | `run` | `setup`, then the main job (the Euler sphere example) |
+//! | `plot` | a line chart (SVG) of measured figures from a CSV table, for `docs/figures/` |
 //!
 //! The tasks shell out to `cargo`, `pkg-config` and `apt-get`; they hold no
 //! build logic of their own so that plain `cargo` commands stay equivalent.
 
+mod plot;
 mod setup;
 
 use std::process::{Command, ExitCode};
@@ -47,6 +49,8 @@ enum Task {
         #[arg(last = true)]
         rest: Vec<String>,
     },
+    /// Draw a line chart (SVG) of measured figures from a CSV table.
+    Plot(plot::PlotArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
             .and_then(|()| test(&rest))
             .and_then(|()| mpi_checks()),
         Task::Run { rest } => setup::run(true, false).and_then(|()| run_main(&rest)),
+        Task::Plot(args) => plot::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
