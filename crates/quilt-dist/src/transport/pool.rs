@@ -2,6 +2,10 @@
 
 use std::collections::BTreeMap;
 
+/// Buffers below this many bytes are neither kept nor handed out: they
+/// fault few pages, and small messages must not carry large buffers off.
+pub const MIN_POOLED: usize = 64 << 10;
+
 /// Byte buffers by capacity, up to a bound on the bytes held: what
 /// [`super::Transport::buffer`] hands out and
 /// [`super::Transport::recycle`] takes back. A halo exchange repeats the
@@ -25,9 +29,18 @@ impl BytePool {
     }
 
     /// A buffer of `len` bytes: the smallest kept one that is large
-    /// enough, else a new one. Reused bytes keep their old values.
+    /// enough but not more than twice as large, else a new one. Reused
+    /// bytes keep their old values. Small messages (a time step, a report)
+    /// never take pooled memory, which would leave the pool with them.
     pub fn take(&mut self, len: usize) -> Vec<u8> {
-        let Some((&cap, list)) = self.by_capacity.range_mut(len..).next() else {
+        if len < MIN_POOLED {
+            return vec![0; len];
+        }
+        let Some((&cap, list)) = self
+            .by_capacity
+            .range_mut(len..=len.saturating_mul(2))
+            .next()
+        else {
             return vec![0; len];
         };
         let mut buf = list.pop().unwrap_or_default();
@@ -40,10 +53,11 @@ impl BytePool {
         buf
     }
 
-    /// Keeps `buf` unless that would hold more than the limit.
+    /// Keeps `buf` unless it is small or that would hold more than the
+    /// limit.
     pub fn put(&mut self, buf: Vec<u8>) {
         let cap = buf.capacity();
-        if cap == 0 || self.held + cap > self.limit {
+        if cap < MIN_POOLED || self.held + cap > self.limit {
             return;
         }
         self.held += cap;
@@ -62,17 +76,27 @@ mod tests {
 
     #[test]
     fn reuses_the_smallest_buffer_that_fits_within_the_limit() {
-        let mut p = BytePool::with_limit(300);
-        p.put(vec![7; 100]);
-        p.put(vec![8; 200]);
-        p.put(vec![9; 50]); // over the limit: dropped
-        assert_eq!(p.held(), 300);
-        let a = p.take(60);
-        assert_eq!((a.len(), a.capacity(), a[0]), (60, 100, 7));
-        let b = p.take(150);
-        assert_eq!((b.len(), b[0]), (150, 8));
+        const K: usize = MIN_POOLED;
+        let mut p = BytePool::with_limit(3 * K);
+        p.put(vec![7; K]);
+        p.put(vec![8; 2 * K]);
+        p.put(vec![9; K]); // over the limit: dropped
+        p.put(vec![6; 100]); // small: dropped
+        assert_eq!(p.held(), 3 * K);
+        // Small requests never take pooled memory.
+        assert_eq!(p.take(10).capacity(), 10);
+        assert_eq!(p.held(), 3 * K);
+        let a = p.take(K + 1);
+        assert_eq!((a.len(), a.capacity(), a[0]), (K + 1, 2 * K, 8));
+        let b = p.take(K);
+        assert_eq!((b.len(), b[0]), (K, 7));
         assert_eq!(p.held(), 0);
-        let c = p.take(10);
-        assert_eq!((c.len(), c[0]), (10, 0));
+        let c = p.take(K);
+        assert_eq!((c.len(), c[0]), (K, 0));
+        // A buffer more than twice the request stays in the pool.
+        let mut p = BytePool::with_limit(8 * K);
+        p.put(vec![5; 4 * K]);
+        assert_eq!(p.take(K).capacity(), K);
+        assert_eq!(p.held(), 4 * K);
     }
 }
