@@ -21,7 +21,9 @@
 # the state digest (equal digests: bitwise equal runs), the load-balance
 # efficiency of each regrid, each rank's batch loop at steps 8 and 16, each
 # rank's phases and exchange volumes (pack / wait / unpack) and each
-# regrid's parts.
+# regrid's parts. Every run adds a row to $OUT/runs.csv; `gpus` also
+# writes $OUT/scaling.csv, the speed-ups over one GPU that `cargo xtask
+# plot` draws (docs/figures/ranks_scaling.csv has the same columns).
 # Logs go to $OUT (or ./ranks-bench-out).
 set -u
 cd "$(dirname "$0")/.."
@@ -37,6 +39,7 @@ L=examples/decks/sphere_large.toml
 L32=examples/decks/sphere_large_f32.toml
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "cores: $(nproc)"; date -u
+NODE="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | sed -E 's/^ *([0-9]+) (NVIDIA )?/\1x /' | tr '\n' ' ' | sed 's/ *$//') $(nproc) cores"
 
 # run NAME RANKS THREADS DECK [ARGS...]; with GPU=1 each rank sees only
 # the GPU of its local rank.
@@ -67,6 +70,28 @@ run() {
     for s in 8 16; do
         echo "step $s batch loops: $(grep -E "step $s: t =" "$OUT/$name.err" | grep -oE "batch loop [0-9.]+ s" | tr '\n' ' ')"
     done
+    local rate digest
+    rate=$(grep -oE "[0-9.e+]+ cell updates/s" "$OUT/$name.out" | head -n1 | cut -d' ' -f1)
+    digest=$(grep -oE "state digest [0-9a-f]+" "$OUT/$name.out" | cut -d' ' -f3)
+    [[ -f "$OUT/runs.csv" ]] || echo "run,ranks,cell_updates_per_s,digest,node,date_utc" >"$OUT/runs.csv"
+    echo "$name,$np,${rate:-nan},${digest:-none},$NODE,$(date -u +'%Y-%m-%d %H:%M')" >>"$OUT/runs.csv"
+}
+
+# scaling RUN1:RUNK...: rows `series,gpus,speedup` of $OUT/scaling.csv
+# (the table `cargo xtask plot` draws) for one series, from the runs'
+# rates in $OUT/runs.csv, over the first run's.
+scaling() {
+    local series=$1
+    shift
+    [[ -f "$OUT/scaling.csv" ]] || echo "series,gpus,speedup,cell_updates_per_s,node,date_utc" >"$OUT/scaling.csv"
+    awk -F, -v series="$series" -v runs="$*" '
+        NR > 1 { rate[$1] = $3; ranks[$1] = $2; node[$1] = $5; when[$1] = $6 }
+        END {
+            n = split(runs, r, " ")
+            base = rate[r[1]]
+            for (i = 1; i <= n; i++) if (r[i] in rate && base > 0)
+                printf "%s,%d,%.3f,%s,%s,%s\n", series, ranks[r[i]], rate[r[i]] / base, rate[r[i]], node[r[i]], when[r[i]]
+        }' "$OUT/runs.csv" >>"$OUT/scaling.csv"
 }
 
 case "${1:-cpu}" in
@@ -86,6 +111,13 @@ gpus)
     run "f64_${n}gpu_after_loop" "$n" "$th" "$L" --backend cuda --no-overlap
     run f32_1gpu 1 "$th" "$L32" --backend cuda
     run "f32_${n}gpu" "$n" "$th" "$L32" --backend cuda
+    two=""
+    if ((n > 2)); then two=f64_2gpu; fi
+    scaling "f64 boundary-first" f64_1gpu $two "f64_${n}gpu"
+    scaling "f64 after the loop" f64_1gpu "f64_${n}gpu_after_loop"
+    scaling "f32 boundary-first" f32_1gpu "f32_${n}gpu"
+    echo "speed-ups ($OUT/scaling.csv, for cargo xtask plot):"
+    cat "$OUT/scaling.csv"
     ;;
 one)
     n="${2:-4}"
