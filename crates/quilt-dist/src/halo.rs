@@ -18,6 +18,7 @@ use std::ops::Range;
 use std::time::Instant;
 
 use quilt_mesh::fill::{FillPlan, OldData};
+use quilt_mesh::memory::split_parts;
 use quilt_mesh::{Hierarchy, HierarchyData, IndexBox, PatchData, Real, TimeLevel};
 use rayon::prelude::*;
 
@@ -188,7 +189,6 @@ impl HaloPlan {
         for (to, pieces) in &self.sends {
             let start = Instant::now();
             let mut jobs = Vec::with_capacity(pieces.len());
-            let mut len = 0;
             for piece in pieces {
                 let src = source(piece.patch).ok_or_else(|| {
                     DistError::Distribution(format!(
@@ -203,15 +203,15 @@ impl HaloPlan {
                         src.interior()
                     )));
                 }
-                let n = piece_bytes::<T>(&piece.region, src.ncomp());
-                jobs.push((src, piece.region, len..len + n));
-                len += n;
+                jobs.push((
+                    (src, piece.region),
+                    piece_bytes::<T>(&piece.region, src.ncomp()),
+                ));
             }
-            let mut buf = t.buffer(len);
-            let parts = split_parts(&mut buf, jobs.iter().map(|j| j.2.len()));
-            jobs.into_par_iter()
-                .zip(parts)
-                .for_each(|((src, region, _), out)| pack(src, &region, out));
+            let Ok(buf) = fill_message(t, jobs, |(src, region), out| {
+                pack(src, &region, out);
+                Ok::<_, std::convert::Infallible>(())
+            });
             counts.pack_seconds += start.elapsed().as_secs_f64();
             counts.sent_messages += 1;
             counts.sent_bytes += buf.len();
@@ -367,23 +367,26 @@ impl ExchangeCounts {
 /// A received piece: its patch, its cells and its bytes in the message.
 type Placed = (usize, IndexBox, Range<usize>);
 
-/// Bytes of `region`'s cells with `ncomp` components.
-fn piece_bytes<T>(region: &IndexBox, ncomp: usize) -> usize {
+/// Bytes of `region`'s cells with `ncomp` components of `T`.
+pub fn piece_bytes<T>(region: &IndexBox, ncomp: usize) -> usize {
     region.num_cells().max(0) as usize * ncomp * size_of::<T>()
 }
 
-/// `buf` cut into consecutive parts of `lens` bytes from its start (a
-/// message's pieces, each packed by its own task). Panics if they exceed
-/// it.
-pub fn split_parts(buf: &mut [u8], lens: impl Iterator<Item = usize>) -> Vec<&mut [u8]> {
-    let mut parts = Vec::new();
-    let mut rest = buf;
-    for n in lens {
-        let (part, tail) = rest.split_at_mut(n);
-        parts.push(part);
-        rest = tail;
-    }
-    parts
+/// A message of consecutive parts, one per job: `jobs` pairs each job
+/// with its part's length in bytes, and `fill(job, part)` writes every
+/// byte of the part. The parts are filled in parallel, into a buffer from
+/// the transport.
+pub fn fill_message<J: Send, E: Send>(
+    t: &mut (impl Transport + ?Sized),
+    jobs: Vec<(J, usize)>,
+    fill: impl Fn(J, &mut [u8]) -> Result<(), E> + Sync,
+) -> Result<Vec<u8>, E> {
+    let mut buf = t.buffer(jobs.iter().map(|j| j.1).sum());
+    let parts = split_parts(&mut buf, jobs.iter().map(|j| j.1));
+    jobs.into_par_iter()
+        .zip(parts)
+        .try_for_each(|((job, _), part)| fill(job, part))?;
+    Ok(buf)
 }
 
 /// Writes `region`'s cells of `src` (which holds them) into `out`,

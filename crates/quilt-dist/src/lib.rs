@@ -34,6 +34,7 @@ pub mod transport;
 pub use distribution::{Balancer, Distribution, Rebalance, efficiency, inherited_costs};
 pub use error::DistError;
 pub use halo::{
-    ExchangeCounts, HaloPlan, PatchesMut, Piece, Shadows, States, WithShadows, split_parts, unpack,
+    ExchangeCounts, HaloPlan, PatchesMut, Piece, Shadows, States, WithShadows, fill_message,
+    piece_bytes, unpack,
 };
 pub use transport::{Solo, Tag, ThreadRank, Transport, run_ranks, thread_ranks};

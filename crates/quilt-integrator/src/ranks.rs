@@ -25,14 +25,14 @@
 //! number of ranks is bitwise the serial run.
 
 use quilt_dist::{
-    Distribution, ExchangeCounts, HaloPlan, Piece, Tag, Transport, split_parts, unpack,
+    Distribution, ExchangeCounts, HaloPlan, Piece, Tag, Transport, fill_message, piece_bytes,
+    unpack,
 };
 use quilt_mesh::regrid::interpolated_cells;
 use quilt_mesh::restrict::{covered_coarse_cells, restrict_into};
 use quilt_mesh::tag::TagBox;
 use quilt_mesh::{Hierarchy, HierarchyData, Real, TimeLevel};
 use quilt_sweep::StepReport;
-use rayon::prelude::*;
 
 use crate::error::IntegratorError;
 use crate::plan::{FluxStore, PlanLayout};
@@ -395,20 +395,20 @@ impl Ranks {
     ) -> Result<(), IntegratorError> {
         let start = std::time::Instant::now();
         let (to, blocks) = &self.flux_sends[k];
-        let sources: Vec<&[u8]> = blocks
+        let sources: Vec<(&[u8], usize)> = blocks
             .iter()
             .map(|b| {
-                bytemuck::cast_slice::<T, u8>(match *b {
+                let v = bytemuck::cast_slice::<T, u8>(match *b {
                     Block::Fine(f) => &fluxes.fine[f],
                     Block::Probe(q) => &fluxes.probes[q],
-                })
+                });
+                (v, v.len())
             })
             .collect();
-        let mut buf = self.transport.buffer(sources.iter().map(|s| s.len()).sum());
-        split_parts(&mut buf, sources.iter().map(|s| s.len()))
-            .into_par_iter()
-            .zip(sources)
-            .for_each(|(part, s)| part.copy_from_slice(s));
+        let Ok(buf) = fill_message(&mut *self.transport, sources, |s, part| {
+            part.copy_from_slice(s);
+            Ok::<_, std::convert::Infallible>(())
+        });
         let c = &mut self.halo_counts[HALO_FLUX];
         c.pack_seconds += start.elapsed().as_secs_f64();
         c.sent_messages += 1;
@@ -540,7 +540,6 @@ impl Ranks {
         let counts = &mut self.halo_counts[HALO_RESTRICT];
         for (to, pieces) in plan.sends() {
             let mut jobs = Vec::with_capacity(pieces.len());
-            let mut len = 0;
             for piece in pieces {
                 let fine = data.get(piece.patch).map(|s| &s.new).ok_or_else(|| {
                     IntegratorError::Internal(format!(
@@ -549,23 +548,19 @@ impl Ranks {
                     ))
                 })?;
                 let region = covered_coarse_cells(&piece.region, ratio);
-                let n = region.num_cells().max(0) as usize * fine.ncomp() * size_of::<T>();
-                jobs.push((fine, region, n));
-                len += n;
+                jobs.push(((fine, region), piece_bytes::<T>(&region, fine.ncomp())));
             }
-            let mut buf = self.transport.buffer(len);
-            let parts = split_parts(&mut buf, jobs.iter().map(|j| j.2));
-            jobs.into_par_iter()
-                .zip(parts)
-                .try_for_each(|((fine, region, n), part)| {
-                    let mut values = vec![T::zero(); n / size_of::<T>()];
-                    restrict_into(fine, &region, ratio, &mut values)?;
-                    part.copy_from_slice(bytemuck::cast_slice(&values));
-                    Ok::<_, quilt_mesh::MeshError>(())
-                })
-                .map_err(IntegratorError::mesh(format!(
-                    "restricting level {l} for rank {to}"
-                )))?;
+            // The message's bytes have no alignment for `T`: each piece is
+            // restricted into values of its own, then copied.
+            let buf = fill_message(&mut *self.transport, jobs, |(fine, region), part| {
+                let mut values = vec![T::zero(); part.len() / size_of::<T>()];
+                restrict_into(fine, &region, ratio, &mut values)?;
+                part.copy_from_slice(bytemuck::cast_slice(&values));
+                Ok::<_, quilt_mesh::MeshError>(())
+            })
+            .map_err(IntegratorError::mesh(format!(
+                "restricting level {l} for rank {to}"
+            )))?;
             counts.sent_messages += 1;
             counts.sent_bytes += buf.len();
             self.transport.send(*to, tag, buf)?;
@@ -615,7 +610,7 @@ impl Ranks {
                     .get_mut(c)
                     .map(|s| &mut s.new)
                     .ok_or_else(|| malformed(format!("no coarse patch index {c}")))?;
-                let n = region.num_cells().max(0) as usize * dst.ncomp() * size_of::<T>();
+                let n = piece_bytes::<T>(&region, dst.ncomp());
                 let bytes = buf.get(at..at + n).ok_or_else(|| {
                     malformed(format!(
                         "{} bytes end inside the restriction of {region}",

@@ -346,7 +346,7 @@ pub(crate) fn pack_interiors<T: Real>(
     out: &mut Vec<T>,
 ) {
     size_compact(out, plan.items.interior_len as usize);
-    split_parts(plan, out)
+    patch_parts(plan, out)
         .into_par_iter()
         .enumerate()
         .for_each(|(i, part)| {
@@ -376,7 +376,7 @@ pub(crate) fn unpack_interiors<T: Real>(
     compact: &mut [T],
     data: &mut HierarchyData<T>,
 ) {
-    let parts = split_parts(plan, compact);
+    let parts = patch_parts(plan, compact);
     data.states_mut()[..plan.patches]
         .par_iter_mut()
         .zip(parts)
@@ -392,16 +392,12 @@ pub(crate) fn unpack_interiors<T: Real>(
 }
 
 /// The compact array cut into each patch's part.
-fn split_parts<'a, T>(plan: &ResidentPlan, out: &'a mut [T]) -> Vec<&'a mut [T]> {
-    let mut parts = Vec::with_capacity(plan.items.interiors.len());
-    let mut rest = out;
-    for it in &plan.items.interiors {
-        let len = it.n.iter().map(|&v| v as usize).product::<usize>() * NCOMP;
-        let (part, tail) = std::mem::take(&mut rest).split_at_mut(len);
-        parts.push(part);
-        rest = tail;
-    }
-    parts
+fn patch_parts<'a, T>(plan: &ResidentPlan, out: &'a mut [T]) -> Vec<&'a mut [T]> {
+    let lens = plan.items.interiors.iter();
+    quilt_mesh::memory::split_parts(
+        out,
+        lens.map(|it| it.n.iter().map(|&v| v as usize).product::<usize>() * NCOMP),
+    )
 }
 
 /// Calls `f(row, index in d's values, nx)` for every interior row of `d`,

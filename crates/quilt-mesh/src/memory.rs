@@ -133,6 +133,20 @@ pub fn try_zeroed_vec<T: bytemuck::Zeroable>(len: usize, what: &str) -> Result<V
     })
 }
 
+/// `buf` cut into consecutive parts of `lens` values from its start, each
+/// for its own task (a message's pieces, a compact array's patches).
+/// Panics if they exceed it.
+pub fn split_parts<T>(buf: &mut [T], lens: impl IntoIterator<Item = usize>) -> Vec<&mut [T]> {
+    let mut parts = Vec::new();
+    let mut rest = buf;
+    for n in lens {
+        let (part, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        parts.push(part);
+        rest = tail;
+    }
+    parts
+}
+
 /// `MemAvailable` of `/proc/meminfo` in bytes.
 fn meminfo_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
