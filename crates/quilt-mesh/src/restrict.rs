@@ -102,9 +102,9 @@ fn restrict_region<T: Real>(
     acc: &mut [T],
 ) {
     let cdb = coarse.data_box();
-    restrict_rows(fine, region, r, acc, |c, j, k, row| {
+    restrict_rows(fine, region, r, acc, |c, j, k, means| {
         let o = cdb.offset(&iv(region.lo.x, j, k));
-        row(&mut coarse.comp_mut(c)[o..o + region.size().x as usize]);
+        coarse.comp_mut(c)[o..o + means.len()].copy_from_slice(means);
     });
 }
 
@@ -133,23 +133,22 @@ pub fn restrict_into<T: Real>(
     }
     let (n, ny) = (region.size().x as usize, region.size().y as usize);
     let mut acc = vec![T::zero(); n];
-    restrict_rows(fine, region, r, &mut acc, |c, j, k, row| {
+    restrict_rows(fine, region, r, &mut acc, |c, j, k, means| {
         let o = c * cells + ((k - region.lo.z) as usize * ny + (j - region.lo.y) as usize) * n;
-        row(&mut out[o..o + n]);
+        out[o..o + n].copy_from_slice(means);
     });
     Ok(())
 }
 
-/// Computes every coarse row of `region` (each component `c`, row `j`,
-/// plane `k`) into `acc` and hands `put(c, j, k, write)` a writer that
-/// stores the row's means into the slice it is given: the one arithmetic
-/// of every restriction.
+/// Computes the means of every coarse row of `region` (each component
+/// `c`, row `j`, plane `k`) in `acc` and hands them to `put(c, j, k,
+/// means)`: the one arithmetic of every restriction.
 fn restrict_rows<T: Real>(
     fine: &PatchData<T>,
     region: &IndexBox,
     r: i32,
     acc: &mut [T],
-    mut put: impl FnMut(usize, i32, i32, &mut dyn FnMut(&mut [T])),
+    mut put: impl FnMut(usize, i32, i32, &[T]),
 ) {
     let n = region.size().x as usize;
     let ru = r as usize;
@@ -169,12 +168,10 @@ fn restrict_rows<T: Real>(
                         }
                     }
                 }
-                let means = &acc[..n];
-                put(c, j, k, &mut |dst: &mut [T]| {
-                    for (d, a) in dst.iter_mut().zip(means) {
-                        *d = *a * inv;
-                    }
-                });
+                for a in &mut acc[..n] {
+                    *a = *a * inv;
+                }
+                put(c, j, k, &acc[..n]);
             }
         }
     }
@@ -201,16 +198,7 @@ pub fn restrict_level_where<T: Real>(
     only: Option<&[bool]>,
 ) -> Result<(), MeshError> {
     data.check_layout(h)?;
-    if only.is_some_and(|o| o.len() != h.num_patches()) {
-        return Err(MeshError::invalid(
-            "restriction mask",
-            format!(
-                "{} patches masked in a hierarchy of {}",
-                only.map_or(0, <[bool]>::len),
-                h.num_patches()
-            ),
-        ));
-    }
+    h.check_mask(only, "restriction mask")?;
     let mine = |i: usize| only.is_none_or(|o| o[i]);
     let ratio = fine_ratio(h, fine_level)?;
     let crange = h.level_range(fine_level - 1);

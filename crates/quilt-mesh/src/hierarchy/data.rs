@@ -111,16 +111,7 @@ impl<T: Real> HierarchyData<T> {
         only: Option<&[bool]>,
     ) -> Result<(), MeshError> {
         self.check_layout(h)?;
-        if only.is_some_and(|o| o.len() != h.num_patches()) {
-            return Err(MeshError::invalid(
-                "new states' mask",
-                format!(
-                    "{} patches masked in a hierarchy of {}",
-                    only.map_or(0, <[bool]>::len),
-                    h.num_patches()
-                ),
-            ));
-        }
+        h.check_mask(only, "new states' mask")?;
         let (ghost, ncomp) = (self.ghost, self.ncomp);
         let bufs: Vec<Option<Vec<T>>> = self
             .states

@@ -114,6 +114,23 @@ impl Hierarchy {
         self.patches.len()
     }
 
+    /// An error for `what` unless `mask` (one flag per patch, as the
+    /// operations that act on some patches only take it) fits this
+    /// hierarchy; no mask fits.
+    pub fn check_mask(&self, mask: Option<&[bool]>, what: &str) -> Result<(), MeshError> {
+        match mask {
+            Some(m) if m.len() != self.num_patches() => Err(MeshError::invalid(
+                what,
+                format!(
+                    "{} patches masked in a hierarchy of {}",
+                    m.len(),
+                    self.num_patches()
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Every patch, level after level.
     #[inline]
     pub fn patches(&self) -> &[Patch] {

@@ -131,16 +131,7 @@ pub fn transfer_with<T: Real>(
     before_level: &mut BeforeLevel<'_, T>,
     only: Option<&[bool]>,
 ) -> Result<(HierarchyData<T>, TransferStats), RegridError> {
-    if only.is_some_and(|o| o.len() != new_h.num_patches()) {
-        return Err(RegridError::Mesh(crate::MeshError::invalid(
-            "transfer mask",
-            format!(
-                "{} patches masked for a new hierarchy of {}",
-                only.map_or(0, <[bool]>::len),
-                new_h.num_patches()
-            ),
-        )));
-    }
+    new_h.check_mask(only, "transfer mask")?;
     old.check_layout(old_h)?;
     let ncomp = old.ncomp();
     let mut stats = TransferStats::default();
