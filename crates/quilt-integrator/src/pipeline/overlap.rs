@@ -56,16 +56,24 @@ pub(super) fn stage_layouts() -> bool {
     *ON.get_or_init(|| std::env::var("QUILT_LAYOUT_STAGE").map_or(true, |v| v != "0"))
 }
 
+/// The number in environment variable `name` if it lies in `range`,
+/// else `default`: the knobs that compare settings of the loop.
+fn env_knob<N: std::str::FromStr + PartialOrd>(
+    name: &str,
+    range: std::ops::RangeInclusive<N>,
+    default: N,
+) -> N {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| range.contains(n))
+        .unwrap_or(default)
+}
+
 /// [`MAX_AHEAD`], or `QUILT_PIPELINE_AHEAD` (1 to 16) to compare depths.
 fn max_ahead() -> usize {
     static AHEAD: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *AHEAD.get_or_init(|| {
-        std::env::var("QUILT_PIPELINE_AHEAD")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|n| (1..=16).contains(n))
-            .unwrap_or(MAX_AHEAD)
-    })
+    *AHEAD.get_or_init(|| env_knob("QUILT_PIPELINE_AHEAD", 1..=16, MAX_AHEAD))
 }
 
 /// Microseconds between two polls of the ranks' transport while the loop
@@ -76,13 +84,7 @@ const POLL_MICROS: u64 = 200;
 /// The polling interval (see [`POLL_MICROS`]).
 fn poll_micros() -> u64 {
     static MICROS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *MICROS.get_or_init(|| {
-        std::env::var("QUILT_POLL_MICROS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|n| (1..=10_000).contains(n))
-            .unwrap_or(POLL_MICROS)
-    })
+    *MICROS.get_or_init(|| env_knob("QUILT_POLL_MICROS", 1..=10_000, POLL_MICROS))
 }
 
 /// The borrowed pieces of an integrator the pipelined loop works on.
