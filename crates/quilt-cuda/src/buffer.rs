@@ -313,4 +313,8 @@ impl<T: crate::GpuReal> quilt_sweep::HostAlloc<T> for PinnedAlloc {
     fn kind(&self) -> &'static str {
         "page-locked (CUDA)"
     }
+
+    fn allocate_ahead(&self) -> bool {
+        true
+    }
 }

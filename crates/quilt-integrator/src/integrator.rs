@@ -464,7 +464,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             },
             None => (base, Some(Calibrator::new())),
         };
-        Ok(Self {
+        let mut me = Self {
             deck: deck.clone(),
             gas: deck.gas(),
             cfl: deck.hydro.cfl,
@@ -504,7 +504,25 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             patch_costs: Vec::new(),
             step_secs: Vec::new(),
             halo_overlap: true,
-        })
+        };
+        // Host-staged from the start: the ring's page-locked batches are
+        // allocated while the caller builds the initial hierarchy.
+        if deck.run.residency == Residency::Host {
+            me.prefetch_batches();
+        }
+        Ok(me)
+    }
+
+    /// Starts allocating the batches the step loop keeps alive (see
+    /// [`BatchRing::prefetch`]).
+    fn prefetch_batches(&mut self) {
+        let alive = if self.pipelined {
+            crate::pipeline::max_alive()
+        } else {
+            1
+        };
+        self.ring
+            .prefetch(alive, self.deck.batching.bin_edge, NCOMP);
     }
 
     /// The deck the integrator was built from.
@@ -1238,9 +1256,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         self.on_device = on;
         if on {
             self.plan.drop_batches();
+            self.ring.cancel_prefetch();
         } else {
             self.staged = None;
             self.plan.ensure_batches(&self.h)?;
+            self.prefetch_batches();
         }
         Ok(())
     }

@@ -10,6 +10,8 @@
 
 mod overlap;
 
+pub(crate) use overlap::max_alive;
+
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 

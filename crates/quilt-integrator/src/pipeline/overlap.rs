@@ -76,6 +76,12 @@ fn max_ahead() -> usize {
     *AHEAD.get_or_init(|| env_knob("QUILT_PIPELINE_AHEAD", 1..=16, MAX_AHEAD))
 }
 
+/// Batches alive at once in the loop: those ahead of the solver and those
+/// solving or closing (what the batch ring holds at most).
+pub(crate) fn max_alive() -> usize {
+    max_ahead() + MAX_BEHIND
+}
+
 /// Microseconds between two polls of the ranks' transport while the loop
 /// waits, unless `QUILT_POLL_MICROS` says otherwise (1 to 10000, for
 /// measuring what polling more often hides).
@@ -412,7 +418,7 @@ where
             let mut polled = Ok(());
             let mut selecting = true;
             let mut next_id = 0_u64;
-            let (max_ahead, max_alive) = (max_ahead(), max_ahead() + MAX_BEHIND);
+            let (max_ahead, max_alive) = (max_ahead(), max_alive());
             loop {
                 let t = Instant::now();
                 while selecting && !f.stopping() && f.waiting() < max_ahead && f.alive < max_alive {
