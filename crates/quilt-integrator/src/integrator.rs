@@ -2270,7 +2270,11 @@ fn poisoned() -> IntegratorError {
 }
 
 /// The initial condition's cell averages on every patch, then every level
-/// restricted onto the one below so that the levels agree.
+/// restricted onto the one below so that the levels agree. The new time
+/// level is left as the pool hands it out: a step writes every interior
+/// cell of it before anything reads it, and nothing reads its ghost cells
+/// (a step fills ghosts into the batch, a regrid into the dead new state),
+/// so a copy of the old state would be read by no one.
 fn initial_data<T: Real>(
     h: &Hierarchy,
     problem: &dyn Problem<T>,
@@ -2282,7 +2286,6 @@ fn initial_data<T: Real>(
         .map_err(IntegratorError::mesh("initial data"))?;
     restrict_hierarchy(h, &mut data, TimeLevel::Old)
         .map_err(IntegratorError::mesh("initial restriction"))?;
-    data.copy_old_to_new();
     Ok(data)
 }
 
@@ -2309,6 +2312,7 @@ fn reflux_and_restrict<T: Real>(
         .map(|r| (0..h.num_patches()).map(|f| !r.accumulates(f)).collect());
     let owned: Option<Vec<bool>> = ranks.as_deref().map(|r| r.owned().to_vec());
     for l in (1..h.num_levels()).rev() {
+        let t0 = Instant::now();
         let reg = &mut plan.registers[l - 1];
         reg.reset();
         let (probes, fluxes) = (&plan.layout.probes, &plan.fluxes);
@@ -2338,8 +2342,10 @@ fn reflux_and_restrict<T: Real>(
                 reg.num_faces()
             )));
         }
+        let t1 = Instant::now();
         reg.reflux(h, data, TimeLevel::New)
             .map_err(IntegratorError::mesh(format!("refluxing level {}", l - 1)))?;
+        let t2 = Instant::now();
         // Over ranks each rank restricts its own fine patches: onto its
         // own coarse patches here, onto other ranks' in the values it
         // posts.
@@ -2351,6 +2357,12 @@ fn reflux_and_restrict<T: Real>(
         if let Some(r) = ranks.as_deref_mut() {
             r.receive_restriction(h, l, data)?;
         }
+        log::debug!(
+            "level {l}: fluxes {:.4} s, reflux {:.4} s, restriction {:.4} s",
+            (t1 - t0).as_secs_f64(),
+            (t2 - t1).as_secs_f64(),
+            t2.elapsed().as_secs_f64()
+        );
     }
     Ok(())
 }

@@ -131,10 +131,14 @@ impl<T: Real> PatchData<T> {
         })
     }
 
-    /// Zero-filled data as [`PatchData::new`], in `buf`'s memory when it
-    /// holds enough values (its pages are in use already, so none has to be
-    /// faulted in), else in a fresh allocation.
-    pub fn new_in(
+    /// Data of this shape in `buf`'s memory when it holds enough values,
+    /// else in a fresh zeroed allocation, with its values **unspecified**:
+    /// what `buf` held (zeros past its length). For a caller that writes
+    /// every cell it will read, such as a regrid's transfer (every interior
+    /// cell) or a step's new state (every interior cell, before anything
+    /// reads it; no one reads a new state's ghost cells): zero-filling
+    /// memory that is overwritten anyway costs a pass over gigabytes.
+    pub fn reuse(
         interior: IndexBox,
         ghost: i32,
         ncomp: usize,
@@ -143,7 +147,7 @@ impl<T: Real> PatchData<T> {
         let mut d = Self::shape(interior, ghost, ncomp)?;
         let len = d.comp_len * ncomp;
         if buf.capacity() >= len {
-            buf.clear();
+            buf.truncate(len);
             buf.resize(len, T::zero());
             d.data = buf;
         } else {
@@ -175,7 +179,7 @@ impl<T: Real> PatchData<T> {
             .map(|d| d.comp_len * ncomp)
     }
 
-    /// The memory of the values, for reuse ([`PatchData::new_in`]).
+    /// The memory of the values, for reuse ([`PatchData::reuse`]).
     pub fn into_buffer(self) -> Vec<T> {
         self.data
     }

@@ -41,8 +41,11 @@ impl<T: Real> HierarchyData<T> {
         })
     }
 
-    /// Zero-filled data as [`HierarchyData::new`], each time level in the
-    /// memory of a buffer from `pool` where one is large enough.
+    /// Data of the shapes [`HierarchyData::new`] gives, each time level in
+    /// the memory of a buffer from `pool` where one is large enough, with
+    /// **unspecified values** there (what the buffer held; see
+    /// [`PatchData::reuse`]) and zeros in fresh memory: for a caller that
+    /// sets every cell it reads, as an initial condition does.
     pub fn new_in(
         h: &Hierarchy,
         ncomp: usize,
@@ -53,7 +56,8 @@ impl<T: Real> HierarchyData<T> {
         Ok(d)
     }
 
-    /// Zero-filled old states from `pool` as [`HierarchyData::new_in`], and
+    /// Old states from `pool` as [`HierarchyData::new_in`] (values
+    /// unspecified where a buffer is reused), and
     /// one-cell placeholders for the new states: what a transfer fills
     /// before [`HierarchyData::renew_in`] gives the new states their
     /// memory (which the replaced hierarchy frees only then).
@@ -84,7 +88,7 @@ impl<T: Real> HierarchyData<T> {
             .zip(bufs)
             .map(|(p, buf)| {
                 Ok(PatchState {
-                    old: PatchData::new_in(p.interior(), ghost, ncomp, buf)?,
+                    old: PatchData::reuse(p.interior(), ghost, ncomp, buf)?,
                     new: placeholder(p.interior(), ncomp)?,
                 })
             })
@@ -96,8 +100,11 @@ impl<T: Real> HierarchyData<T> {
         })
     }
 
-    /// Gives every patch whose new state does not have its shape a
-    /// zero-filled one, from `pool` where a buffer is large enough.
+    /// Gives every patch whose new state does not have its shape one of
+    /// that shape, from `pool` where a buffer is large enough: its values
+    /// are unspecified there ([`PatchData::reuse`]), since a step writes
+    /// every interior cell of a new state before anything reads it and no
+    /// one reads its ghost cells.
     pub fn renew_in(&mut self, h: &Hierarchy, pool: &mut BufferPool<T>) -> Result<(), MeshError> {
         self.renew_in_where(h, pool, None)
     }
@@ -134,7 +141,7 @@ impl<T: Real> HierarchyData<T> {
             .zip(bufs)
             .try_for_each(|((s, p), buf)| -> Result<(), MeshError> {
                 if let Some(buf) = buf {
-                    s.new = PatchData::new_in(p.interior(), ghost, ncomp, buf)?;
+                    s.new = PatchData::reuse(p.interior(), ghost, ncomp, buf)?;
                 }
                 Ok(())
             })

@@ -131,6 +131,7 @@ pub fn transfer_with<T: Real>(
     before_level: &mut BeforeLevel<'_, T>,
     only: Option<&[bool]>,
 ) -> Result<(HierarchyData<T>, TransferStats), RegridError> {
+    let t_start = std::time::Instant::now();
     new_h.check_mask(only, "transfer mask")?;
     old.check_layout(old_h)?;
     let ncomp = old.ncomp();
@@ -170,6 +171,8 @@ pub fn transfer_with<T: Real>(
         }
     }
     let mut new = HierarchyData::with_old_in(new_h, ncomp, pool, only)?;
+    let t_states = t_start.elapsed().as_secs_f64();
+    let mut t_levels = Vec::with_capacity(new_h.num_levels());
 
     for l in 0..new_h.num_levels() {
         // Unchanged patches move over whole (ghost cells included). No other new patch of the level overlaps their
@@ -195,6 +198,7 @@ pub fn transfer_with<T: Real>(
         }
 
         before_level(l, &mut new)?;
+        let t_level = std::time::Instant::now();
         let ratio = new_h.geometry().ratios()[l];
         let coarse_domain = new_h.geometry().level(l - 1)?.domain;
         let (cr, fr) = (new_h.level_range(l - 1), new_h.level_range(l));
@@ -246,8 +250,15 @@ pub fn transfer_with<T: Real>(
             .copied
             .push(moved_cells + counts.iter().map(|c| c.0).sum::<i64>());
         stats.interpolated.push(counts.iter().map(|c| c.1).sum());
+        t_levels.push(format!("{:.3}", t_level.elapsed().as_secs_f64()));
     }
+    let t_renew = std::time::Instant::now();
     pool.reclaim(old);
     new.renew_in_where(new_h, pool, only)?;
+    log::debug!(
+        "transfer: old states {t_states:.3} s, levels 1.. {} s, new states {:.3} s",
+        t_levels.join(" "),
+        t_renew.elapsed().as_secs_f64()
+    );
     Ok((new, stats))
 }
