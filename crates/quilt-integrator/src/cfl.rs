@@ -66,24 +66,59 @@ fn patch_rate<T: Real>(
 ) -> Result<f64, BadCell> {
     let b = d.interior();
     let comps: [&[T]; 5] = std::array::from_fn(|c| d.comp(c));
+    let n = (b.hi.x - b.lo.x + 1).max(0) as usize;
+    let [_, sy, _] = d.strides();
     let mut best = 0.0f64;
     for k in b.lo.z..=b.hi.z {
-        for j in b.lo.y..=b.hi.y {
-            let row = d.index(&iv(b.lo.x, j, k));
-            for (n, i) in (b.lo.x..=b.hi.x).enumerate() {
-                let o = row + n;
-                let u: [f64; 5] = std::array::from_fn(|c| quilt_mesh::Real::as_f64(comps[c][o]));
-                let rate = gas.signal_rate(u, dx).map_err(|(what, value)| BadCell {
-                    patch: index,
-                    cell: iv(i, j, k),
-                    what,
-                    value,
-                })?;
-                best = best.max(rate);
+        // The next plane's rows, while this one is scanned (see
+        // `quilt_mesh::prefetch`).
+        if k < b.hi.z {
+            let next = d.index(&iv(b.lo.x, b.lo.y, k + 1));
+            let rows = (b.hi.y - b.lo.y + 1) as usize;
+            for c in comps {
+                quilt_mesh::prefetch::rows(c[next..].as_ptr(), rows, sy, n, false);
+            }
+        }
+        let plane = d.index(&iv(b.lo.x, b.lo.y, k));
+        for (jn, j) in (b.lo.y..=b.hi.y).enumerate() {
+            let row = plane + jn * sy;
+            let cells: [&[T]; 5] = std::array::from_fn(|c| &comps[c][row..row + n]);
+            match gas.max_signal_rate(cells, dx) {
+                Some(rate) => best = best.max(rate),
+                None => return Err(first_bad(cells, [b.lo.x, j, k], index, dx, gas)),
             }
         }
     }
     Ok(best)
+}
+
+/// The first cell of a row (starting at cell `first`) that
+/// [`Gas::signal_rate`] refuses, as the error naming it.
+fn first_bad<T: Real>(
+    cells: [&[T]; 5],
+    first: [i32; 3],
+    patch: usize,
+    dx: [f64; 3],
+    gas: &Gas,
+) -> BadCell {
+    for (i, _) in cells[0].iter().enumerate() {
+        let u: [f64; 5] = std::array::from_fn(|c| quilt_mesh::Real::as_f64(cells[c][i]));
+        if let Err((what, value)) = gas.signal_rate(u, dx) {
+            return BadCell {
+                patch,
+                cell: iv(first[0] + i as i32, first[1], first[2]),
+                what,
+                value,
+            };
+        }
+    }
+    // `max_signal_rate` refuses exactly the rows holding such a cell.
+    BadCell {
+        patch,
+        cell: iv(first[0], first[1], first[2]),
+        what: "a cell the row scan refused",
+        value: f64::NAN,
+    }
 }
 
 /// The largest signal rate over the interiors of descriptors `descs` of a

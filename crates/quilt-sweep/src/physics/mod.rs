@@ -13,6 +13,7 @@
 mod column;
 mod floors;
 mod gas;
+mod rate_row;
 mod state;
 
 pub use column::{column_components, euler_flux, pressure_of, signal_speed};
