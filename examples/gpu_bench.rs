@@ -13,7 +13,11 @@
 //!
 //! Solver time is kernel time on a resident batch (scan + sweeps, CUDA
 //! events, median over the timed steps, mean over seeds); the end-to-end
-//! `advance` with transfers is timed once per hierarchy size.
+//! `advance` with transfers is timed once per hierarchy size. After the
+//! kernel tables, one row per precision times the whole step of an AMR
+//! hierarchy kept on the device (fill, probes, sweeps, reflux,
+//! restriction, the CFL scan and the regrids among the steps): the
+//! default sphere deck unless `--resident-deck` names another.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -23,6 +27,8 @@ use clap::Parser;
 use quilt::cuda::{
     CudaConfig, CudaSolver, GpuReal, Variant, measure_bandwidth, probe_device, step_traffic,
 };
+use quilt::integrator::deck::{BackendChoice, Deck, Precision, Residency};
+use quilt::integrator::{Integrator, SolveBackend, backend_for};
 use quilt::mesh::synthetic::{SyntheticSpec, generate};
 use quilt::sweep::physics::{Gas, Primitive};
 use quilt::sweep::{Batch, BatchLayout, PatchShape, Real, Scheme, SweepOrder};
@@ -58,6 +64,14 @@ struct Args {
     /// Skip the end-to-end advance() timing and the FMA comparison.
     #[arg(long)]
     kernels_only: bool,
+    /// Deck of the device-resident whole-step row (default: the default
+    /// sphere deck).
+    #[arg(long)]
+    resident_deck: Option<PathBuf>,
+    /// Steps timed in the device-resident whole-step row, after the first
+    /// (which loads the state); 0 skips the row.
+    #[arg(long, default_value_t = 8)]
+    resident_steps: u64,
 }
 
 /// The configurations of one table row, in column order: the default
@@ -537,6 +551,17 @@ fn run_main() -> anyhow::Result<()> {
             tables.push((scheme, p.clone(), rows));
         }
     }
+    if args.resident_steps > 0 {
+        println!();
+        for p in &args.precisions {
+            let row = if p == "f32" {
+                resident_row::<f32>(&args, Precision::F32)?
+            } else {
+                resident_row::<f64>(&args, Precision::F64)?
+            };
+            println!("{row}");
+        }
+    }
     // The goals of the issue.
     println!();
     for (scheme, p, rows) in &tables {
@@ -570,4 +595,89 @@ fn run_main() -> anyhow::Result<()> {
         println!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// The whole step of a hierarchy kept on the device, as the integrator
+/// runs it.
+struct ResidentRow {
+    deck: String,
+    precision: &'static str,
+    patches: usize,
+    cells: u64,
+    steps: u64,
+    secs: f64,
+    regrid_secs: f64,
+    first_secs: f64,
+    updates: u64,
+}
+
+impl std::fmt::Display for ResidentRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "resident whole step ({}, {}): {} patches, {:.2} M cells at the end; {:.2} ms per step over {} steps ({:.2} ms without regrids), {:.3e} cell updates/s; first step (the load) {:.1} ms",
+            self.deck,
+            self.precision,
+            self.patches,
+            self.cells as f64 / 1e6,
+            1e3 * self.secs / self.steps as f64,
+            self.steps,
+            1e3 * (self.secs - self.regrid_secs) / self.steps as f64,
+            self.updates as f64 / self.secs,
+            1e3 * self.first_secs
+        )
+    }
+}
+
+/// Runs the resident deck in precision `T`: one step to load the state,
+/// then `--resident-steps` timed steps (regrids included, as the deck
+/// schedules them).
+fn resident_row<T: quilt::integrator::Real>(
+    args: &Args,
+    precision: Precision,
+) -> anyhow::Result<ResidentRow> {
+    let (mut deck, name) = match &args.resident_deck {
+        Some(path) => (
+            Deck::from_file(path)?,
+            path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+        ),
+        None => (Deck::default(), "default sphere deck".to_string()),
+    };
+    deck.run.precision = precision;
+    deck.run.backend = BackendChoice::Cuda;
+    deck.run.residency = Residency::Device;
+    deck.run.max_steps = 0;
+    let backend: Box<dyn SolveBackend<T>> = backend_for(&deck)?;
+    let mut it = Integrator::new(&deck, backend)?;
+    let t = Instant::now();
+    it.step()?;
+    let first_secs = t.elapsed().as_secs_f64();
+    let (mut secs, mut regrid_secs, mut updates, mut steps) = (0.0, 0.0, 0, 0);
+    while steps < args.resident_steps && !it.finished() {
+        steps += 1;
+        let t = Instant::now();
+        let info = it.step()?;
+        secs += t.elapsed().as_secs_f64();
+        regrid_secs += info.phases.regrid;
+        updates += info.cells;
+    }
+    let h = it.hierarchy();
+    Ok(ResidentRow {
+        deck: name,
+        precision: if precision == Precision::F32 {
+            "f32"
+        } else {
+            "f64"
+        },
+        patches: h.num_patches(),
+        cells: h.total_cells() as u64,
+        steps: steps.max(1),
+        secs,
+        regrid_secs,
+        first_secs,
+        updates,
+    })
 }
