@@ -13,9 +13,10 @@ use std::time::Instant;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
 
+use crate::cache;
 use crate::error::{CudaError, DriverContext};
 use crate::probe::{DeviceInfo, probe_device};
-use crate::source::{CompileOptions, KernelFile, compile};
+use crate::source::{CompileOptions, KernelFile, cache_key, compile};
 
 /// A device with its primary context.
 #[derive(Clone, Debug)]
@@ -115,6 +116,32 @@ fn build(dev: &Device, file: KernelFile, b: Build) -> Result<Image, CudaError> {
             opts.defines.push((name.to_string(), b.to_string()));
         }
     }
+    // Cubins only: a PTX image is compiled again by the driver anyway.
+    let cached = match (opts.arch.starts_with("sm_"), cache::cache_dir()) {
+        (true, Some(dir)) => match cache_key(file, &opts) {
+            Ok(key) => {
+                let stem = format!("{}-{}", file.file_name().replace('.', "_"), opts.arch);
+                Some((cache::path_of(&dir, &stem, &key), key))
+            }
+            Err(e) => {
+                log::debug!("kernel cache: no key for {} ({e})", file.path());
+                None
+            }
+        },
+        _ => None,
+    };
+    if let Some((path, key)) = &cached
+        && let Some(cubin) = cache::load(path, key)
+    {
+        log::info!(
+            "loaded {} for {} ({b:?}) from {} in {:.3} s",
+            file.path(),
+            dev.info.arch(),
+            path.display(),
+            t.elapsed().as_secs_f64()
+        );
+        return Ok(Image::Cubin(cubin));
+    }
     let out = compile(file, &opts)?;
     if !out.log.trim().is_empty() {
         log::debug!("NVRTC log of {} ({b:?}):\n{}", file.path(), out.log);
@@ -125,6 +152,9 @@ fn build(dev: &Device, file: KernelFile, b: Build) -> Result<Image, CudaError> {
         dev.info.arch(),
         t.elapsed().as_secs_f64()
     );
+    if let (Some((path, key)), Some(cubin)) = (&cached, &out.cubin) {
+        cache::store(path, key, cubin);
+    }
     Ok(match out.cubin {
         Some(c) => Image::Cubin(c),
         None => Image::Ptx(out.ptx),

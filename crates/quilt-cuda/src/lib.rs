@@ -47,6 +47,7 @@
 
 mod bandwidth;
 mod buffer;
+pub mod cache;
 mod device;
 mod error;
 mod params;

@@ -233,6 +233,26 @@ impl CompileOptions {
     }
 }
 
+/// Everything a compiled image of `file` under `opts` depends on, as the
+/// key of the kernel cache ([`crate::cache`]): the sources as
+/// [`compile`] would read them (`QUILT_KERNELS_DIR` included), NVRTC's
+/// arguments and NVRTC's version.
+pub fn cache_key(file: KernelFile, opts: &CompileOptions) -> Result<Vec<u8>, CudaError> {
+    let (major, minor) = crate::probe::nvrtc_version()?;
+    let dir = std::env::var_os(KERNELS_DIR_ENV).map(std::path::PathBuf::from);
+    let (src, common) = sources(file, dir.as_deref())?;
+    let mut key = format!("{}\0nvrtc {major}.{minor}\0", file.file_name()).into_bytes();
+    for a in opts.to_args() {
+        key.extend_from_slice(a.as_bytes());
+        key.push(0);
+    }
+    for part in [&*src, &*common] {
+        key.extend_from_slice(&(part.len() as u64).to_le_bytes());
+        key.extend_from_slice(part.as_bytes());
+    }
+    Ok(key)
+}
+
 /// What NVRTC produced.
 #[derive(Clone, Debug)]
 pub struct Compiled {

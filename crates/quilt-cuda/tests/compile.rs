@@ -9,7 +9,7 @@
 //! installs NVRTC from PyPI and prints the `LD_LIBRARY_PATH` to export.
 
 use quilt_cuda::probe::{nvrtc_available, nvrtc_version};
-use quilt_cuda::source::{CompileOptions, KernelFile, compile};
+use quilt_cuda::source::{CompileOptions, KernelFile, cache_key, compile};
 
 fn nvrtc_or_skip() -> bool {
     if nvrtc_available() {
@@ -174,4 +174,35 @@ fn the_amr_kernels_compile_without_contraction() {
         "{} contracted a multiply-add",
         file.path()
     );
+}
+
+/// The kernel cache's key changes with everything an image depends on and
+/// with nothing else.
+#[test]
+fn cache_keys_name_everything_an_image_depends_on() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let key = |file, arch: &str, fma, fast, define: Option<&str>| {
+        let mut o = CompileOptions::new(arch, fma);
+        o.fast_f32 = fast;
+        if let Some(v) = define {
+            o.defines.push(("QUILT_MARCH_MINB_F64".into(), v.into()));
+        }
+        cache_key(file, &o).expect("key")
+    };
+    let base = key(KernelFile::Rtvd, "sm_90", false, false, None);
+    assert_eq!(base, key(KernelFile::Rtvd, "sm_90", false, false, None));
+    for other in [
+        key(KernelFile::Tvd, "sm_90", false, false, None),
+        key(KernelFile::Rtvd, "sm_80", false, false, None),
+        key(KernelFile::Rtvd, "sm_90", true, false, None),
+        key(KernelFile::Rtvd, "sm_90", false, true, None),
+        key(KernelFile::Rtvd, "sm_90", false, false, Some("3")),
+    ] {
+        assert_ne!(base, other);
+    }
+    // The sources are part of the key.
+    let src = KernelFile::Rtvd.source();
+    assert!(base.windows(src.len()).any(|w| w == src.as_bytes()));
 }
