@@ -1,9 +1,9 @@
 //! A cache of compiled kernel images on disk, so that a process does not
 //! pay NVRTC again for what an earlier one compiled.
 //!
-//! NVRTC takes 15–20 s for `rtvd.cu` on the GPU nodes, in every process:
-//! a harness that runs a deck in eight configurations paid it eight times.
-//! Each cubin is stored under a name derived from everything that makes it
+//! NVRTC takes many seconds for a scheme file, and every process paid it
+//! again for the same sources and options (docs/quilt-cuda.md has the
+//! figures). Each cubin is stored under a name derived from everything that makes it
 //! (the kernel sources, the compile options, the architecture and NVRTC's
 //! version), and the file repeats that key in full, so a name collision or
 //! a stale file is recompiled, never loaded. A file that cannot be read,

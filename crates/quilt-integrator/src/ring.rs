@@ -11,9 +11,10 @@
 //! allocated only when no free batch is large enough: with some room above
 //! the first batches, a run allocates in its first step and then not again.
 //!
-//! Page-locking runs at about 2 GB/s on one thread or many, so the 1–2 GB
-//! a GPU's ring holds would cost the first step a second or more. Such a
-//! ring is therefore filled ahead ([`BatchRing::prefetch`]): a thread of
+//! Page-locking is slow (about a second per 2 GB, and no faster from
+//! several threads: docs/performance.md), and a GPU's ring holds
+//! gigabytes, which the first step would wait for. Such a ring is
+//! therefore filled ahead ([`BatchRing::prefetch`]): a thread of
 //! its own allocates the batches the loop keeps alive, sized for the
 //! largest batch the selection's bound on bins allows, while the initial
 //! hierarchy is built.

@@ -3,8 +3,7 @@
 //!
 //! The CFL scan runs [`Gas::signal_rate`] over every interior cell of the
 //! hierarchy before each step: seven divisions and a square root per cell,
-//! a tenth of a host-staged step on the GPU node when done cell by cell.
-//! Here the same operations run on a row of cells laid out by component,
+//! which cell by cell leave the vector units idle. Here the same operations run on a row of cells laid out by component,
 //! so that the compiler computes several cells per instruction (twice as
 //! many again with AVX2, chosen at run time); divisions and square roots
 //! are exactly rounded in every vector width and no multiply-add is
