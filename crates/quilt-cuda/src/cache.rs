@@ -39,9 +39,10 @@ pub fn cache_dir() -> Option<PathBuf> {
 /// FNV-1a over `bytes`: a file name, not a guarantee (the file holds the
 /// whole key).
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    use std::hash::Hasher;
+    let mut h = fnv::FnvHasher::default();
+    h.write(bytes);
+    h.finish()
 }
 
 /// The file of `key` in `dir`; `stem` (the kernel file, the architecture)

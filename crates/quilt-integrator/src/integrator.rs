@@ -2217,9 +2217,12 @@ fn over_ranks(call: &str, instead: &str) -> IntegratorError {
 
 /// FNV-1a over `bytes`.
 fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
-    bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    use std::hash::Hasher;
+    let mut h = fnv::FnvHasher::default();
+    for b in bytes {
+        h.write_u8(b);
+    }
+    h.finish()
 }
 
 /// [`fnv1a`] of a patch's interior values, component by component.
