@@ -100,9 +100,8 @@ impl<T: Real> BatchRing<T> {
         {
             return;
         }
-        let bins = (self.min_bins * ROOM_QUARTERS).div_ceil(4);
-        let edge = bin_edge as usize;
-        let (data, flux) = (bins * ncomp * edge.pow(3), bins * 6 * edge.pow(2) * ncomp);
+        let bins = with_room(self.min_bins);
+        let (data, flux) = bin_values(bins, bin_edge, ncomp);
         let (tx, arrived) = mpsc::channel();
         let cancel = Arc::new(AtomicBool::new(false));
         let (alloc, stop) = (self.alloc.clone(), cancel.clone());
@@ -199,11 +198,7 @@ impl<T: Real> BatchRing<T> {
         }
         if let Some((data, flux)) = self.prefetched() {
             if data.as_slice().len() >= dn && flux.as_slice().len() >= fnn {
-                let b = Batch::in_memory(layout, data, flux)?;
-                self.target = b.capacity();
-                self.allocations += 1;
-                self.bytes += bytes_of(&b);
-                return Ok(b);
+                return Ok(self.adopt(Batch::in_memory(layout, data, flux)?));
             }
             // Too small for this layout (a batch beyond the bound on
             // probes): the rest are the same size, so none is awaited.
@@ -214,25 +209,20 @@ impl<T: Real> BatchRing<T> {
             self.bytes -= bytes_of(&b);
         }
         // Room in whole bins above the largest batch so far.
-        let per_bin = layout.ncomp() as usize * (layout.bin_edge() as usize).pow(3);
         let bins = self
             .high_water
             .0
             .max(self.min_bins.min(plan_bins + plan_bins.div_ceil(2)));
-        let bins = (bins * ROOM_QUARTERS).div_ceil(4).max(1);
-        let data_cap = (bins * per_bin).max(dn);
+        let bins = with_room(bins).max(1);
+        let (bin_data, face_room) = bin_values(bins, layout.bin_edge(), layout.ncomp() as usize);
+        let data_cap = bin_data.max(dn);
         // A batch's fluxes vary more than its bins (many small patches have
         // many faces), but they are small: room for twice the most seen,
         // and for six full bin faces per bin.
-        let g = layout.bins();
-        let face_room = bins * 6 * g.plane() * g.ncomp();
         let flux_cap = (2 * self.high_water.1).max(face_room).max(fnn);
         let data = self.alloc.alloc(data_cap)?;
         let flux = self.alloc.alloc(flux_cap)?;
-        let b = Batch::in_memory(layout, data, flux)?;
-        self.target = b.capacity();
-        self.allocations += 1;
-        self.bytes += bytes_of(&b);
+        let b = self.adopt(Batch::in_memory(layout, data, flux)?);
         log::debug!(
             "batch ring: new {} batch of {:.1} MB ({} allocations, {:.1} MB held)",
             self.alloc.kind(),
@@ -241,6 +231,15 @@ impl<T: Real> BatchRing<T> {
             self.bytes as f64 / 1e6
         );
         Ok(b)
+    }
+
+    /// Counts a batch in new memory as the ring's and makes its size the
+    /// one batches given back must have.
+    fn adopt(&mut self, b: Batch<T>) -> Batch<T> {
+        self.target = b.capacity();
+        self.allocations += 1;
+        self.bytes += bytes_of(&b);
+        b
     }
 
     /// Returns a batch for reuse (or drops it, if it is smaller than the
@@ -268,6 +267,18 @@ impl<T: Real> BatchRing<T> {
     pub fn kind(&self) -> &'static str {
         self.alloc.kind()
     }
+}
+
+/// `bins` with [`ROOM_QUARTERS`] of room.
+fn with_room(bins: usize) -> usize {
+    (bins * ROOM_QUARTERS).div_ceil(4)
+}
+
+/// The data values of `bins` bins of edge `edge` with `ncomp` components,
+/// and the flux values of six full faces of each.
+fn bin_values(bins: usize, edge: u32, ncomp: usize) -> (usize, usize) {
+    let e = edge as usize;
+    (bins * ncomp * e.pow(3), bins * 6 * e.pow(2) * ncomp)
 }
 
 fn bytes_of<T>(b: &Batch<T>) -> usize

@@ -152,57 +152,24 @@ fn restrict_rows<T: Real>(
     acc: &mut [T],
     put: impl FnMut(usize, i32, i32, &[T]),
 ) {
-    // A constant ratio lets the compiler unroll the sums of a row's
-    // cells, which dominate: coarse rows are short, ten to twenty cells.
+    // A literal ratio, inlined, lets the compiler unroll the sums of a
+    // row's cells, which dominate: coarse rows are short, ten to twenty
+    // cells.
     match r {
-        2 => rows_of::<T, 2>(fine, region, acc, put),
-        4 => rows_of::<T, 4>(fine, region, acc, put),
-        _ => rows_by(fine, region, r as usize, acc, put),
+        2 => rows_with(fine, region, 2, acc, put),
+        4 => rows_with(fine, region, 4, acc, put),
+        _ => rows_with(fine, region, r as usize, acc, put),
     }
 }
 
-/// [`restrict_rows`] for the ratio `R`.
-fn rows_of<T: Real, const R: usize>(
-    fine: &PatchData<T>,
-    region: &IndexBox,
-    acc: &mut [T],
-    put: impl FnMut(usize, i32, i32, &[T]),
-) {
-    rows_with(fine, region, R, acc, put, |acc, row| {
-        for (a, cell) in acc.iter_mut().zip(row.chunks_exact(R)) {
-            let mut s = *a;
-            for &v in cell {
-                s = s + v;
-            }
-            *a = s;
-        }
-    });
-}
-
-/// [`restrict_rows`] for any ratio.
-fn rows_by<T: Real>(
-    fine: &PatchData<T>,
-    region: &IndexBox,
-    r: usize,
-    acc: &mut [T],
-    put: impl FnMut(usize, i32, i32, &[T]),
-) {
-    rows_with(fine, region, r, acc, put, |acc, row| {
-        for (a, cell) in acc.iter_mut().zip(row.chunks_exact(r)) {
-            *a = cell.iter().fold(*a, |s, &v| s + v);
-        }
-    });
-}
-
-/// The loops of [`restrict_rows`], adding each fine row into the coarse
-/// row's sums with `add(sums, fine row)`.
+/// The loops of [`restrict_rows`] for ratio `ru`.
+#[inline(always)]
 fn rows_with<T: Real>(
     fine: &PatchData<T>,
     region: &IndexBox,
     ru: usize,
     acc: &mut [T],
     mut put: impl FnMut(usize, i32, i32, &[T]),
-    add: impl Fn(&mut [T], &[T]),
 ) {
     let n = region.size().x as usize;
     let r = ru as i32;
@@ -227,7 +194,10 @@ fn rows_with<T: Real>(
                 for dz in 0..r {
                     for dy in 0..r {
                         let o = fdb.offset(&iv(region.lo.x * r, j * r + dy, k * r + dz));
-                        add(&mut acc[..n], &f[o..o + n * ru]);
+                        let row = &f[o..o + n * ru];
+                        for (a, cell) in acc[..n].iter_mut().zip(row.chunks_exact(ru)) {
+                            *a = cell.iter().fold(*a, |s, &v| s + v);
+                        }
                     }
                 }
                 for a in &mut acc[..n] {

@@ -250,14 +250,13 @@ pub fn transfer_with<T: Real>(
             .copied
             .push(moved_cells + counts.iter().map(|c| c.0).sum::<i64>());
         stats.interpolated.push(counts.iter().map(|c| c.1).sum());
-        t_levels.push(format!("{:.3}", t_level.elapsed().as_secs_f64()));
+        t_levels.push(t_level.elapsed().as_secs_f64());
     }
     let t_renew = std::time::Instant::now();
     pool.reclaim(old);
     new.renew_in_where(new_h, pool, only)?;
     log::debug!(
-        "transfer: old states {t_states:.3} s, levels 1.. {} s, new states {:.3} s",
-        t_levels.join(" "),
+        "transfer: old states {t_states:.3} s, levels 1.. {t_levels:.3?} s, new states {:.3} s",
         t_renew.elapsed().as_secs_f64()
     );
     Ok((new, stats))
