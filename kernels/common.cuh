@@ -627,16 +627,21 @@ QUILT_SCAN_KERNEL(double, scan_f64, 2)
 // touch host memory. Grid: the scan's items (QUILT_SCAN_CELLS consecutive
 // cells of one patch each); consecutive threads write consecutive cells
 // of a row, so the posted writes coalesce.
+//
+// External boxes (CudaSolver::advance_external): `ext` (null in store_T,
+// one u64 per descriptor in store_ext_T) holds the unified address of a
+// patch's own page-locked ghost box, 0 for a patch that lives in the bins. A box is dense in the
+// order of quilt_sweep's Batch::load_patch, ((v * ez + k) * ey + j) * ex + i,
+// so cell t of the loop (t = (k * ey + j) * ex + i) of component v sits at
+// t + v * cells: the same consecutive addresses for consecutive threads.
 
-template <class T>
-__device__ __forceinline__ void store_body(const T* data, T* host, const PatchDesc* descs, const u32* order,
-                                           const ScanItem* items, u32 i0, int B) {
-    const ScanItem it = items[i0 + blockIdx.x];
-    const PatchDesc& d = descs[order[it.q]];
+template <class T, bool BOX>
+__device__ __forceinline__ void store_cells(const T* data, T* dst, const PatchDesc& d, const ScanItem& it, int B) {
     const int ex = d.extent[0], ey = d.extent[1], ez = d.extent[2];
     const int g = d.ghost;
     const int plane = ex * ey;
-    const int end = min((int)it.first + QUILT_SCAN_CELLS, plane * ez);
+    const int cells = plane * ez;
+    const int end = min((int)it.first + QUILT_SCAN_CELLS, cells);
     const int cs = B * B * B;
     const i64 base = (i64)d.bin * 5 * cs;
     const int o0 = (d.offset[2] * B + d.offset[1]) * B + d.offset[0];
@@ -648,40 +653,65 @@ __device__ __forceinline__ void store_body(const T* data, T* host, const PatchDe
         if (k < g || k >= ez - g || j < g || j >= ey - g || i < g || i >= ex - g) continue;
         const i64 at = base + o0 + (k * B + j) * B + i;
 #pragma unroll
-        for (int v = 0; v < 5; ++v) host[at + (i64)v * cs] = data[at + (i64)v * cs];
+        for (int v = 0; v < 5; ++v) {
+            const T x = data[at + (i64)v * cs];
+            if (BOX)
+                dst[(i64)t + (i64)v * cells] = x;
+            else
+                dst[at + (i64)v * cs] = x;
+        }
     }
 }
 
-#define QUILT_STORE_KERNEL(T, NAME)                                                                        \
-    extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                         \
-        NAME(const T* data, T* host, const PatchDesc* descs, const u32* order, const ScanItem* items, u32 i0, \
-             int B) {                                                                                      \
-        store_body<T>(data, host, descs, order, items, i0, B);                                             \
+template <class T>
+__device__ __forceinline__ void store_body(const T* data, T* host, const u64* ext, const PatchDesc* descs,
+                                           const u32* order, const ScanItem* items, u32 i0, int B) {
+    const ScanItem it = items[i0 + blockIdx.x];
+    const u32 p = order[it.q];
+    const u64 box = ext ? ext[p] : 0ull;
+    if (box)
+        store_cells<T, true>(data, (T*)box, descs[p], it, B);
+    else
+        store_cells<T, false>(data, host, descs[p], it, B);
+}
+
+// Two entry points per precision: without a table (the box branch folds
+// away, so the batch's own store keeps its registers) and with one.
+#define QUILT_STORE_KERNEL(T, NAME, EXT_NAME)                                                                 \
+    extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                            \
+        NAME(const T* data, T* host, const PatchDesc* descs, const u32* order, const ScanItem* items, u32 i0,  \
+             int B) {                                                                                         \
+        store_body<T>(data, host, nullptr, descs, order, items, i0, B);                                       \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                            \
+        EXT_NAME(const T* data, T* host, const u64* ext, const PatchDesc* descs, const u32* order,             \
+                 const ScanItem* items, u32 i0, int B) {                                                      \
+        store_body<T>(data, host, ext, descs, order, items, i0, B);                                           \
     }
 
-QUILT_STORE_KERNEL(float, store_f32)
-QUILT_STORE_KERNEL(double, store_f64)
+QUILT_STORE_KERNEL(float, store_f32, store_ext_f32)
+QUILT_STORE_KERNEL(double, store_f64, store_ext_f64)
 
 // ------------------------------------------------------- ghost-box load ----
 // The batch straight from the host's page-locked memory: every cell of the
 // chunk's ghost boxes, read through the mapped (unified) address of the
-// batch and written to the device at the same index. Only the boxes the
-// sweeps read cross the bus; a copy of occupied runs would also carry the
-// unused parts of every bin row between them. Grid and order as the store.
+// batch (or of a patch's external box, `ext` as in the store) and written
+// to the device at the patch's place in its bin. Only the boxes the sweeps
+// read cross the bus; a copy of occupied runs would also carry the unused
+// parts of every bin row between them. Grid and order as the store.
 
 // Reads over the bus take microseconds: each thread issues the reads of
 // QUILT_LOAD_CELLS cells before it writes any, so that enough of them are
 // in flight to fill the link.
 #define QUILT_LOAD_CELLS 4
 
-template <class T>
-__device__ __forceinline__ void load_body(T* __restrict__ data, const T* __restrict__ host, const PatchDesc* descs,
-                                          const u32* order, const ScanItem* items, u32 i0, int B) {
-    const ScanItem it = items[i0 + blockIdx.x];
-    const PatchDesc& d = descs[order[it.q]];
+template <class T, bool BOX>
+__device__ __forceinline__ void load_cells(T* __restrict__ data, const T* __restrict__ src, const PatchDesc& d,
+                                           const ScanItem& it, int B) {
     const int ex = d.extent[0], ey = d.extent[1], ez = d.extent[2];
     const int plane = ex * ey;
-    const int end = min((int)it.first + QUILT_SCAN_CELLS, plane * ez);
+    const int cells = plane * ez;
+    const int end = min((int)it.first + QUILT_SCAN_CELLS, cells);
     const int cs = B * B * B;
     const i64 base = (i64)d.bin * 5 * cs;
     const int o0 = (d.offset[2] * B + d.offset[1]) * B + d.offset[0];
@@ -700,7 +730,8 @@ __device__ __forceinline__ void load_body(T* __restrict__ data, const T* __restr
                 const int i = r - j * ex;
                 at[m] = base + o0 + (k * B + j) * B + i;
 #pragma unroll
-                for (int v = 0; v < 5; ++v) u[m][v] = host[at[m] + (i64)v * cs];
+                for (int v = 0; v < 5; ++v)
+                    u[m][v] = BOX ? src[(i64)t + (i64)v * cells] : src[at[m] + (i64)v * cs];
             }
         }
 #pragma unroll
@@ -712,15 +743,39 @@ __device__ __forceinline__ void load_body(T* __restrict__ data, const T* __restr
     }
 }
 
-#define QUILT_LOAD_KERNEL(T, NAME)                                                                         \
-    extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                         \
-        NAME(T* data, const T* host, const PatchDesc* descs, const u32* order, const ScanItem* items, u32 i0, \
-             int B) {                                                                                      \
-        load_body<T>(data, host, descs, order, items, i0, B);                                              \
+template <class T>
+__device__ __forceinline__ void load_body(T* __restrict__ data, const T* __restrict__ host, const u64* ext,
+                                          const PatchDesc* descs, const u32* order, const ScanItem* items, u32 i0,
+                                          int B) {
+    const ScanItem it = items[i0 + blockIdx.x];
+    const u32 p = order[it.q];
+    const u64 box = ext ? ext[p] : 0ull;
+    if (box)
+        load_cells<T, true>(data, (const T*)box, descs[p], it, B);
+    else
+        load_cells<T, false>(data, host, descs[p], it, B);
+}
+
+// As the store: the batch's own load (the box branch folded away: the
+// registers, and so the reads in flight, of the load without boxes) and
+// the load with a table. The box branch needs more registers (ptxas, sm_90:
+// f32 61 against 47, f64 80 against 64); EXT_MINB asks for the resident
+// blocks of the load without boxes where that costs no spill (f32: 48
+// registers, 5 blocks; f64 spills 24 bytes at 4 blocks, so it keeps 3).
+#define QUILT_LOAD_KERNEL(T, NAME, EXT_NAME, EXT_MINB)                                                        \
+    extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                            \
+        NAME(T* data, const T* host, const PatchDesc* descs, const u32* order, const ScanItem* items, u32 i0,  \
+             int B) {                                                                                         \
+        load_body<T>(data, host, nullptr, descs, order, items, i0, B);                                        \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK, EXT_MINB)                                  \
+        EXT_NAME(T* data, const T* host, const u64* ext, const PatchDesc* descs, const u32* order,             \
+                 const ScanItem* items, u32 i0, int B) {                                                      \
+        load_body<T>(data, host, ext, descs, order, items, i0, B);                                            \
     }
 
-QUILT_LOAD_KERNEL(float, load_f32)
-QUILT_LOAD_KERNEL(double, load_f64)
+QUILT_LOAD_KERNEL(float, load_f32, load_ext_f32, 5)
+QUILT_LOAD_KERNEL(double, load_f64, load_ext_f64, 1)
 
 // ------------------------------------------------------ launch helpers ----
 

@@ -7,6 +7,11 @@
 //! The batch ring of the host-staged loop allocates its page-locked
 //! batches in the first step; this says what that costs and whether
 //! allocating them at once hides it.
+//!
+//! Then the same sizes are mapped by the process (with and without
+//! transparent huge pages), written once and page-locked afterwards by
+//! `cuMemHostRegister`: what keeping the host state itself page-locked
+//! would cost.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,6 +34,101 @@ fn free(ctx: &Arc<CudaContext>, p: usize) {
     ctx.bind_to_thread().expect("cuCtxSetCurrent");
     // SAFETY: allocated by `alloc` and freed once.
     unsafe { result::free_host(p as *mut std::ffi::c_void) }.expect("cuMemFreeHost");
+}
+
+/// Maps `bytes` of anonymous memory, asks for huge pages or not, and
+/// writes every page; returns the address and the seconds of the writes.
+fn map(bytes: usize, huge: bool) -> (usize, f64) {
+    // SAFETY: a fresh private anonymous mapping, unmapped in `unmap`.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert!(p != libc::MAP_FAILED, "mmap of {bytes} bytes failed");
+    let advice = if huge {
+        libc::MADV_HUGEPAGE
+    } else {
+        libc::MADV_NOHUGEPAGE
+    };
+    // SAFETY: the mapping above.
+    unsafe { libc::madvise(p, bytes, advice) };
+    let t = Instant::now();
+    // SAFETY: `bytes` writable bytes.
+    unsafe { std::ptr::write_bytes(p.cast::<u8>(), 1, bytes) };
+    (p as usize, t.elapsed().as_secs_f64())
+}
+
+fn unmap(p: usize, bytes: usize) {
+    // SAFETY: mapped by `map` with this length.
+    unsafe { libc::munmap(p as *mut libc::c_void, bytes) };
+}
+
+fn register(ctx: &Arc<CudaContext>, p: usize, bytes: usize) -> f64 {
+    ctx.bind_to_thread().expect("cuCtxSetCurrent");
+    let t = Instant::now();
+    // SAFETY: `p` is a mapping of `bytes` bytes that outlives the registration.
+    let r = unsafe { cudarc::driver::sys::cuMemHostRegister_v2(p as *mut _, bytes, 0) };
+    assert_eq!(
+        r,
+        cudarc::driver::sys::CUresult::CUDA_SUCCESS,
+        "cuMemHostRegister"
+    );
+    t.elapsed().as_secs_f64()
+}
+
+fn unregister(ctx: &Arc<CudaContext>, p: usize) -> f64 {
+    ctx.bind_to_thread().expect("cuCtxSetCurrent");
+    let t = Instant::now();
+    // SAFETY: registered by `register`.
+    let r = unsafe { cudarc::driver::sys::cuMemHostUnregister(p as *mut _) };
+    assert_eq!(
+        r,
+        cudarc::driver::sys::CUresult::CUDA_SUCCESS,
+        "cuMemHostUnregister"
+    );
+    t.elapsed().as_secs_f64()
+}
+
+fn registered(ctx: &Arc<CudaContext>, n: usize, mb: usize) {
+    let bytes = mb << 20;
+    let gb = (n * bytes) as f64 / 1e9;
+    for huge in [true, false] {
+        let maps: Vec<(usize, f64)> = (0..n).map(|_| map(bytes, huge)).collect();
+        let touch: f64 = maps.iter().map(|m| m.1).sum();
+        let t = Instant::now();
+        for m in &maps {
+            register(ctx, m.0, bytes);
+        }
+        let serial = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        for m in &maps {
+            unregister(ctx, m.0);
+        }
+        let unreg = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            for m in &maps {
+                s.spawn(|| register(ctx, m.0, bytes));
+            }
+        });
+        let parallel = t.elapsed().as_secs_f64();
+        for m in &maps {
+            unregister(ctx, m.0);
+            unmap(m.0, bytes);
+        }
+        println!(
+            "{n} x {mb} MB mapped, huge pages {huge}: first writes {touch:.3} s ({:.2} GB/s), register one after another {serial:.3} s ({:.2} GB/s), unregister {unreg:.3} s, register from {n} threads {parallel:.3} s ({:.2} GB/s)",
+            gb / touch,
+            gb / serial,
+            gb / parallel
+        );
+    }
 }
 
 fn main() {
@@ -64,4 +164,5 @@ fn main() {
             gb / parallel
         );
     }
+    registered(&ctx, n, mb);
 }

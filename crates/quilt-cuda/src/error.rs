@@ -60,6 +60,10 @@ pub enum CudaError {
         #[source]
         source: DriverError,
     },
+    /// Host memory to be page-locked could not be mapped
+    /// ([`quilt_mesh::locked::Mapping`]).
+    #[error(transparent)]
+    HostMemory(quilt_mesh::error::MeshError),
     /// NVRTC rejected a kernel file; `log` is NVRTC's program log.
     #[error("NVRTC could not compile {file} for {arch} ({status}):\n{log}")]
     Compile {

@@ -11,7 +11,8 @@
 //! |---|---|
 //! | [`mod@probe`] | finding a usable driver, device and NVRTC without panicking; the `auto`/`cpu`/`cuda` [`Backend`] choice |
 //! | [`source`] | the embedded `kernels/*.cu`, their entry points, NVRTC compilation |
-//! | [`CudaSolver`] | one step of a [`quilt_sweep::Batch`] on the GPU, mirroring [`quilt_sweep::Solver::advance`] |
+//! | [`CudaSolver`] | one step of a [`quilt_sweep::Batch`] on the GPU, mirroring [`quilt_sweep::Solver::advance`]; patches kept in their own page-locked boxes read and written in place ([`CudaSolver::advance_external`]) |
+//! | [`HostRegistry`] | host memory the process mapped itself, page-locked for the device afterwards |
 //!
 //! The kernels reproduce the CPU reference bit for bit with FMA
 //! contraction off ([`CudaConfig::fma`], the default); see
@@ -54,6 +55,7 @@ mod params;
 mod plan;
 pub mod probe;
 mod real;
+mod registry;
 mod solver;
 pub mod source;
 
@@ -63,9 +65,10 @@ pub use error::CudaError;
 pub use plan::{MAX_EDGE, step_traffic};
 pub use probe::{Backend, DeviceInfo, Selected, probe, probe_device, select_backend};
 pub use real::GpuReal;
+pub use registry::HostRegistry;
 pub use solver::{
-    CudaConfig, CudaSolver, KernelInfo, LayoutStager, RECENT_LAYOUTS, SolveTotals, StagedLayout,
-    StepTiming, Variant,
+    CudaConfig, CudaSolver, ExternalBox, KernelInfo, LayoutStager, RECENT_LAYOUTS, SolveTotals,
+    StagedLayout, StepTiming, Variant,
 };
 
 /// Compiles the kernel files of `schemes` for device `ordinal` with FMA

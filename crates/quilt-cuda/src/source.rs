@@ -6,7 +6,9 @@
 //! entry points of both precisions: `{scheme}_{shape}_{f32|f64}` for the
 //! shapes of [`KernelShape`], plus `scan_f32` / `scan_f64` (the input scan)
 //! `store_f32` / `store_f64` (interiors into the page-locked batch) and
-//! `load_f32` / `load_f64` (ghost boxes from it).
+//! `load_f32` / `load_f64` (ghost boxes from it), and `store_ext_*` /
+//! `load_ext_*`, which also take a table of patches kept in page-locked
+//! boxes of their own.
 
 use std::borrow::Cow;
 use std::ffi::{CStr, CString, c_char};
@@ -133,6 +135,8 @@ impl KernelFile {
             out.push(format!("scan_{prec}"));
             out.push(format!("store_{prec}"));
             out.push(format!("load_{prec}"));
+            out.push(format!("store_ext_{prec}"));
+            out.push(format!("load_ext_{prec}"));
         }
         out
     }

@@ -6,8 +6,11 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use common::*;
-use quilt_cuda::{CudaConfig, CudaError, CudaSolver, GpuReal, Variant};
+use quilt_cuda::{CudaConfig, CudaError, CudaSolver, ExternalBox, GpuReal, HostRegistry, Variant};
+use quilt_mesh::locked::{Mapping, PageLock};
 use quilt_sweep::exact::{ExactRiemann, State1d};
 use quilt_sweep::physics::{Gas, Primitive};
 use quilt_sweep::uniform::{Boundary, UniformGrid, even_cuts};
@@ -709,4 +712,392 @@ fn impossible_allocations_are_errors() {
     // The solver still works afterwards.
     let small = HostAlloc::<f64>::alloc(&alloc, 1024).unwrap();
     drop(small);
+}
+
+// ------------------------------------------------------- external boxes ----
+
+/// Where the external boxes of a test live and what batch they go with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BoxMemory {
+    /// One mapping locked through the solver's registry, a page-locked
+    /// batch: read and written in place.
+    Registered,
+    /// Plain vectors, a page-locked batch: copied through the batch.
+    Vectors,
+    /// Registered boxes with a pageable batch: copied through the batch.
+    RegisteredPageableBatch,
+}
+
+/// The memory of a test's boxes; a mapping is unlocked before it goes.
+struct BoxStore<T> {
+    mapped: Option<(Mapping, Arc<HostRegistry>)>,
+    vecs: Vec<Vec<T>>,
+    sizes: Vec<usize>,
+}
+
+/// Values before the first box in a mapping, so that boxes start at
+/// addresses of no particular alignment.
+const BOX_SKEW: usize = 3;
+
+impl<T: GpuReal> BoxStore<T> {
+    /// Boxes holding `dense`, in a registered mapping or in vectors.
+    fn new(dense: &[Vec<T>], registry: Option<Arc<HostRegistry>>) -> Self {
+        let sizes: Vec<usize> = dense.iter().map(Vec::len).collect();
+        let Some(reg) = registry else {
+            return Self {
+                mapped: None,
+                vecs: dense.to_vec(),
+                sizes,
+            };
+        };
+        let total = BOX_SKEW + sizes.iter().sum::<usize>();
+        let m = Mapping::new(total * std::mem::size_of::<T>(), "external boxes").unwrap();
+        // SAFETY: a fresh mapping, written by Mapping::new, unlocked in Drop
+        // before it is unmapped.
+        unsafe { PageLock::lock(&*reg, m.as_ptr(), m.len()) }.unwrap();
+        let mut s = Self {
+            mapped: Some((m, reg)),
+            vecs: Vec::new(),
+            sizes,
+        };
+        for (b, d) in s.boxes(&vec![0; dense.len()]).into_iter().zip(dense) {
+            b.data.copy_from_slice(d);
+        }
+        s
+    }
+
+    /// The boxes, for descriptors `descs` (in the order of `dense`).
+    fn boxes(&mut self, descs: &[usize]) -> Vec<ExternalBox<'_, T>> {
+        let data: Vec<&mut [T]> = match &self.mapped {
+            Some((m, _)) => {
+                let total = BOX_SKEW + self.sizes.iter().sum::<usize>();
+                // SAFETY: the mapping holds `total` values, zeroed or
+                // written since; the slices borrow `self` mutably.
+                let all = unsafe { std::slice::from_raw_parts_mut(m.as_ptr().cast::<T>(), total) };
+                let mut rest = &mut all[BOX_SKEW..];
+                let mut out = Vec::new();
+                for &n in &self.sizes {
+                    let (a, b) = std::mem::take(&mut rest).split_at_mut(n);
+                    out.push(a);
+                    rest = b;
+                }
+                out
+            }
+            None => self.vecs.iter_mut().map(Vec::as_mut_slice).collect(),
+        };
+        descs
+            .iter()
+            .zip(data)
+            .map(|(&desc, data)| ExternalBox { desc, data })
+            .collect()
+    }
+
+    /// Copies of the boxes' values.
+    fn values(&mut self) -> Vec<Vec<T>> {
+        self.boxes(&vec![0; self.sizes.len()])
+            .into_iter()
+            .map(|b| b.data.to_vec())
+            .collect()
+    }
+}
+
+impl<T> Drop for BoxStore<T> {
+    fn drop(&mut self) {
+        if let Some((m, reg)) = &self.mapped {
+            // SAFETY: locked in `new`; no step is running.
+            unsafe { PageLock::unlock(&**reg, m.as_ptr()) };
+        }
+    }
+}
+
+/// A copy of `b` in page-locked memory of `gpu`'s context.
+fn page_locked_copy<T: GpuReal>(gpu: &CudaSolver<T>, b: &Batch<T>) -> Batch<T> {
+    let alloc = gpu.host_alloc();
+    let l = b.layout().clone();
+    let data = HostAlloc::<T>::alloc(&alloc, l.data_len()).unwrap();
+    let flux = HostAlloc::<T>::alloc(&alloc, l.flux_len()).unwrap();
+    let mut c = Batch::in_memory(l, data, flux).unwrap();
+    assert!(c.page_locked());
+    let (_, d, f) = c.buffers_mut();
+    d.copy_from_slice(b.data());
+    f.copy_from_slice(b.flux());
+    c
+}
+
+/// NaN in every cell of the bins of `descs`: a step that read them would
+/// fail its input scan.
+fn spoil<T: GpuReal>(batch: &mut Batch<T>, descs: &[usize]) {
+    for &p in descs {
+        let n = 5 * batch.layout().patches()[p].total_cells() as usize;
+        batch
+            .load_patch(p, &vec![T::from_f64(f64::NAN); n])
+            .unwrap();
+    }
+}
+
+fn same_bits<T: GpuReal>(a: &[T], b: &[T]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.as_f64().to_bits() == y.as_f64().to_bits())
+}
+
+/// A packed batch of patches of different shapes, the descriptors to keep
+/// outside it (most, not all), their dense boxes, and a time step.
+fn external_case<T: GpuReal>(
+    scheme: Scheme,
+    gas: Gas,
+    seed: u64,
+) -> (Batch<T>, Vec<usize>, Vec<Vec<T>>, f64) {
+    let g = scheme.ghost_width();
+    let layout = packed(&shapes(7, g, 2 * g + 3, 2 * g + 14, seed));
+    let input = fill::<T>(layout, &gas, seed, false);
+    let cpu = quilt_sweep::Solver::new(scheme, gas).unwrap();
+    let dt = cpu.max_dt(&input, 0.8 * cpu.cfl_limit()).unwrap();
+    let n = input.layout().patches().len();
+    let external: Vec<usize> = (0..n).filter(|p| p % 3 != 1).collect();
+    let dense = external
+        .iter()
+        .map(|&p| {
+            let mut v = vec![T::zero(); 5 * input.layout().patches()[p].total_cells() as usize];
+            input.store_patch(p, &mut v).unwrap();
+            v
+        })
+        .collect();
+    (input, external, dense, dt)
+}
+
+/// `advance_external` against load_patch + `advance` + store_interior on
+/// a second solver: report, boxes, fluxes, the other patches' cells and
+/// the bytes counted, bit for bit; the boxes also against the CPU. The
+/// first step of `advance_external` takes its layout from the stager.
+fn check_external<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemory) {
+    let gas = Gas::ideal(1.4);
+    let (input, external, dense, dt) = external_case::<T>(scheme, gas, seed);
+    let layout = input.layout().clone();
+    let mut copy = CudaSolver::<T>::new(scheme, gas, CudaConfig::default()).unwrap();
+    let mut gpu = CudaSolver::<T>::new(scheme, gas, CudaConfig::default()).unwrap();
+    let reg = gpu.page_lock();
+    assert!(
+        Arc::ptr_eq(&reg, &gpu.page_lock()),
+        "one registry per solver"
+    );
+    let batch_of = |gpu: &CudaSolver<T>| {
+        let mut b = if memory == BoxMemory::RegisteredPageableBatch {
+            input.clone()
+        } else {
+            page_locked_copy(gpu, &input)
+        };
+        spoil(&mut b, &external);
+        b
+    };
+    let default_transfers = std::env::var("QUILT_CUDA_TRANSFER").is_err();
+    for (step, order) in [SweepOrder::Xyz, SweepOrder::Zyx].into_iter().enumerate() {
+        let name = format!(
+            "external {} {} {order:?} {memory:?}",
+            scheme.name(),
+            T::NAME
+        );
+        // The copy path.
+        let mut want = batch_of(&copy);
+        let mut want_boxes = dense.clone();
+        for (b, &p) in want_boxes.iter().zip(&external) {
+            want.load_patch(p, b).unwrap();
+        }
+        let t0 = copy.totals();
+        let want_r = copy.advance(&mut want, dt, order).unwrap();
+        let t1 = copy.totals();
+        for (b, &p) in want_boxes.iter_mut().zip(&external) {
+            want.store_interior(p, b).unwrap();
+        }
+        // In place (or copied, as the memory dictates).
+        let mut got = batch_of(&gpu);
+        let registered = memory != BoxMemory::Vectors;
+        let mut store = BoxStore::new(&dense, registered.then(|| reg.clone()));
+        let staged = (step == 0).then(|| gpu.stager().unwrap().stage(&layout).unwrap());
+        let t2 = gpu.totals();
+        let got_r = {
+            let mut boxes = store.boxes(&external);
+            let in_place = gpu.external_in_place(&got, &boxes);
+            if default_transfers {
+                assert_eq!(in_place, memory == BoxMemory::Registered, "{name}: path");
+            }
+            gpu.advance_external(&mut got, staged, &mut boxes, dt, order)
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+        };
+        let t3 = gpu.totals();
+        assert_eq!(got_r, want_r, "{name}: step reports differ");
+        assert_eq!(
+            t3.bytes_up - t2.bytes_up,
+            t1.bytes_up - t0.bytes_up,
+            "{name}: bytes up"
+        );
+        assert_eq!(
+            t3.bytes_down - t2.bytes_down,
+            t1.bytes_down - t0.bytes_down,
+            "{name}: bytes down"
+        );
+        let got_boxes = store.values();
+        for (i, &p) in external.iter().enumerate() {
+            assert!(
+                same_bits(&got_boxes[i], &want_boxes[i]),
+                "{name}: box of descriptor {p} differs from the copy path"
+            );
+        }
+        assert!(same_bits(got.flux(), want.flux()), "{name}: fluxes differ");
+        for p in (0..layout.patches().len()).filter(|p| !external.contains(p)) {
+            let n = 5 * layout.patches()[p].total_cells() as usize;
+            let (mut a, mut b) = (vec![T::zero(); n], vec![T::zero(); n]);
+            got.store_patch(p, &mut a).unwrap();
+            want.store_patch(p, &mut b).unwrap();
+            assert!(same_bits(&a, &b), "{name}: patch {p} in the bins differs");
+        }
+        // Against the CPU: new interiors, the ghosts as they were.
+        let (cpu, cpu_r) = cpu_step(scheme, gas, &input, dt, order);
+        assert_eq!(got_r, cpu_r, "{name}: report differs from the CPU's");
+        for (i, &p) in external.iter().enumerate() {
+            let mut v = dense[i].clone();
+            cpu.store_interior(p, &mut v).unwrap();
+            assert!(
+                same_bits(&got_boxes[i], &v),
+                "{name}: box of descriptor {p} differs from the CPU (or a ghost changed)"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --ignored on the GPU machine"]
+fn external_boxes_give_the_copy_paths_results_bit_for_bit() {
+    if !gpu() {
+        return;
+    }
+    for (n, scheme) in [Scheme::rtvd(), Scheme::tvd()].into_iter().enumerate() {
+        for memory in [
+            BoxMemory::Registered,
+            BoxMemory::Vectors,
+            BoxMemory::RegisteredPageableBatch,
+        ] {
+            check_external::<f64>(scheme, 41 + n as u64, memory);
+            check_external::<f32>(scheme, 51 + n as u64, memory);
+        }
+    }
+}
+
+/// Bad input in an external box: the copy path's error, no box changed.
+fn check_external_errors<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemory) {
+    let gas = Gas::ideal(1.4);
+    let (input, external, mut dense, dt) = external_case::<T>(scheme, gas, seed);
+    let mut gpu = CudaSolver::<T>::new(scheme, gas, CudaConfig::default()).unwrap();
+    let reg = gpu.page_lock();
+    let registered = memory != BoxMemory::Vectors;
+    let batch_of = |gpu: &CudaSolver<T>| {
+        let mut b = if memory == BoxMemory::RegisteredPageableBatch {
+            input.clone()
+        } else {
+            page_locked_copy(gpu, &input)
+        };
+        spoil(&mut b, &external);
+        b
+    };
+    // The copy path's error on the same input.
+    let copy_error = |gpu: &mut CudaSolver<T>, dense: &[Vec<T>], dt: f64| {
+        let mut b = batch_of(gpu);
+        for (v, &p) in dense.iter().zip(&external) {
+            b.load_patch(p, v).unwrap();
+        }
+        gpu.advance(&mut b, dt, SweepOrder::Xyz)
+            .unwrap_err()
+            .to_string()
+    };
+    let run = |gpu: &mut CudaSolver<T>, dense: &[Vec<T>], dt: f64, what: &str| {
+        let name = format!("{what}: {} {} {memory:?}", scheme.name(), T::NAME);
+        let want = copy_error(gpu, dense, dt);
+        let mut store = BoxStore::new(dense, registered.then(|| reg.clone()));
+        let mut got_batch = batch_of(gpu);
+        let got = {
+            let mut boxes = store.boxes(&external);
+            gpu.advance_external(&mut got_batch, None, &mut boxes, dt, SweepOrder::Xyz)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(got, want, "{name}: errors differ");
+        for (i, v) in store.values().iter().enumerate() {
+            assert!(same_bits(v, &dense[i]), "{name}: box {i} changed");
+        }
+    };
+    // A time step above the CFL limit.
+    run(&mut gpu, &dense, 4.0 * dt, "CFL");
+    // A negative density in an interior cell of one box, a NaN in a ghost
+    // cell of another.
+    let g = input.layout().patches()[external[1]].ghost as usize;
+    let e = input.layout().patches()[external[1]]
+        .extent
+        .map(|v| v as usize);
+    dense[1][(g * e[1] + g) * e[0] + g + 1] = T::from_f64(-1.0);
+    let cells = dense[2].len() / 5;
+    dense[2][3 * cells + 1] = T::from_f64(f64::NAN);
+    run(&mut gpu, &dense, dt, "bad state");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --ignored on the GPU machine"]
+fn bad_external_boxes_give_the_copy_paths_errors_and_stay_unchanged() {
+    if !gpu() {
+        return;
+    }
+    for memory in [BoxMemory::Registered, BoxMemory::Vectors] {
+        check_external_errors::<f64>(Scheme::rtvd(), 61, memory);
+        check_external_errors::<f32>(Scheme::tvd(), 62, memory);
+    }
+}
+
+/// Page-locked buffers are zeroed whichever way they are allocated; the
+/// registry locks, refuses overlaps, unlocks, and when dropped unlocks
+/// what is left (the same range can be locked again afterwards).
+#[test]
+#[ignore = "needs a CUDA GPU: run with --ignored on the GPU machine"]
+fn page_locked_memory_is_zeroed_and_registered_ranges_are_released() {
+    if !gpu() {
+        return;
+    }
+    let new = || {
+        CudaSolver::<f64>::new(Scheme::default(), Gas::ideal(1.4), CudaConfig::default()).unwrap()
+    };
+    let solver = new();
+    let alloc = solver.host_alloc();
+    // Below and above the size from which buffers are mapped by the process.
+    for len in [100usize, 3 << 18] {
+        let mut m = HostAlloc::<f64>::alloc(&alloc, len).unwrap();
+        assert!(m.page_locked());
+        assert_eq!(m.as_slice().len(), len);
+        assert!(m.as_slice().iter().all(|&v| v == 0.0), "{len}: not zeroed");
+        m.as_mut_slice().fill(1.5);
+    }
+    let reg = solver.page_lock();
+    let m = Mapping::new(3 << 20, "registry test").unwrap();
+    let p = m.as_ptr();
+    // SAFETY (here and below): `m` is a written mapping that outlives
+    // every registration; no kernel reads it.
+    unsafe { reg.register(p, m.len()) }.unwrap();
+    assert!(reg.contains(p, m.len()));
+    assert!(reg.contains(p.wrapping_add(4096), 100));
+    assert!(!reg.contains(p, m.len() + 1));
+    assert_eq!(reg.totals(), (1, m.len()));
+    assert!(unsafe { reg.register(p, m.len()) }.is_err(), "locked twice");
+    assert!(unsafe { reg.register(p.wrapping_add(4096), 4096) }.is_err());
+    assert!(unsafe { reg.unregister(p.wrapping_add(4096)) }.is_err());
+    unsafe { reg.unregister(p) }.unwrap();
+    assert!(!reg.contains(p, 1));
+    assert!(unsafe { reg.unregister(p) }.is_err(), "unlocked twice");
+    // Locked again, then left locked when the registry goes.
+    unsafe { reg.register(p, m.len()) }.unwrap();
+    drop(solver);
+    drop(reg);
+    let solver = new();
+    let reg = solver.page_lock();
+    unsafe { reg.register(p, m.len()) }
+        .unwrap_or_else(|e| panic!("the dropped registry left the range locked: {e}"));
+    unsafe { reg.unregister(p) }.unwrap();
+    assert_eq!(reg.totals(), (0, 0));
 }

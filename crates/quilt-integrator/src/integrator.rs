@@ -28,8 +28,9 @@ use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill};
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_mesh::flux_register::FaceFluxes;
 use quilt_mesh::interp::Limiter;
+use quilt_mesh::locked::LockedArena;
 use quilt_mesh::regrid::{
-    RegridOptions, build_hierarchy, new_level_boxes, transfer, transfer_with,
+    RegridOptions, build_hierarchy, new_level_boxes, transfer_in, transfer_with,
 };
 use quilt_mesh::restrict::{TimeLevel, restrict_hierarchy, restrict_level_where};
 use quilt_mesh::{BufferPool, Hierarchy, HierarchyData, PatchSpec, Side};
@@ -133,6 +134,9 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     plan: StepPlan<T>,
     backend: B,
     ring: BatchRing<T>,
+    /// Page-locked memory the patch states live in when the backend reads
+    /// and writes them in place (see [`state_arena`]).
+    arena: Option<LockedArena>,
     model: OnlineModel,
     /// Samples of the calibration steps (`None` once calibrated or when
     /// the coefficients came from a file).
@@ -267,8 +271,20 @@ impl<T: Real> IntegratorBuilder<T> {
         backend: B,
     ) -> Result<Integrator<T, B>, IntegratorError> {
         let problem = self.take_problem();
-        let mut me =
-            Integrator::assemble(&self.deck, problem, hierarchy, data, time, step, backend)?;
+        let arena = state_arena(&backend, &self.deck);
+        let data = match &arena {
+            Some(a) => relocate(&hierarchy, data, a)?,
+            None => data,
+        };
+        let mut me = Integrator::assemble(
+            &self.deck,
+            problem,
+            hierarchy,
+            data,
+            (time, step),
+            backend,
+            arena,
+        )?;
         me.settle_residency()?;
         Ok(me)
     }
@@ -320,8 +336,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .collect();
         let h = Hierarchy::new(geometry, ghost, deck.size_limits(), vec![specs])
             .map_err(IntegratorError::mesh("base level"))?;
-        let data = initial_data(&h, problem.as_ref(), &mut BufferPool::new())?;
-        let mut me = Self::assemble(deck, problem, h, data, 0.0, 0, backend)?;
+        let arena = state_arena(&backend, deck);
+        let mut pool = BufferPool::with_arena(arena.clone());
+        let data = initial_data(&h, problem.as_ref(), &mut pool)?;
+        drop(pool);
+        let mut me = Self::assemble(deck, problem, h, data, (0.0, 0), backend, arena)?;
         // Level by level: tag the current hierarchy, cluster, and set the
         // initial condition on the new one. Its data comes from the
         // initial condition alone, so the regrid's data transfer is
@@ -345,7 +364,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             // The old level's data is dead: its memory goes to the new
             // one, which bounds the set-up's memory peak and spares the
             // faults of fresh pages.
-            let mut pool = BufferPool::new();
+            let mut pool = BufferPool::with_arena(me.arena.clone());
             pool.reclaim(data);
             let data = initial_data(&new_h, me.problem.as_ref(), &mut pool)?;
             drop(pool);
@@ -391,9 +410,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         problem: Arc<dyn Problem<T>>,
         hierarchy: Hierarchy,
         data: HierarchyData<T>,
-        time: f64,
-        step: u64,
+        (time, step): (f64, u64),
         backend: B,
+        arena: Option<LockedArena>,
     ) -> Result<Self, IntegratorError> {
         deck.validate()?;
         for w in deck.warnings() {
@@ -477,6 +496,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             data: Some(data),
             plan,
             ring: BatchRing::new(backend.host_alloc(), deck.batching.max_bins),
+            arena,
             backend,
             model: OnlineModel::new(CostModel::new(coefficients)?, RefineOptions::default())?,
             calibrator,
@@ -1519,13 +1539,19 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         // step's close).
         // The step plan (fill plans, packing, registers) depends on the new
         // layout alone: it is built while the data moves.
-        let (old_h, limiter) = (&self.h, self.limiter);
+        let (old_h, limiter, arena) = (&self.h, self.limiter, self.arena.clone());
         let (bc, deck, batches) = (self.bc.clone(), &self.deck, !self.on_device);
         let (moved, planned) = rayon::join(
             || {
                 let t = Instant::now();
                 (
-                    transfer(old_h, data, &new_h, limiter),
+                    transfer_in(
+                        old_h,
+                        data,
+                        &new_h,
+                        limiter,
+                        &mut BufferPool::with_arena(arena),
+                    ),
                     t.elapsed().as_secs_f64(),
                 )
             },
@@ -1601,7 +1627,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             data,
             &new_h,
             self.limiter,
-            &mut BufferPool::new(),
+            &mut BufferPool::with_arena(self.arena.clone()),
             &mut before_level,
             Some(&mine),
         )
@@ -1874,7 +1900,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         self.fill_ghosts()?;
         self.unload_resident();
         let data = self.data.take().ok_or_else(poisoned)?;
-        let (new_data, _) = transfer(&self.h, data, &new_h, self.limiter)
+        let pool = &mut BufferPool::with_arena(self.arena.clone());
+        let (new_data, _) = transfer_in(&self.h, data, &new_h, self.limiter, pool)
             .map_err(|source| IntegratorError::Regrid { step, source })?;
         drop_elsewhere(self.install(new_h, Some(new_data), plan));
         if how == RegridMove::ThroughHost {
@@ -2271,6 +2298,49 @@ fn cell_costs(h: &Hierarchy) -> Vec<f64> {
 fn poisoned() -> IntegratorError {
     IntegratorError::Internal("the integrator lost its data in a failed regrid".into())
 }
+
+/// Page-locked memory for the patch states when `backend` reads and
+/// writes them in place (it has a [`SolveBackend::page_lock`]) and the
+/// state may be host-staged: prepare then fills each patch into its own
+/// new state, the device reads and writes it there, and close copies no
+/// interior. `QUILT_IN_PLACE=0` keeps states in pageable memory, to
+/// compare.
+fn state_arena<T: Real, B: SolveBackend<T>>(backend: &B, deck: &Deck) -> Option<LockedArena> {
+    if deck.run.residency == Residency::Device
+        || std::env::var("QUILT_IN_PLACE").is_ok_and(|v| v == "0")
+    {
+        return None;
+    }
+    let lock = backend.page_lock()?;
+    log::debug!("patch states in {} memory", lock.kind());
+    Some(LockedArena::new(lock, STATE_CHUNK))
+}
+
+/// `data` with every patch's old state copied into `arena`'s memory (and
+/// a new state there), so that a state given from outside (a restart) is
+/// read and written in place like one built here.
+fn relocate<T: Real>(
+    h: &Hierarchy,
+    data: HierarchyData<T>,
+    arena: &LockedArena,
+) -> Result<HierarchyData<T>, IntegratorError> {
+    data.check_layout(h)
+        .map_err(IntegratorError::mesh("state"))?;
+    let mut pool = BufferPool::with_arena(Some(arena.clone()));
+    let mut moved = HierarchyData::<T>::new_in(h, data.ncomp(), &mut pool)
+        .map_err(IntegratorError::mesh("state in page-locked memory"))?;
+    moved
+        .states_mut()
+        .par_iter_mut()
+        .zip(data.states().par_iter())
+        .for_each(|(to, from)| to.old.as_mut_slice().copy_from_slice(from.old.as_slice()));
+    Ok(moved)
+}
+
+/// Bytes the state arena maps and page-locks at a time: large enough that
+/// a run locks a few dozen chunks, small enough that the last one wastes
+/// little.
+const STATE_CHUNK: usize = 256 << 20;
 
 /// The initial condition's cell averages on every patch, then every level
 /// restricted onto the one below so that the levels agree. The new time

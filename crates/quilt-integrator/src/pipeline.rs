@@ -28,7 +28,7 @@ use crate::plan::{FluxStore, PlanLayout};
 use crate::ranks::Ranks;
 use crate::ring::BatchRing;
 use crate::schedule::{Pick, Scheduler};
-use crate::stages::{self, Job, PROBE_ID_BASE, StagedBatch};
+use crate::stages::{self, Checked, CloseWork, Job, PROBE_ID_BASE, StagedBatch};
 use crate::timing::EstimateErrors;
 
 /// What the batch loop of one step did.
@@ -100,12 +100,14 @@ struct StageInputs<'a, 'b, T, D: ?Sized> {
     stager: Option<&'a dyn LayoutStage>,
 }
 
-/// Assembles and prepares the batch of `pick`, and has the stager build
-/// what the backend needs for its layout meanwhile.
-fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
+/// Assembles and prepares the batch of `pick`, whose patches `checked`
+/// holds, and has the stager build what the backend needs for its layout
+/// meanwhile.
+fn stage<'d, T: Real, D: OldData<T> + Sync + ?Sized>(
     inp: &StageInputs<'_, '_, T, D>,
     pick: &Pick,
-) -> Result<StagedBatch<T>, IntegratorError> {
+    checked: Vec<Checked<'d, T>>,
+) -> Result<(StagedBatch<T>, CloseWork<'d, T>), IntegratorError> {
     let StageInputs {
         h,
         layout,
@@ -116,6 +118,7 @@ fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
     } = *inp;
     let t = Instant::now();
     let (bl, queues) = stages::assemble(layout, h, &pick.bins, &pick.queues)?;
+    let mut work = CloseWork::arrange(checked, &queues)?;
     let for_stager = stager.map(|_| bl.clone());
     let mut batch = lock(ring).take(bl, layout.bins.len())?;
     let assemble_secs = t.elapsed().as_secs_f64();
@@ -127,7 +130,7 @@ fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
                 .map_err(|e| log::debug!("layout not staged: {e}"))
                 .ok()
         },
-        || stages::prepare(layout, h, olds, time, &mut batch, &queues),
+        || stages::prepare(layout, h, olds, time, &mut batch, &queues, &mut work),
     );
     let prepare_secs = match prepared {
         Ok(s) => s,
@@ -136,14 +139,44 @@ fn stage<T: Real, D: OldData<T> + Sync + ?Sized>(
             return Err(e);
         }
     };
-    Ok(StagedBatch {
+    let staged = StagedBatch {
         batch,
         bins: pick.bins.clone(),
         queues,
         prepare_secs,
         assemble_secs,
         layout_state,
-    })
+    };
+    Ok((staged, work))
+}
+
+/// Checks out the patches of `pick` for its batch.
+fn checkout_pick<'d, T: Real>(
+    layout: &PlanLayout<T>,
+    pick: &Pick,
+    news: &mut [Option<&'d mut PatchData<T>>],
+    fluxes: &mut FluxStore<T>,
+) -> Result<Vec<Checked<'d, T>>, IntegratorError> {
+    let patches = stages::patches_of(layout, &pick.bins, &pick.queues);
+    stages::checkout(layout, &patches, news, fluxes)
+}
+
+/// Solves a prepared batch, with the patches that live in place read and
+/// written where they are.
+fn solve_batch<T: Real, B: SolveBackend<T> + ?Sized>(
+    backend: &mut B,
+    staged: &mut StagedBatch<T>,
+    work: &mut CloseWork<'_, T>,
+    dt: f64,
+    order: SweepOrder,
+) -> Result<StepReport, SolveError> {
+    let layout_state = staged.layout_state.take();
+    if work.any_in_place() {
+        let mut boxes = work.in_place_boxes(&staged.queues);
+        backend.solve_in_place(&mut staged.batch, layout_state, &mut boxes, dt, order)
+    } else {
+        backend.solve_staged(&mut staged.batch, layout_state, dt, order)
+    }
 }
 
 /// The work descriptions of one queue's jobs (patches and their probes).
@@ -522,10 +555,11 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
         while let Some(pick) = scheduler.next(books.model.model(), in_flight)? {
             in_flight = Some(pick.solve_estimate - pick.close_estimate);
             let t = Instant::now();
-            let mut staged = stage(&inputs, &pick)?;
+            let checked = checkout_pick(layout, &pick, &mut news, fluxes)?;
+            let (mut staged, mut work) = stage(&inputs, &pick, checked)?;
             books.prepared(&staged, t.elapsed().as_secs_f64());
             let t = Instant::now();
-            let r = backend.solve(&mut staged.batch, dt, order);
+            let r = solve_batch(backend, &mut staged, &mut work, dt, order);
             let solve_secs = t.elapsed().as_secs_f64();
             let r = match r {
                 Ok(r) => r,
@@ -536,12 +570,11 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             };
             books.solved(&pick, &staged, solve_secs, &r);
             let t = Instant::now();
-            let closed = stages::close(&staged, &mut news, fluxes);
+            let close_secs = stages::close_checked_out(&staged, &mut work);
+            stages::checkin(work, &mut news, fluxes);
             let wall = t.elapsed().as_secs_f64();
-            let sent = closed.and_then(|close_secs| {
-                books.closed(&staged, &close_secs, wall);
-                closed_hook(ranks.as_deref_mut(), &staged, fluxes)
-            });
+            books.closed(&staged, &close_secs, wall);
+            let sent = closed_hook(ranks.as_deref_mut(), &staged, fluxes);
             lock(&ring).give(staged.batch);
             sent?;
         }

@@ -184,6 +184,10 @@ pub(crate) fn size_of_box(b: &IndexBox) -> [u32; 3] {
 /// of the patch's probes from its filled box in the same task, while its
 /// rows are in cache. Returns seconds per queue: the sum over its patches
 /// (probe copies counted with their coarse patch).
+///
+/// A patch whose checked-out new state is page-locked ([`Checked::in_place`])
+/// is filled there instead of into its bin: the backend reads and writes
+/// it in place ([`crate::SolveBackend::solve_in_place`]).
 pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     plan: &PlanLayout<T>,
     h: &Hierarchy,
@@ -191,6 +195,7 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     time: f64,
     batch: &mut Batch<T>,
     queues: &[Vec<Job>],
+    work: &mut CloseWork<'_, T>,
 ) -> Result<Vec<f64>, IntegratorError> {
     let g = plan.ghost;
     // Patches and probes alike get a target: probes are written by the
@@ -228,19 +233,34 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     // is charged the sum of its patches' seconds, the figure the model
     // estimates.
     type Work<'t, T> = (usize, usize, FillTarget<'t, T>, Vec<FillTarget<'t, T>>);
-    let mut work: Vec<Work<'_, T>> = Vec::with_capacity(queues.iter().map(Vec::len).sum());
+    let mut tasks: Vec<Work<'_, T>> = Vec::with_capacity(queues.iter().map(Vec::len).sum());
+    let mut items = work.items.iter_mut();
     for (qi, q) in queues.iter().enumerate() {
         for job in q {
-            let t = take(job.desc, &|| format!("patch index {}", job.patch))?;
+            let bin = take(job.desc, &|| format!("patch index {}", job.patch))?;
+            let item = items
+                .next()
+                .filter(|(.., c)| c.patch == job.patch)
+                .ok_or_else(|| {
+                    IntegratorError::Internal(format!(
+                        "patch index {} was not checked out for its batch",
+                        job.patch
+                    ))
+                })?;
+            let t = if item.2.in_place() {
+                FillTarget::patch(&mut *item.2.new)
+            } else {
+                bin
+            };
             let probes = job
                 .probes
                 .iter()
                 .map(|&(n, pd)| take(pd, &|| format!("probe {n}")))
                 .collect::<Result<Vec<_>, _>>()?;
-            work.push((qi, job.patch, t, probes));
+            tasks.push((qi, job.patch, t, probes));
         }
     }
-    let timed = work
+    let timed = tasks
         .into_par_iter()
         .with_max_len(1)
         .map_init(
@@ -268,59 +288,133 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     Ok(secs)
 }
 
-/// A batch's patches checked out of the step's state for its close: each
-/// job's new state and its flux stores (and its probes'), owned by the
-/// close so that closes of several batches can run at once.
-pub(crate) struct CloseWork<'d, T> {
-    /// `(queue, job in the queue, new state, fine flux, probe fluxes)`.
-    items: Vec<CloseItem<'d, T>>,
+/// A patch checked out of the step's state for its batch: its new state
+/// and its flux stores (and its probes'), owned by the batch from its
+/// prepare to the end of its close, so that batches run their stages at
+/// once without sharing a patch.
+pub(crate) struct Checked<'d, T> {
+    /// Hierarchy index.
+    pub patch: usize,
+    pub new: &'d mut PatchData<T>,
+    flux: Vec<T>,
+    /// `(probe index, flux block)`.
+    probes: Vec<(usize, Vec<T>)>,
 }
 
-type CloseItem<'d, T> = (
-    usize,
-    usize,
-    &'d mut PatchData<T>,
-    Vec<T>,
-    Vec<(usize, Vec<T>)>,
-);
+impl<T: Real> Checked<'_, T> {
+    /// Whether the patch is prepared into its own new state and solved
+    /// there, not in its bin: its state is page-locked.
+    pub fn in_place(&self) -> bool {
+        self.new.is_page_locked()
+    }
+}
 
-/// Takes the new states and flux stores of `staged`'s patches out of
-/// `news` and `fluxes` (see [`checkin`]).
+/// A batch's patches checked out of the step's state, in the order of
+/// its queues' jobs: `(queue, job in the queue, patch)`.
+pub(crate) struct CloseWork<'d, T> {
+    items: Vec<(usize, usize, Checked<'d, T>)>,
+}
+
+impl<'d, T: Real> CloseWork<'d, T> {
+    /// The checked-out patches of `patches` in the order of `queues`.
+    pub fn arrange(
+        patches: Vec<Checked<'d, T>>,
+        queues: &[Vec<Job>],
+    ) -> Result<Self, IntegratorError> {
+        let mut by_patch: std::collections::HashMap<usize, Checked<'d, T>> =
+            patches.into_iter().map(|c| (c.patch, c)).collect();
+        let mut items = Vec::with_capacity(by_patch.len());
+        for (qi, q) in queues.iter().enumerate() {
+            for (k, job) in q.iter().enumerate() {
+                let c = by_patch.remove(&job.patch).ok_or_else(|| {
+                    IntegratorError::Internal(format!(
+                        "patch index {} of a batch was not checked out",
+                        job.patch
+                    ))
+                })?;
+                items.push((qi, k, c));
+            }
+        }
+        if let Some(&i) = by_patch.keys().next() {
+            return Err(IntegratorError::Internal(format!(
+                "patch index {i} was checked out for a batch that does not hold it"
+            )));
+        }
+        Ok(Self { items })
+    }
+
+    /// The patches that live in place, as the backend takes them:
+    /// `(descriptor, the state's values)`.
+    pub fn in_place_boxes(&mut self, queues: &[Vec<Job>]) -> Vec<(usize, &mut [T])> {
+        self.items
+            .iter_mut()
+            .filter(|(.., c)| c.in_place())
+            .map(|(qi, k, c)| (queues[*qi][*k].desc, c.new.as_mut_slice()))
+            .collect()
+    }
+
+    /// Whether any patch lives in place.
+    pub fn any_in_place(&self) -> bool {
+        self.items.iter().any(|(.., c)| c.in_place())
+    }
+}
+
+/// The hierarchy patches a selection's queues name (`bins`: the
+/// selection's global bins; entries past a bin's patches are its probes).
+pub(crate) fn patches_of<T>(
+    plan: &PlanLayout<T>,
+    bins: &[usize],
+    queues: &[Vec<PatchRef>],
+) -> Vec<usize> {
+    queues
+        .iter()
+        .flatten()
+        .filter_map(|r| {
+            let b = *bins.get(r.bin)?;
+            plan.bins.get(b)?.patches.get(r.patch).map(|&(i, _)| i)
+        })
+        .collect()
+}
+
+/// Takes the new states and flux stores of `patches` out of `news` and
+/// `fluxes` (see [`checkin`]).
 pub(crate) fn checkout<'d, T: Real>(
-    staged: &StagedBatch<T>,
+    plan: &PlanLayout<T>,
+    patches: &[usize],
     news: &mut [Option<&'d mut PatchData<T>>],
     fluxes: &mut FluxStore<T>,
-) -> Result<CloseWork<'d, T>, IntegratorError> {
-    let mut items = Vec::with_capacity(staged.queues.iter().map(Vec::len).sum());
-    for (qi, q) in staged.queues.iter().enumerate() {
-        for (k, job) in q.iter().enumerate() {
-            let new = news[job.patch].take().ok_or_else(|| {
-                IntegratorError::Internal(format!("patch index {} closed twice", job.patch))
+) -> Result<Vec<Checked<'d, T>>, IntegratorError> {
+    patches
+        .iter()
+        .map(|&i| {
+            let new = news.get_mut(i).and_then(Option::take).ok_or_else(|| {
+                IntegratorError::Internal(format!("patch index {i} checked out twice"))
             })?;
-            let flux = std::mem::take(&mut fluxes.fine[job.patch]);
-            let probes = job
-                .probes
+            let flux = std::mem::take(&mut fluxes.fine[i]);
+            let probes = plan.probes_of[i]
                 .iter()
-                .map(|&(n, _)| (n, std::mem::take(&mut fluxes.probes[n])))
+                .map(|&n| (n, std::mem::take(&mut fluxes.probes[n])))
                 .collect();
-            items.push((qi, k, new, flux, probes));
-        }
-    }
-    Ok(CloseWork { items })
+            Ok(Checked {
+                patch: i,
+                new,
+                flux,
+                probes,
+            })
+        })
+        .collect()
 }
 
 /// Puts what [`checkout`] took back into `news` and `fluxes`.
 pub(crate) fn checkin<'d, T: Real>(
-    staged: &StagedBatch<T>,
     work: CloseWork<'d, T>,
     news: &mut [Option<&'d mut PatchData<T>>],
     fluxes: &mut FluxStore<T>,
 ) {
-    for (qi, k, new, flux, probes) in work.items {
-        let job = &staged.queues[qi][k];
-        news[job.patch] = Some(new);
-        fluxes.fine[job.patch] = flux;
-        for (n, pf) in probes {
+    for (.., c) in work.items {
+        news[c.patch] = Some(c.new);
+        fluxes.fine[c.patch] = c.flux;
+        for (n, pf) in c.probes {
             fluxes.probes[n] = pf;
         }
     }
@@ -340,14 +434,17 @@ pub(crate) fn close_checked_out<T: Real>(
         .items
         .par_iter_mut()
         .with_max_len(1)
-        .map(|(qi, k, new, flux, probes)| {
+        .map(|(qi, k, c)| {
             let job = &staged.queues[*qi][*k];
             let t0 = Instant::now();
-            copy_interior(batch, job.desc, new);
-            if !flux.is_empty() {
-                copy_flux(batch, job.desc, flux);
+            // A patch solved in place has its interior there already.
+            if !c.in_place() {
+                copy_interior(batch, job.desc, c.new);
             }
-            for ((_, pf), &(_, pd)) in probes.iter_mut().zip(&job.probes) {
+            if !c.flux.is_empty() {
+                copy_flux(batch, job.desc, &mut c.flux);
+            }
+            for ((_, pf), &(_, pd)) in c.probes.iter_mut().zip(&job.probes) {
                 copy_flux(batch, pd, pf);
             }
             t0.elapsed().as_secs_f64()
@@ -358,19 +455,6 @@ pub(crate) fn close_checked_out<T: Real>(
         secs[*qi] += t;
     }
     secs
-}
-
-/// [`checkout`], [`close_checked_out`] and [`checkin`]: the whole close of
-/// one batch. Returns seconds per queue.
-pub(crate) fn close<T: Real>(
-    staged: &StagedBatch<T>,
-    news: &mut [Option<&mut PatchData<T>>],
-    fluxes: &mut FluxStore<T>,
-) -> Result<Vec<f64>, IntegratorError> {
-    let mut work = checkout(staged, news, fluxes)?;
-    let secs = close_checked_out(staged, &mut work);
-    checkin(staged, work, news, fluxes);
-    Ok(secs)
 }
 
 /// Interior rows of descriptor `desc` into `new` (same interior box).

@@ -18,6 +18,7 @@ pub mod hierarchy;
 pub mod hierarchy_file;
 pub mod index;
 pub mod interp;
+pub mod locked;
 pub mod memory;
 pub mod patch_data;
 pub mod prefetch;

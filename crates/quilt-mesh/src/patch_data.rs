@@ -19,6 +19,7 @@
 
 use crate::error::MeshError;
 use crate::index::{IndexBox, IntVect, iv};
+use crate::locked::PatchBuf;
 use crate::real::Real;
 
 /// Fields of one patch over its ghost-grown box (see the module docs).
@@ -29,7 +30,7 @@ pub struct PatchData<T> {
     data_box: IndexBox,
     ncomp: usize,
     comp_len: usize,
-    data: Vec<T>,
+    data: PatchBuf<T>,
 }
 
 impl<T: Clone> Clone for PatchData<T> {
@@ -78,7 +79,7 @@ impl<T: Real> PatchData<T> {
         value: T,
     ) -> Result<Self, MeshError> {
         let mut d = Self::shape(interior, ghost, ncomp)?;
-        d.data = d.allocate(value)?;
+        d.data = d.allocate(value)?.into();
         Ok(d)
     }
 
@@ -127,12 +128,13 @@ impl<T: Real> PatchData<T> {
             data_box,
             ncomp,
             comp_len,
-            data: Vec::new(),
+            data: PatchBuf::default(),
         })
     }
 
-    /// Data of this shape in `buf`'s memory when it holds enough values,
-    /// else in a fresh zeroed allocation, with its values **unspecified**:
+    /// Data of this shape in `buf`'s memory when it holds enough values
+    /// (page-locked memory stays page-locked), else in a fresh zeroed
+    /// allocation, with its values **unspecified**:
     /// what `buf` held (zeros past its length). For a caller that writes
     /// every cell it will read, such as a regrid's transfer (every interior
     /// cell) or a step's new state (every interior cell, before anything
@@ -142,17 +144,14 @@ impl<T: Real> PatchData<T> {
         interior: IndexBox,
         ghost: i32,
         ncomp: usize,
-        mut buf: Vec<T>,
+        buf: impl Into<PatchBuf<T>>,
     ) -> Result<Self, MeshError> {
         let mut d = Self::shape(interior, ghost, ncomp)?;
         let len = d.comp_len * ncomp;
-        if buf.capacity() >= len {
-            buf.truncate(len);
-            buf.resize(len, T::zero());
-            d.data = buf;
-        } else {
-            d.data = d.allocate(T::zero())?;
-        }
+        d.data = match buf.into().refit(len) {
+            Some(b) => b,
+            None => d.allocate(T::zero())?.into(),
+        };
         Ok(d)
     }
 
@@ -180,8 +179,14 @@ impl<T: Real> PatchData<T> {
     }
 
     /// The memory of the values, for reuse ([`PatchData::reuse`]).
-    pub fn into_buffer(self) -> Vec<T> {
+    pub fn into_buffer(self) -> PatchBuf<T> {
         self.data
+    }
+
+    /// Whether the values live in page-locked memory a device reads and
+    /// writes in place (see [`crate::locked`]).
+    pub fn is_page_locked(&self) -> bool {
+        self.data.is_page_locked()
     }
 
     /// Interior (valid) cells.

@@ -152,6 +152,32 @@ impl<T: Real> Batch<T> {
         Ok(())
     }
 
+    /// Copies only the interior cells of `patch` (its extent less `ghost`
+    /// cells on every side) out of the batch into `dst`, a dense array of
+    /// the whole patch ordered as in [`Batch::load_patch`]; the ghost cells
+    /// of `dst` keep their values. A solver writes back only interiors, so
+    /// this is the way back into the patch's own array after a step.
+    pub fn store_interior(&self, patch: usize, dst: &mut [T]) -> Result<(), LayoutError> {
+        let (rows, len) = self.rows(patch, dst.len())?;
+        let d = self.layout.patches()[patch];
+        let g = d.ghost as usize;
+        let [ex, ey, ez] = d.extent.map(|e| e as usize);
+        if [ex, ey, ez].iter().any(|&e| e <= 2 * g) {
+            return Ok(());
+        }
+        let data = self.data();
+        for (n, src_start) in rows.enumerate() {
+            // Row n of the dense array is (c, k, j) with n = (c * ez + k) * ey + j.
+            let (j, k) = (n % ey, (n / ey) % ez);
+            if j < g || j >= ey - g || k < g || k >= ez - g {
+                continue;
+            }
+            let row = n * len;
+            dst[row + g..row + len - g].copy_from_slice(&data[src_start + g..src_start + len - g]);
+        }
+        Ok(())
+    }
+
     /// Start of every x row of `patch` in the data array, in dense patch
     /// order, and the row length; checks that the dense array has `len` values.
     fn rows(
@@ -224,5 +250,74 @@ impl<T: Real> fmt::Debug for Batch<T> {
             .field("capacity", &self.capacity())
             .field("page_locked", &self.page_locked())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::PatchShape;
+
+    /// Two patches of different shapes and ghost widths packed into one bin.
+    fn layout() -> BatchLayout {
+        let shapes = [
+            PatchShape::new(3, [4, 5, 3], 2, [0.1; 3]),
+            PatchShape::new(9, [2, 3, 6], 1, [0.2; 3]),
+        ];
+        BatchLayout::packed(16, 5, &shapes, &[(0, [0, 0, 0]), (0, [8, 0, 0])]).unwrap()
+    }
+
+    #[test]
+    fn store_interior_copies_interiors_and_leaves_ghosts_alone() {
+        let l = layout();
+        let mut batch = Batch::<f64>::new(l.clone());
+        for (p, d) in l.patches().iter().enumerate() {
+            let n = 5 * d.total_cells() as usize;
+            let src: Vec<f64> = (0..n).map(|v| (1000 * p + v) as f64).collect();
+            batch.load_patch(p, &src).unwrap();
+            // Round trip: every interior value back, every ghost untouched.
+            let mut dst = vec![-1.0; n];
+            batch.store_interior(p, &mut dst).unwrap();
+            let [ex, ey, ez] = d.extent;
+            let g = d.ghost;
+            let mut interior = 0;
+            for c in 0..5 {
+                for k in 0..ez {
+                    for j in 0..ey {
+                        for i in 0..ex {
+                            let at = (((c * ez + k) * ey + j) * ex + i) as usize;
+                            let inside = [i, j, k]
+                                .iter()
+                                .zip(d.extent)
+                                .all(|(&x, e)| x >= g && x < e - g);
+                            if inside {
+                                interior += 1;
+                                assert_eq!(dst[at], src[at], "patch {p} c {c} cell {i} {j} {k}");
+                                assert_eq!(batch.get(p, c, [i, j, k]), Some(src[at]));
+                            } else {
+                                assert_eq!(
+                                    dst[at], -1.0,
+                                    "ghost written: patch {p} cell {i} {j} {k}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            assert_eq!(interior, 5 * d.interior_cells());
+        }
+    }
+
+    #[test]
+    fn store_interior_refuses_a_wrong_length_or_patch() {
+        let l = layout();
+        let batch = Batch::<f32>::new(l.clone());
+        let n = 5 * l.patches()[1].total_cells() as usize;
+        let mut short = vec![7.0f32; n - 1];
+        let err = batch.store_interior(1, &mut short).unwrap_err();
+        assert!(err.to_string().contains("expected"), "{err}");
+        assert!(short.iter().all(|&v| v == 7.0));
+        let mut dst = vec![0.0f32; n];
+        assert!(batch.store_interior(2, &mut dst).is_err());
     }
 }

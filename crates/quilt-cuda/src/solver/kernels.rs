@@ -98,6 +98,10 @@ pub(crate) struct Kernels {
     pub store: CudaFunction,
     /// Ghost boxes from the page-locked batch straight onto the device.
     pub load: CudaFunction,
+    /// [`Kernels::store`] with a table of external boxes.
+    pub store_ext: CudaFunction,
+    /// [`Kernels::load`] with a table of external boxes.
+    pub load_ext: CudaFunction,
 }
 
 impl Kernels {
@@ -121,6 +125,8 @@ impl Kernels {
             scan: function(module, &format!("scan_{}", T::NAME))?,
             store: function(module, &format!("store_{}", T::NAME))?,
             load: function(module, &format!("load_{}", T::NAME))?,
+            store_ext: function(module, &format!("store_ext_{}", T::NAME))?,
+            load_ext: function(module, &format!("load_ext_{}", T::NAME))?,
         })
     }
 

@@ -11,6 +11,7 @@
 //! reports (input errors are reproduced on the CPU from the untouched
 //! batch).
 
+mod external;
 mod hierarchy;
 mod kept;
 mod kernels;
@@ -20,7 +21,7 @@ mod spare;
 mod stager;
 mod state;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use cudarc::driver::{CudaModule, CudaStream};
@@ -34,6 +35,7 @@ use crate::probe::DeviceInfo;
 use crate::real::GpuReal;
 use crate::source::KernelFile;
 
+pub use external::ExternalBox;
 pub(crate) use kernels::BLOCK;
 pub use kernels::KernelInfo;
 pub use stager::{LayoutStager, StagedLayout};
@@ -318,6 +320,13 @@ pub struct CudaSolver<T: GpuReal> {
     hierarchy: Option<hierarchy::Hierarchy>,
     /// The compact interiors of hierarchy loads and stores.
     hierarchy_io: Option<crate::buffer::DeviceBuffer<T>>,
+    /// Host memory page-locked for this solver's context, once asked for
+    /// ([`CudaSolver::page_lock`]).
+    registry: OnceLock<Arc<crate::HostRegistry>>,
+    /// The addresses of external boxes per descriptor, for the load and
+    /// store kernels ([`CudaSolver::advance_external`]); one table for all
+    /// layouts, as steps do not overlap.
+    ext_table: Option<external::ExtTable>,
     timing: StepTiming,
     totals: SolveTotals,
 }
@@ -373,6 +382,8 @@ impl<T: GpuReal> CudaSolver<T> {
             resident: false,
             hierarchy: None,
             hierarchy_io: None,
+            registry: OnceLock::new(),
+            ext_table: None,
             timing: StepTiming::default(),
             totals: SolveTotals::default(),
         })
@@ -417,6 +428,18 @@ impl<T: GpuReal> CudaSolver<T> {
         crate::PinnedAlloc::new(self.dev.ctx.clone())
     }
 
+    /// The page-locking of host memory for this solver's context: one
+    /// [`HostRegistry`](crate::HostRegistry) per solver, created on first
+    /// use; every call returns the same one. Memory the process mapped and
+    /// wrote itself (a [`quilt_mesh::locked::Mapping`]) is locked through
+    /// it, and [`CudaSolver::advance_external`] reads and writes patch
+    /// boxes in place only inside the ranges it holds.
+    pub fn page_lock(&self) -> Arc<crate::HostRegistry> {
+        self.registry
+            .get_or_init(|| Arc::new(crate::HostRegistry::new(self.dev.ctx.clone())))
+            .clone()
+    }
+
     /// The configuration.
     pub fn config(&self) -> &CudaConfig {
         &self.config
@@ -457,7 +480,7 @@ impl<T: GpuReal> CudaSolver<T> {
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
-        self.timed_io(batch, DtSpec::Uniform(dt), order)
+        self.timed_io(batch, DtSpec::Uniform(dt), order, None)
     }
 
     /// A builder of this solver's layout states that runs on any thread
@@ -488,7 +511,7 @@ impl<T: GpuReal> CudaSolver<T> {
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
         self.staged = staged.map(|s| s.0);
-        let r = self.timed_io(batch, DtSpec::Uniform(dt), order);
+        let r = self.timed_io(batch, DtSpec::Uniform(dt), order, None);
         if let Some(st) = self.staged.take() {
             self.discard(st);
         }
@@ -503,7 +526,7 @@ impl<T: GpuReal> CudaSolver<T> {
         dt_by_level: &[f64],
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
-        self.timed_io(batch, DtSpec::Levels(dt_by_level), order)
+        self.timed_io(batch, DtSpec::Levels(dt_by_level), order, None)
     }
 
     /// One step with transfers ([`Self::run_io`]), counted in the totals.
@@ -512,11 +535,12 @@ impl<T: GpuReal> CudaSolver<T> {
         batch: &mut Batch<T>,
         dt: DtSpec<'_>,
         order: SweepOrder,
+        ext: Option<&mut [ExternalBox<'_, T>]>,
     ) -> Result<StepReport, CudaError> {
         self.resident = false;
         self.hierarchy = None;
         let t = Instant::now();
-        let r = self.run_io(batch, dt, order);
+        let r = self.run_io(batch, dt, order, ext);
         self.totals.batches += 1;
         self.totals.host_secs += t.elapsed().as_secs_f64();
         r

@@ -7,6 +7,7 @@ use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use quilt_sweep::{Batch, BatchLayout, PatchDesc, Scheme, StepReport, SweepError, SweepOrder};
 use rayon::prelude::*;
 
+use super::external::{ExtTable, ExternalBox, load_boxes};
 use super::report::{decode_sweep_error, input_error};
 use super::state::{ERROR_SLOTS, LayoutState};
 use super::{CudaSolver, Variant};
@@ -291,13 +292,18 @@ impl<T: GpuReal> CudaSolver<T> {
         Ok(())
     }
 
-    /// Starts a step on stream 0: step constants up, counters, error slots
-    /// and work queues reset; the other streams wait for it.
-    fn begin_step(&self) -> Result<(), CudaError> {
+    /// Starts a step on stream 0: step constants (and, with `ext`, the
+    /// table of external boxes) up, counters, error slots and work queues
+    /// reset; the other streams wait for it.
+    fn begin_step(&self, ext: bool) -> Result<(), CudaError> {
         let st = self.state.as_ref().expect("state built");
         let s0 = &self.streams[0];
         st.start.record(s0).call("cuEventRecord")?;
         st.d_step.upload(0, st.h_step.as_slice(), s0)?;
+        if ext {
+            let t = self.ext_table.as_ref().expect("external table filled");
+            t.d.upload(0, t.h.as_slice(), s0)?;
+        }
         st.d_rates.fill_bytes(0, st.d_rates.len(), 0, s0)?;
         st.d_bad.fill_bytes(0, st.d_bad.len(), 0, s0)?;
         st.d_counters.fill_bytes(0, st.d_counters.len(), 0, s0)?;
@@ -409,13 +415,16 @@ impl<T: GpuReal> CudaSolver<T> {
     /// `host`, the page-locked batch data (its unified address), over the
     /// scan items of chunk `c` on `stream`: `store_T` (interiors to the
     /// host) or `load_T` (ghost boxes to the device), which take the same
-    /// arguments.
+    /// arguments, or with `ext`, the device table of external boxes (one
+    /// host address per descriptor, 0 for a patch in the bins), their
+    /// `_ext_` twins, which take it after `host`.
     fn launch_host_copy(
         &self,
         func: &cudarc::driver::CudaFunction,
         name: &'static str,
         c: usize,
         host: u64,
+        ext: Option<u64>,
         stream: &CudaStream,
     ) -> Result<(), CudaError> {
         let Some((i0, cfg)) = self.item_launch(c) else {
@@ -426,39 +435,57 @@ impl<T: GpuReal> CudaSolver<T> {
         let scan = st.d_scan.at(0);
         let b = st.plan.bin_edge as i32;
         let mut l = stream.launch_builder(func);
-        l.arg(&data)
-            .arg(&host)
-            .arg(&descs)
-            .arg(&order)
-            .arg(&scan)
-            .arg(&i0)
-            .arg(&b);
+        l.arg(&data).arg(&host);
+        if let Some(ext) = &ext {
+            l.arg(ext);
+        }
+        l.arg(&descs).arg(&order).arg(&scan).arg(&i0).arg(&b);
         // SAFETY: arguments match the signatures of `store_T` and
-        // `load_T`; `host` is the unified address of page-locked memory as
-        // large as the device data (the layouts match), which stays alive
-        // and untouched by the host until the caller synchronises the
-        // stream.
+        // `load_T` (with `ext`, of `store_ext_T` and `load_ext_T`); `host`
+        // is the unified address of page-locked memory as large as the
+        // device data (the layouts match), and every address in the `ext`
+        // table that of a registered dense box of its descriptor's size
+        // (checked by `advance_external`); all stay alive and untouched by
+        // the host until the caller synchronises the stream.
         unsafe { l.launch(cfg) }.call(name)?;
         Ok(())
     }
 
     /// Writes chunk `c`'s interiors from the device into `host`, the
-    /// page-locked batch data, on `stream`.
-    fn launch_store(&self, c: usize, host: *mut T, stream: &CudaStream) -> Result<(), CudaError> {
-        let store = &self.kernels.store;
-        self.launch_host_copy(store, "cuLaunchKernel(store)", c, host as u64, stream)
+    /// page-locked batch data, or into their external boxes (`ext`, the
+    /// table's device address, see [`Self::launch_host_copy`]), on
+    /// `stream`.
+    fn launch_store(
+        &self,
+        c: usize,
+        host: *mut T,
+        ext: Option<u64>,
+        stream: &CudaStream,
+    ) -> Result<(), CudaError> {
+        let k = &self.kernels;
+        let (f, name) = match ext {
+            Some(_) => (&k.store_ext, "cuLaunchKernel(store_ext)"),
+            None => (&k.store, "cuLaunchKernel(store)"),
+        };
+        self.launch_host_copy(f, name, c, host as u64, ext, stream)
     }
 
     /// Reads chunk `c`'s ghost boxes from `host`, the page-locked batch
-    /// data, onto the device on `stream`; returns the cells read.
+    /// data, or from their external boxes (`ext`), onto the device on
+    /// `stream`; returns the cells read.
     fn launch_load(
         &self,
         c: usize,
         host: *const T,
+        ext: Option<u64>,
         stream: &CudaStream,
     ) -> Result<usize, CudaError> {
-        let load = &self.kernels.load;
-        self.launch_host_copy(load, "cuLaunchKernel(load)", c, host as u64, stream)?;
+        let k = &self.kernels;
+        let (f, name) = match ext {
+            Some(_) => (&k.load_ext, "cuLaunchKernel(load_ext)"),
+            None => (&k.load, "cuLaunchKernel(load)"),
+        };
+        self.launch_host_copy(f, name, c, host as u64, ext, stream)?;
         let st = self.state.as_ref().expect("state built");
         let chunk = &st.plan.chunks[c];
         let cells: usize = st.plan.order[chunk.q0 as usize..chunk.q1 as usize]
@@ -690,6 +717,40 @@ impl<T: GpuReal> CudaSolver<T> {
         }
     }
 
+    /// Whether a step of `batch` reads it and writes it back in place by
+    /// the load and store kernels (what [`Self::run_io`] does with a
+    /// page-locked batch unless `QUILT_CUDA_TRANSFER` or the default
+    /// scheme asks for copies), the condition for external boxes too.
+    pub(super) fn loads_in_place(&self, batch: &Batch<T>) -> bool {
+        let mode = transfer_mode();
+        let direct = batch.page_locked() && !mode.staged;
+        direct && !self.whole_bins() && !mode.runs_back
+    }
+
+    /// Whether steps move whole bins instead of occupied runs or ghost
+    /// boxes.
+    fn whole_bins(&self) -> bool {
+        // The per-patch kernels of the default scheme see bin cells outside
+        // their patch's rows (with occupied runs alone, the large sphere's
+        // second step failed; with whole bins it runs): they move whole bins.
+        transfer_mode().whole_bins || self.config.variant == Variant::Default
+    }
+
+    /// Fills the table of external boxes (one address per descriptor of
+    /// the current layout, 0 for the bins) in pinned memory, for
+    /// [`Self::begin_step`] to upload.
+    fn fill_ext_table(&mut self, boxes: &mut [ExternalBox<'_, T>]) -> Result<(), CudaError> {
+        let n = self.state.as_ref().expect("state built").plan.descs.len();
+        let t = ExtTable::fit(self.ext_table.take(), &self.dev.ctx, n)?;
+        let t = self.ext_table.insert(t);
+        let h = t.h.as_mut_slice();
+        h.fill(0);
+        for b in boxes {
+            h[b.desc] = b.data.as_mut_ptr() as u64;
+        }
+        Ok(())
+    }
+
     /// One step with transfers (see [`CudaSolver::advance`]). A batch in
     /// page-locked memory is read and written by kernels through its
     /// mapped address, only its ghost boxes up and its interiors down; any
@@ -697,13 +758,26 @@ impl<T: GpuReal> CudaSolver<T> {
     /// occupied runs of each chunk's bins. Results come back only once the
     /// scan and the sweeps passed their checks, so a failed step leaves the
     /// batch untouched for the CPU to reproduce the error on.
+    ///
+    /// With `ext` (only where [`Self::loads_in_place`] holds and every box
+    /// is registered, see [`CudaSolver::advance_external`]) the kernels
+    /// read those descriptors' ghost boxes from their boxes and write
+    /// their interiors there instead of into the batch; a failed step
+    /// first loads the boxes into the batch, so that the CPU reproduces
+    /// its error on the same input.
     pub(super) fn run_io(
         &mut self,
         batch: &mut Batch<T>,
         dt: DtSpec<'_>,
         order: SweepOrder,
+        mut ext: Option<&mut [ExternalBox<'_, T>]>,
     ) -> Result<StepReport, CudaError> {
         self.cpu.check_layout(batch.layout())?;
+        if ext.is_some() && !self.loads_in_place(batch) {
+            return Err(CudaError::Internal(
+                "external boxes without the in-place load and store".into(),
+            ));
+        }
         self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
         self.ensure_state(batch.layout())?;
         if let Err(e) = self.prepare_step(dt) {
@@ -711,20 +785,27 @@ impl<T: GpuReal> CudaSolver<T> {
             // it decide which error comes first.
             return Err(match e {
                 CudaError::Sweep(gpu) => {
+                    if let Some(boxes) = ext.as_deref() {
+                        load_boxes(batch, boxes)?;
+                    }
                     input_error(&self.cpu, batch, dt, order, false, 0.0, Some(gpu))
                 }
                 e => e,
             });
         }
+        let ext_ptr = match ext.as_deref_mut() {
+            Some(boxes) => {
+                self.fill_ext_table(boxes)?;
+                Some(self.ext_table.as_ref().expect("filled").d.at(0))
+            }
+            None => None,
+        };
         let mode = transfer_mode();
         let direct = batch.page_locked() && !mode.staged;
-        // The per-patch kernels of the default scheme see bin cells outside
-        // their patch's rows (with occupied runs alone, the large sphere's
-        // second step failed; with whole bins it runs): they move whole bins.
-        let whole_bins = mode.whole_bins || self.config.variant == Variant::Default;
+        let whole_bins = self.whole_bins();
         // Ghost boxes go up by the load kernel and interiors come back by
         // the store kernel unless whole bins or runs are asked for.
-        let store = direct && !whole_bins && !mode.runs_back;
+        let store = self.loads_in_place(batch);
         if !direct {
             let ctx = self.dev.ctx.clone();
             self.state
@@ -732,7 +813,7 @@ impl<T: GpuReal> CudaSolver<T> {
                 .expect("state built")
                 .ensure_staging(&ctx)?;
         }
-        self.begin_step()?;
+        self.begin_step(ext_ptr.is_some())?;
         let mut host_ms = 0.0;
         let mut bytes_up = 0usize;
         let nchunks = self.state.as_ref().expect("state built").plan.chunks.len();
@@ -741,7 +822,7 @@ impl<T: GpuReal> CudaSolver<T> {
             if store {
                 let st = self.state.as_ref().expect("state built");
                 st.events[c].up0.record(&stream).call("cuEventRecord")?;
-                let cells = self.launch_load(c, batch.data().as_ptr(), &stream)?;
+                let cells = self.launch_load(c, batch.data().as_ptr(), ext_ptr, &stream)?;
                 bytes_up += cells * batch.layout().ncomp() as usize;
                 let st = self.state.as_ref().expect("state built");
                 st.events[c].k0.record(&stream).call("cuEventRecord")?;
@@ -786,7 +867,11 @@ impl<T: GpuReal> CudaSolver<T> {
         let (bad, courant) = self.scan_verdict();
         let failed = bad || self.cfl_exceeded(courant) || self.sweep_error(order).is_some();
         if failed {
-            // The batch is untouched: the CPU reproduces its own error.
+            // The batch is untouched: the CPU reproduces its own error (on
+            // the external boxes' values too, which the batch lacks).
+            if let Some(boxes) = ext.as_deref() {
+                load_boxes(batch, boxes)?;
+            }
             let gpu_err = self.sweep_error(order);
             let e = input_error(&self.cpu, batch, dt, order, bad, courant, gpu_err);
             return Err(match e {
@@ -805,7 +890,7 @@ impl<T: GpuReal> CudaSolver<T> {
                 for (c, chunk) in st.plan.chunks.iter().enumerate() {
                     let stream = self.stream_of(c);
                     if store {
-                        self.launch_store(c, data.as_mut_ptr(), stream)?;
+                        self.launch_store(c, data.as_mut_ptr(), ext_ptr, stream)?;
                     } else {
                         let runs = chunk_runs(chunk, st.plan.bin_edge, whole_bins);
                         st.d_data.download_runs(&runs, data, stream)?;
@@ -870,7 +955,7 @@ impl<T: GpuReal> CudaSolver<T> {
     ) -> Result<StepReport, CudaError> {
         self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
         self.prepare_step(dt)?;
-        self.begin_step()?;
+        self.begin_step(false)?;
         let nchunks = self.state.as_ref().expect("state built").plan.chunks.len();
         for c in 0..nchunks {
             let stream = self.stream_of(c).clone();

@@ -1,6 +1,8 @@
 //! The CUDA backend: [`quilt_cuda::CudaSolver`] behind [`SolveBackend`].
 
-use quilt_cuda::{CudaConfig, CudaError, CudaSolver, GpuReal, SolveTotals, StepTiming};
+use quilt_cuda::{
+    CudaConfig, CudaError, CudaSolver, ExternalBox, GpuReal, SolveTotals, StepTiming,
+};
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_sweep::physics::Gas;
 use quilt_sweep::{Batch, BatchLayout, Scheme, StepReport, SweepOrder};
@@ -122,6 +124,28 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
     ) -> Result<StepReport, SolveError> {
         let staged = staged.and_then(StagedLayout::downcast::<quilt_cuda::StagedLayout<T>>);
         Ok(self.solver.advance_staged(batch, staged, dt, order)?)
+    }
+
+    fn page_lock(&self) -> Option<Arc<dyn quilt_mesh::locked::PageLock>> {
+        Some(self.solver.page_lock())
+    }
+
+    fn solve_in_place(
+        &mut self,
+        batch: &mut Batch<T>,
+        staged: Option<StagedLayout>,
+        boxes: &mut [(usize, &mut [T])],
+        dt: f64,
+        order: SweepOrder,
+    ) -> Result<StepReport, SolveError> {
+        let staged = staged.and_then(StagedLayout::downcast::<quilt_cuda::StagedLayout<T>>);
+        let mut ext: Vec<ExternalBox<'_, T>> = boxes
+            .iter_mut()
+            .map(|(desc, data)| ExternalBox { desc: *desc, data })
+            .collect();
+        Ok(self
+            .solver
+            .advance_external(batch, staged, &mut ext, dt, order)?)
     }
 
     fn solve_totals(&self) -> Option<SolveTotals> {

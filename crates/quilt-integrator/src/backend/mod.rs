@@ -36,6 +36,7 @@ use std::sync::Arc;
 
 pub use quilt_cuda::SolveTotals;
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
+use quilt_mesh::locked::PageLock;
 use quilt_sweep::physics::Gas;
 use quilt_sweep::{
     Batch, BatchLayout, HostAlloc, Real, StepReport, SweepError, SweepOrder, VecAlloc,
@@ -143,6 +144,45 @@ pub trait SolveBackend<T: Real>: Send {
     ) -> Result<StepReport, SolveError> {
         drop(staged);
         self.solve(batch, dt, order)
+    }
+
+    /// What page-locks host memory for this backend's device, if the
+    /// backend reads and writes patch states in place (see
+    /// [`SolveBackend::solve_in_place`]): the integrator then keeps its
+    /// states in memory locked by it. `None` (the default) for a backend
+    /// that gains nothing from that.
+    fn page_lock(&self) -> Option<Arc<dyn PageLock>> {
+        None
+    }
+
+    /// [`SolveBackend::solve_staged`] for a batch some of whose patches
+    /// live outside its bins, each in a dense ghost box of its own
+    /// (`boxes`: the descriptor index and the box, in
+    /// [`Batch::load_patch`]'s order). The result is, bit for bit, that of
+    /// loading every box into the batch, solving the batch and copying
+    /// each patch's interior back into its box ([`Batch::store_interior`]:
+    /// the box's ghost cells keep their values); on an error the boxes are
+    /// unchanged. The bins of those patches are left unspecified. The
+    /// default does exactly that; a GPU backend reads and writes boxes in
+    /// memory its [`SolveBackend::page_lock`] locked where they are.
+    fn solve_in_place(
+        &mut self,
+        batch: &mut Batch<T>,
+        staged: Option<StagedLayout>,
+        boxes: &mut [(usize, &mut [T])],
+        dt: f64,
+        order: SweepOrder,
+    ) -> Result<StepReport, SolveError> {
+        for (desc, data) in boxes.iter() {
+            batch.load_patch(*desc, data).map_err(SweepError::from)?;
+        }
+        let report = self.solve_staged(batch, staged, dt, order)?;
+        for (desc, data) in boxes.iter_mut() {
+            batch
+                .store_interior(*desc, data)
+                .map_err(SweepError::from)?;
+        }
+        Ok(report)
     }
 
     /// Where the solves' time went so far, for a backend that moves
@@ -284,6 +324,21 @@ impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
         (**self).solve_staged(batch, staged, dt, order)
+    }
+
+    fn page_lock(&self) -> Option<Arc<dyn PageLock>> {
+        (**self).page_lock()
+    }
+
+    fn solve_in_place(
+        &mut self,
+        batch: &mut Batch<T>,
+        staged: Option<StagedLayout>,
+        boxes: &mut [(usize, &mut [T])],
+        dt: f64,
+        order: SweepOrder,
+    ) -> Result<StepReport, SolveError> {
+        (**self).solve_in_place(batch, staged, boxes, dt, order)
     }
 
     fn solve_totals(&self) -> Option<SolveTotals> {

@@ -32,14 +32,14 @@ use quilt_mesh::PatchData;
 use quilt_mesh::fill::OldData;
 use quilt_sweep::{StepReport, SweepOrder};
 
-use super::{Books, StageInputs, closed_hook, lock, stage};
+use super::{Books, StageInputs, checkout_pick, closed_hook, lock, solve_batch, stage};
 use crate::Real;
 use crate::backend::{SolveBackend, SolveError};
 use crate::error::IntegratorError;
 use crate::plan::FluxStore;
 use crate::ranks::Ranks;
 use crate::schedule::{Pick, Scheduler};
-use crate::stages::{self, CloseWork, StagedBatch};
+use crate::stages::{self, Checked, CloseWork, StagedBatch};
 
 /// Batches being prepared or prepared and not yet solving.
 const MAX_AHEAD: usize = 2;
@@ -107,11 +107,13 @@ pub(super) struct Flow<'a, 'b, 'd, T, B: ?Sized, D: ?Sized, F> {
     pub fail: &'a F,
 }
 
-/// A selected batch on its way through the stages.
-struct Flight<T> {
+/// A selected batch on its way through the stages, with the patches it
+/// checked out.
+struct Flight<'d, T> {
     id: u64,
     pick: Pick,
     staged: StagedBatch<T>,
+    work: CloseWork<'d, T>,
     /// When its prepare started and ended.
     prepared: (Instant, Instant),
 }
@@ -130,17 +132,16 @@ enum Event<'d, T> {
     /// The solver ran a batch (`None`: skipped, the loop is stopping)
     /// over `span`.
     Solved {
-        flight: Flight<T>,
+        flight: Flight<'d, T>,
         result: Option<Result<StepReport, SolveError>>,
         span: (Instant, Instant),
     },
     /// A prepared batch could not reach the solver (its thread is gone).
     Lost {
-        flight: Flight<T>,
+        flight: Flight<'d, T>,
     },
     Closed {
-        flight: Flight<T>,
-        work: CloseWork<'d, T>,
+        flight: Flight<'d, T>,
         close_secs: Vec<f64>,
         span: (Instant, Instant),
     },
@@ -271,19 +272,20 @@ fn spawn_prepare<'s, 'd: 's, T, D>(
     tasks: &rayon::Scope<'s>,
     inp: &'s StageInputs<'_, '_, T, D>,
     events: mpsc::Sender<Event<'d, T>>,
-    to_solver: mpsc::Sender<Flight<T>>,
+    to_solver: mpsc::Sender<Flight<'d, T>>,
     id: u64,
     pick: Pick,
+    checked: Vec<Checked<'d, T>>,
 ) where
     T: Real,
     D: OldData<T> + Sync + ?Sized,
 {
     tasks.spawn(move |_| {
         let start = Instant::now();
-        let r = catch_unwind(AssertUnwindSafe(|| stage(inp, &pick)));
+        let r = catch_unwind(AssertUnwindSafe(|| stage(inp, &pick, checked)));
         let end = Instant::now();
         let _ = events.send(match r {
-            Ok(Ok(staged)) => {
+            Ok(Ok((staged, work))) => {
                 // `Queued` goes out before the solver can report the
                 // batch solved.
                 let _ = events.send(Event::Queued { id });
@@ -291,6 +293,7 @@ fn spawn_prepare<'s, 'd: 's, T, D>(
                     id,
                     pick,
                     staged,
+                    work,
                     prepared: (start, end),
                 };
                 match to_solver.send(flight) {
@@ -308,19 +311,17 @@ fn spawn_prepare<'s, 'd: 's, T, D>(
 fn spawn_close<'s, 'd: 's, T: Real>(
     tasks: &rayon::Scope<'s>,
     events: mpsc::Sender<Event<'d, T>>,
-    flight: Flight<T>,
-    mut work: CloseWork<'d, T>,
+    mut flight: Flight<'d, T>,
 ) {
     tasks.spawn(move |_| {
         let start = Instant::now();
         let r = catch_unwind(AssertUnwindSafe(|| {
-            stages::close_checked_out(&flight.staged, &mut work)
+            stages::close_checked_out(&flight.staged, &mut flight.work)
         }));
         let span = (start, Instant::now());
         let _ = events.send(match r {
             Ok(close_secs) => Event::Closed {
                 flight,
-                work,
                 close_secs,
                 span,
             },
@@ -380,7 +381,7 @@ where
     let t0 = Instant::now();
     let ring = inputs.ring;
     let (events, inbox) = mpsc::channel::<Event<'_, T>>();
-    let (to_solver, solver_inbox) = mpsc::channel::<Flight<T>>();
+    let (to_solver, solver_inbox) = mpsc::channel::<Flight<'_, T>>();
     // Set once the loop fails: the solver skips what is still queued.
     let stop = AtomicBool::new(false);
     std::thread::scope(|threads| {
@@ -396,9 +397,9 @@ where
                         span: (started, started),
                     }
                 } else {
-                    let staged = flight.staged.layout_state.take();
+                    let Flight { staged, work, .. } = &mut flight;
                     match catch_unwind(AssertUnwindSafe(|| {
-                        backend.solve_staged(&mut flight.staged.batch, staged, dt, order)
+                        solve_batch(backend, staged, work, dt, order)
                     })) {
                         Ok(result) => Event::Solved {
                             flight,
@@ -438,9 +439,14 @@ where
                                 pick.solve_estimate,
                                 in_flight
                             );
-                            f.picked(id, &pick);
-                            let (e, s) = (events.clone(), to_solver.clone());
-                            spawn_prepare(tasks, inputs, e, s, id, pick);
+                            match checkout_pick(inputs.layout, &pick, news, fluxes) {
+                                Err(e) => f.fail(e),
+                                Ok(checked) => {
+                                    f.picked(id, &pick);
+                                    let (e, s) = (events.clone(), to_solver.clone());
+                                    spawn_prepare(tasks, inputs, e, s, id, pick, checked);
+                                }
+                            }
                         }
                     }
                 }
@@ -490,15 +496,14 @@ where
                             Some(Err(e)) => Err(Some(fail(e))),
                             _ => Err(None),
                         };
-                        let checked = solved.and_then(|r| {
+                        let checked = solved.map(|r| {
                             let secs = end.duration_since(started).as_secs_f64();
                             books.solved(&flight.pick, &flight.staged, secs, &r);
-                            stages::checkout(&flight.staged, news, fluxes).map_err(Some)
                         });
                         match checked {
-                            Ok(work) => {
+                            Ok(()) => {
                                 f.closing(flight.pick.close_estimate);
-                                spawn_close(tasks, events.clone(), flight, work);
+                                spawn_close(tasks, events.clone(), flight);
                             }
                             Err(e) => {
                                 f.alive -= 1;
@@ -511,7 +516,6 @@ where
                     }
                     Event::Closed {
                         flight,
-                        work,
                         close_secs,
                         span: (start, end),
                     } => {
@@ -522,11 +526,12 @@ where
                             us(t0, end)
                         );
                         f.closed(flight.pick.close_estimate);
-                        stages::checkin(&flight.staged, work, news, fluxes);
+                        let Flight { staged, work, .. } = flight;
+                        stages::checkin(work, news, fluxes);
                         let wall = end.duration_since(start).as_secs_f64();
-                        books.closed(&flight.staged, &close_secs, wall);
-                        let sent = closed_hook(ranks.as_deref_mut(), &flight.staged, fluxes);
-                        lock(ring).give(flight.staged.batch);
+                        books.closed(&staged, &close_secs, wall);
+                        let sent = closed_hook(ranks.as_deref_mut(), &staged, fluxes);
+                        lock(ring).give(staged.batch);
                         if let Err(e) = sent {
                             f.fail(e);
                         }

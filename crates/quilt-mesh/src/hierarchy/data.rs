@@ -7,6 +7,7 @@ use super::pool::BufferPool;
 use crate::error::MeshError;
 use crate::geometry::LevelGeometry;
 use crate::index::IndexBox;
+use crate::locked::PatchBuf;
 use crate::patch_data::{PatchData, PatchState};
 use crate::real::Real;
 
@@ -71,13 +72,13 @@ impl<T: Real> HierarchyData<T> {
         only: Option<&[bool]>,
     ) -> Result<Self, MeshError> {
         let ghost = h.ghost();
-        let bufs: Vec<Vec<T>> = h
+        let bufs: Vec<PatchBuf<T>> = h
             .patches()
             .iter()
             .enumerate()
             .map(|(i, p)| {
                 if only.is_some_and(|o| !o[i]) {
-                    return Vec::new();
+                    return PatchBuf::default();
                 }
                 pool.take(PatchData::<T>::len_for(&p.interior(), ghost, ncomp).unwrap_or(0))
             })
@@ -120,7 +121,7 @@ impl<T: Real> HierarchyData<T> {
         self.check_layout(h)?;
         h.check_mask(only, "new states' mask")?;
         let (ghost, ncomp) = (self.ghost, self.ncomp);
-        let bufs: Vec<Option<Vec<T>>> = self
+        let bufs: Vec<Option<PatchBuf<T>>> = self
             .states
             .iter()
             .zip(h.patches())
@@ -129,7 +130,7 @@ impl<T: Real> HierarchyData<T> {
                 let fits = s.new.interior() == p.interior() && s.new.ghost() == ghost;
                 (!fits).then(|| {
                     if only.is_some_and(|o| !o[i]) {
-                        return Vec::new();
+                        return PatchBuf::default();
                     }
                     pool.take(PatchData::<T>::len_for(&p.interior(), ghost, ncomp).unwrap_or(0))
                 })
@@ -149,7 +150,7 @@ impl<T: Real> HierarchyData<T> {
 
     /// Replaces patch `i`'s new state by a one-cell placeholder and
     /// returns the memory of its values (for a [`BufferPool`]).
-    pub(crate) fn release_new(&mut self, i: usize) -> Result<Vec<T>, MeshError> {
+    pub(crate) fn release_new(&mut self, i: usize) -> Result<PatchBuf<T>, MeshError> {
         let s = &mut self.states[i];
         let dead = std::mem::replace(&mut s.new, placeholder(s.old.interior(), self.ncomp)?);
         Ok(dead.into_buffer())

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::data::HierarchyData;
+use crate::locked::{LockedArena, PatchBuf};
 
 /// Value buffers of released patch states, handed out again by size.
 ///
@@ -11,24 +12,43 @@ use super::data::HierarchyData;
 /// one, serialised on the process's memory map), while the states they
 /// replace are freed at the same moment. A pool lets the new states take
 /// the memory of the old ones instead.
-#[derive(Debug, Default)]
+///
+/// A pool with an arena ([`BufferPool::with_arena`]) hands out the
+/// arena's page-locked blocks where it has no buffer large enough, so that
+/// every state it fills lives where a device reads it in place.
+#[derive(Debug)]
 pub struct BufferPool<T> {
     /// Buffers by capacity.
-    by_capacity: BTreeMap<usize, Vec<Vec<T>>>,
+    by_capacity: BTreeMap<usize, Vec<PatchBuf<T>>>,
     count: usize,
+    arena: Option<LockedArena>,
+}
+
+impl<T> Default for BufferPool<T> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl<T> BufferPool<T> {
     /// An empty pool.
     pub fn new() -> Self {
+        Self::with_arena(None)
+    }
+
+    /// An empty pool that allocates from `arena` when it has nothing to
+    /// hand out.
+    pub fn with_arena(arena: Option<LockedArena>) -> Self {
         Self {
             by_capacity: BTreeMap::new(),
             count: 0,
+            arena,
         }
     }
 
     /// Keeps `buf` for reuse (a buffer without capacity is dropped).
-    pub fn put(&mut self, buf: Vec<T>) {
+    pub fn put(&mut self, buf: impl Into<PatchBuf<T>>) {
+        let buf = buf.into();
         if buf.capacity() > 0 {
             self.by_capacity
                 .entry(buf.capacity())
@@ -49,11 +69,22 @@ impl<T> BufferPool<T> {
         }
     }
 
-    /// The smallest buffer of at least `len` values, or an empty vector if
-    /// none is that large.
-    pub fn take(&mut self, len: usize) -> Vec<T> {
+    /// The smallest buffer of at least `len` values; else a block of the
+    /// arena if the pool has one, or an empty buffer (whose user
+    /// allocates). An arena that cannot give memory is logged and the
+    /// empty buffer returned: the state then lives in pageable memory.
+    pub fn take(&mut self, len: usize) -> PatchBuf<T>
+    where
+        T: bytemuck::Pod,
+    {
         let Some((&cap, list)) = self.by_capacity.range_mut(len..).next() else {
-            return Vec::new();
+            return match &self.arena {
+                Some(a) if len > 0 => a.alloc(len, "a patch state").unwrap_or_else(|e| {
+                    log::warn!("patch state in pageable memory: {e}");
+                    PatchBuf::default()
+                }),
+                _ => PatchBuf::default(),
+            };
         };
         let buf = list.pop().unwrap_or_default();
         if list.is_empty() {
@@ -82,7 +113,7 @@ mod tests {
     fn takes_the_smallest_buffer_that_fits() {
         let mut p = BufferPool::<f64>::new();
         for cap in [100, 10, 50, 50, 0] {
-            p.put(Vec::with_capacity(cap));
+            p.put(Vec::<f64>::with_capacity(cap));
         }
         assert_eq!(p.len(), 4);
         assert!(p.take(40).capacity() >= 50);

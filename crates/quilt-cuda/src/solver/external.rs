@@ -1,0 +1,329 @@
+//! Patches kept in page-locked boxes of their own, read and written in
+//! place by the load and store kernels: [`CudaSolver::advance_external`].
+//!
+//! A host-staged step copies every patch's ghost box into the batch and
+//! every interior back out on the host; a patch whose state already lives
+//! in registered host memory needs neither copy, since the kernels that
+//! move a page-locked batch over the bus can as well read and write the
+//! patch's own box.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::driver::CudaContext;
+use quilt_sweep::{Batch, BatchLayout, LayoutError, StepReport, SweepOrder};
+
+use super::run::DtSpec;
+use super::{CudaSolver, StagedLayout};
+use crate::buffer::{DeviceBuffer, PinnedBuffer};
+use crate::error::CudaError;
+use crate::real::GpuReal;
+
+/// A patch of a batch whose values live outside the batch: descriptor
+/// `desc` of the batch's layout, and `data`, the patch's dense ghost box
+/// (ghosts included, component-major, x fastest:
+/// `((c * ez + k) * ey + j) * ex + i`, the order of
+/// [`Batch::load_patch`]).
+#[derive(Debug)]
+pub struct ExternalBox<'a, T> {
+    /// Index of the patch's descriptor in the batch's layout.
+    pub desc: usize,
+    /// The patch's values, `ncomp` times its extent's cells.
+    pub data: &'a mut [T],
+}
+
+/// The table the load and store kernels read external boxes from: one
+/// host address per descriptor, 0 for a patch in the bins. Filled on the
+/// host in pinned memory and uploaded with the step's constants, so that
+/// the kernels read it from device memory (one read per block).
+pub(super) struct ExtTable {
+    pub d: DeviceBuffer<u64>,
+    pub h: PinnedBuffer<u64>,
+}
+
+impl ExtTable {
+    /// `old` holding `n` entries where it is large enough, else new
+    /// buffers with a quarter more room (the next layouts may have a few
+    /// more patches).
+    pub fn fit(old: Option<Self>, ctx: &Arc<CudaContext>, n: usize) -> Result<Self, CudaError> {
+        let (d, h) = match old {
+            Some(t) => (t.d.reuse(n).ok(), t.h.reuse(n)),
+            None => (None, None),
+        };
+        let cap = (n * 5).div_ceil(4).max(1);
+        let d = match d {
+            Some(d) => d,
+            None => DeviceBuffer::with_room(ctx, n, cap)?,
+        };
+        let h = match h {
+            Some(h) => h,
+            None => PinnedBuffer::new(ctx, cap)?
+                .reuse(n)
+                .ok_or_else(|| CudaError::Internal("a new external table is too small".into()))?,
+        };
+        Ok(Self { d, h })
+    }
+}
+
+/// Checks `boxes` against `layout`: every descriptor exists and is named
+/// once, every box has `ncomp` values per cell of its extent. The errors
+/// of a bad descriptor or length are the ones [`Batch::load_patch`]
+/// returns, word for word.
+pub(super) fn check_boxes<T>(
+    layout: &BatchLayout,
+    boxes: &[ExternalBox<'_, T>],
+) -> Result<(), CudaError> {
+    let n = layout.patches().len();
+    let ncomp = layout.ncomp() as usize;
+    let mut seen = vec![false; n];
+    for b in boxes {
+        let d = layout.patches().get(b.desc).ok_or_else(|| {
+            LayoutError::Access(format!("patch index {} out of range ({n} patches)", b.desc))
+        })?;
+        let want = ncomp * d.total_cells() as usize;
+        if b.data.len() != want {
+            return Err(LayoutError::Access(format!(
+                "patch {}: dense array has {} values, expected {want} ({ncomp} x {:?})",
+                d.id,
+                b.data.len(),
+                d.extent
+            ))
+            .into());
+        }
+        if std::mem::replace(&mut seen[b.desc], true) {
+            return Err(LayoutError::Access(format!(
+                "patch {} (descriptor {}) is named by two external boxes",
+                d.id, b.desc
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Copies every box into its descriptor's place in `batch` (ghosts
+/// included).
+pub(super) fn load_boxes<T: GpuReal>(
+    batch: &mut Batch<T>,
+    boxes: &[ExternalBox<'_, T>],
+) -> Result<(), CudaError> {
+    for b in boxes {
+        batch.load_patch(b.desc, b.data)?;
+    }
+    Ok(())
+}
+
+impl<T: GpuReal> CudaSolver<T> {
+    /// Advances `batch` by `dt` with the sweeps in `order`, the patches
+    /// named in `boxes` living in their own dense ghost boxes instead of
+    /// the batch's bins.
+    ///
+    /// The result is exactly that of
+    ///
+    /// ```text
+    /// for b in boxes { batch.load_patch(b.desc, b.data)? }
+    /// let report = solver.advance_staged(batch, staged, dt, order)?;
+    /// for b in boxes { batch.store_interior(b.desc, b.data)? }
+    /// ```
+    ///
+    /// the same report and the same errors, bit for bit, except that the
+    /// bins of the boxes' descriptors in `batch` are not read and hold
+    /// unspecified values afterwards. The boxes' ghost cells are never
+    /// written; after an error (a bad box, a bad state, a time step above
+    /// the CFL limit, a non-finite sweep result) no box has changed. The
+    /// batch's other descriptors (flux probes, for instance) live in its
+    /// bins as with [`CudaSolver::advance`], and every descriptor's
+    /// boundary fluxes go to the batch's flux buffer. `staged` is used as
+    /// by [`CudaSolver::advance_staged`].
+    ///
+    /// Each descriptor may be named once, and a box must hold `ncomp`
+    /// values for every cell of its descriptor's extent: otherwise the
+    /// step is refused ([`quilt_sweep::LayoutError::Access`], the error
+    /// `load_patch` gives for a wrong length or descriptor) before
+    /// anything is read.
+    ///
+    /// **In place** ([`CudaSolver::external_in_place`]): when the batch is
+    /// page-locked, its transfers are the load and store kernels (the
+    /// default; not with `QUILT_CUDA_TRANSFER=staged|whole|runs` nor with
+    /// [`Variant::Default`](super::Variant::Default), which moves whole
+    /// bins) and every box lies inside a range of this solver's
+    /// [`page_lock`](CudaSolver::page_lock) registry, the load kernel
+    /// reads each box over the bus and the store kernel writes its
+    /// interior back, with no host copy. Otherwise the boxes are copied
+    /// into the batch and out as above. The boxes' bytes count in
+    /// [`CudaSolver::totals`] like the rest of the ghost-box load and the
+    /// interior store. The boxes must stay registered for the call.
+    ///
+    /// If a driver call fails while the interiors are stored, some boxes
+    /// may hold the new interior, as a batch may after
+    /// [`CudaSolver::advance`] fails the same way.
+    pub fn advance_external(
+        &mut self,
+        batch: &mut Batch<T>,
+        staged: Option<StagedLayout<T>>,
+        boxes: &mut [ExternalBox<'_, T>],
+        dt: f64,
+        order: SweepOrder,
+    ) -> Result<StepReport, CudaError> {
+        self.staged = staged.map(|s| s.0);
+        let r = self.external_step(batch, boxes, dt, order);
+        if let Some(st) = self.staged.take() {
+            self.discard(st);
+        }
+        r
+    }
+
+    /// Whether [`CudaSolver::advance_external`] would read and write
+    /// `boxes` in place for `batch` (page-locked, moved by the load and
+    /// store kernels, every box registered with
+    /// [`CudaSolver::page_lock`]) rather than copy them through the batch.
+    pub fn external_in_place(&self, batch: &Batch<T>, boxes: &[ExternalBox<'_, T>]) -> bool {
+        self.loads_in_place(batch)
+            && self
+                .registry
+                .get()
+                .is_some_and(|r| boxes.iter().all(|b| r.contains_slice(b.data)))
+    }
+
+    fn external_step(
+        &mut self,
+        batch: &mut Batch<T>,
+        boxes: &mut [ExternalBox<'_, T>],
+        dt: f64,
+        order: SweepOrder,
+    ) -> Result<StepReport, CudaError> {
+        check_boxes(batch.layout(), boxes)?;
+        let dt = DtSpec::Uniform(dt);
+        if boxes.is_empty() {
+            return self.timed_io(batch, dt, order, None);
+        }
+        if self.external_in_place(batch, boxes) {
+            return self.timed_io(batch, dt, order, Some(boxes));
+        }
+        // Through the batch: the copies are host time of the solve.
+        let t = Instant::now();
+        load_boxes(batch, boxes)?;
+        self.totals.host_secs += t.elapsed().as_secs_f64();
+        let report = self.timed_io(batch, dt, order, None)?;
+        let t = Instant::now();
+        for b in boxes.iter_mut() {
+            batch.store_interior(b.desc, b.data)?;
+        }
+        self.totals.host_secs += t.elapsed().as_secs_f64();
+        Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quilt_sweep::PatchShape;
+
+    fn layout() -> BatchLayout {
+        let shapes = [
+            PatchShape::new(5, [6, 4, 5], 3, [0.1; 3]),
+            PatchShape::new(8, [4, 4, 4], 3, [0.1; 3]),
+            PatchShape::new(13, [2, 7, 3], 3, [0.1; 3]),
+        ];
+        BatchLayout::one_per_slot(16, 5, &shapes).unwrap()
+    }
+
+    fn dense(l: &BatchLayout, p: usize) -> Vec<f64> {
+        vec![1.0; 5 * l.patches()[p].total_cells() as usize]
+    }
+
+    #[test]
+    fn good_boxes_pass_the_checks() {
+        let l = layout();
+        let (mut a, mut c) = (dense(&l, 0), dense(&l, 2));
+        let boxes = [
+            ExternalBox {
+                desc: 2,
+                data: &mut c,
+            },
+            ExternalBox {
+                desc: 0,
+                data: &mut a,
+            },
+        ];
+        check_boxes(&l, &boxes).unwrap();
+        check_boxes::<f64>(&l, &[]).unwrap();
+    }
+
+    /// A wrong length or descriptor is refused with the very error
+    /// `load_patch` gives (the copy path's).
+    #[test]
+    fn bad_boxes_get_load_patchs_errors() {
+        let l = layout();
+        let mut batch = Batch::<f64>::new(l.clone());
+        let mut short = vec![0.0; dense(&l, 1).len() - 5];
+        let want = batch.load_patch(1, &short).unwrap_err().to_string();
+        let boxes = [ExternalBox {
+            desc: 1,
+            data: &mut short,
+        }];
+        let got = check_boxes(&l, &boxes).unwrap_err();
+        assert!(
+            matches!(&got, CudaError::Sweep(quilt_sweep::SweepError::Layout(_))),
+            "{got:?}"
+        );
+        assert_eq!(got.to_string(), want);
+
+        let mut any = dense(&l, 0);
+        let want = batch.load_patch(3, &any).unwrap_err().to_string();
+        let boxes = [ExternalBox {
+            desc: 3,
+            data: &mut any,
+        }];
+        assert_eq!(check_boxes(&l, &boxes).unwrap_err().to_string(), want);
+    }
+
+    #[test]
+    fn a_descriptor_named_twice_is_refused() {
+        let l = layout();
+        let (mut a, mut b, mut c) = (dense(&l, 1), dense(&l, 0), dense(&l, 1));
+        let boxes = [
+            ExternalBox {
+                desc: 1,
+                data: &mut a,
+            },
+            ExternalBox {
+                desc: 0,
+                data: &mut b,
+            },
+            ExternalBox {
+                desc: 1,
+                data: &mut c,
+            },
+        ];
+        let e = check_boxes(&l, &boxes).unwrap_err().to_string();
+        assert!(
+            e.contains("patch 8") && e.contains("two external boxes"),
+            "{e}"
+        );
+    }
+
+    /// The first bad box in the given order decides, as the copy path's
+    /// first failing `load_patch` does.
+    #[test]
+    fn the_first_bad_box_decides() {
+        let l = layout();
+        let batch = Batch::<f64>::new(l.clone());
+        let (mut a, mut b) = (vec![0.0; 3], dense(&l, 0));
+        let want = batch
+            .store_patch(2, &mut a.clone())
+            .unwrap_err()
+            .to_string();
+        let boxes = [
+            ExternalBox {
+                desc: 2,
+                data: &mut a,
+            },
+            ExternalBox {
+                desc: 7,
+                data: &mut b,
+            },
+        ];
+        assert_eq!(check_boxes(&l, &boxes).unwrap_err().to_string(), want);
+    }
+}
