@@ -51,12 +51,29 @@ fn rates<T: Real>(gamma: f64, u: [&[T]; 5], dx: [f64; 3]) -> Option<f64> {
     let mut start = 0;
     while start < u[0].len() {
         let len = CHUNK.min(u[0].len() - start);
-        let row: [&[T]; 5] = std::array::from_fn(|c| &u[c][start..start + len]);
+        let end = start + len;
+        // One slice per component, named: array maps and `from_fn` in this
+        // loop are calls the compiler may leave out of line, and a call per
+        // cell keeps the loop from being vectorised.
+        let (rho, mx, my, mz, en) = (
+            &u[0][start..end],
+            &u[1][start..end],
+            &u[2][start..end],
+            &u[3][start..end],
+            &u[4][start..end],
+        );
+        let rate = &mut rate[..len];
         let mut bad = false;
         // Gas::checked_primitive, Gas::sound_speed and Gas::signal_rate,
         // operation for operation, with their refusals folded into `bad`.
         for i in 0..len {
-            let [r, m0, m1, m2, e] = [0, 1, 2, 3, 4].map(|c| row[c][i].as_f64());
+            let (r, m0, m1, m2, e) = (
+                rho[i].as_f64(),
+                mx[i].as_f64(),
+                my[i].as_f64(),
+                mz[i].as_f64(),
+                en[i].as_f64(),
+            );
             let v = [m0 / r, m1 / r, m2 / r];
             let kinetic = 0.5 * (m0 * v[0] + m1 * v[1] + m2 * v[2]);
             let p = gm1 * (e - kinetic);
@@ -78,7 +95,7 @@ fn rates<T: Real>(gamma: f64, u: [&[T]; 5], dx: [f64; 3]) -> Option<f64> {
             return None;
         }
         // Four running maxima: one would wait on each comparison.
-        let mut quads = rate[..len].chunks_exact(4);
+        let mut quads = rate.chunks_exact(4);
         for q in quads.by_ref() {
             for k in 0..4 {
                 best[k] = best[k].max(q[k]);
@@ -87,7 +104,7 @@ fn rates<T: Real>(gamma: f64, u: [&[T]; 5], dx: [f64; 3]) -> Option<f64> {
         for (k, &r) in quads.remainder().iter().enumerate() {
             best[k] = best[k].max(r);
         }
-        start += len;
+        start = end;
     }
     Some(best.into_iter().fold(0.0, f64::max))
 }
