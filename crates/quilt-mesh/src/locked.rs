@@ -148,6 +148,10 @@ struct ArenaInner {
     lock: Arc<dyn PageLock>,
     chunk: usize,
     state: Mutex<ArenaState>,
+    /// Why the device refused to lock a chunk: asked once, so that a run
+    /// whose device cannot lock memory neither retries for every state nor
+    /// logs each refusal.
+    refused: std::sync::OnceLock<String>,
 }
 
 #[derive(Default)]
@@ -182,6 +186,7 @@ impl LockedArena {
                 lock,
                 chunk: chunk_bytes.max(HUGE_PAGE),
                 state: Mutex::new(ArenaState::default()),
+                refused: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -219,6 +224,14 @@ impl LockedArena {
         let addr = match free {
             Some(a) => a,
             None => {
+                let refused = |why: &str, need: usize| MeshError::OutOfMemory {
+                    what: format!("{what} ({} page-locking: {why})", self.kind()),
+                    need: need as u64,
+                    available: crate::memory::available_bytes(),
+                };
+                if let Some(why) = self.inner.refused.get() {
+                    return Err(refused(why, need));
+                }
                 // Mapped and locked outside the arena's lock: both take
                 // long, and the first writes run on rayon's workers, which
                 // may be this arena's callers.
@@ -227,13 +240,15 @@ impl LockedArena {
                 let m = Mapping::new(bytes, what)?;
                 // SAFETY: a live mapping, every page written, unlocked in
                 // `ArenaInner::drop` before it is unmapped.
-                unsafe { self.inner.lock.lock(m.as_ptr(), m.len()) }.map_err(|why| {
-                    MeshError::OutOfMemory {
-                        what: format!("{what} ({} page-locking: {why})", self.kind()),
-                        need: m.len() as u64,
-                        available: crate::memory::available_bytes(),
+                if let Err(why) = unsafe { self.inner.lock.lock(m.as_ptr(), m.len()) } {
+                    if self.inner.refused.set(why.clone()).is_ok() {
+                        log::warn!(
+                            "{} memory refused ({why}): patch states stay in pageable memory",
+                            self.kind()
+                        );
                     }
-                })?;
+                    return Err(refused(&why, m.len()));
+                }
                 let mut s = self.inner.state();
                 s.adopt(m);
                 s.take(need).ok_or_else(|| MeshError::BadAccess {
@@ -567,6 +582,10 @@ mod tests {
         let arena = LockedArena::new(Arc::new(Refusing), HUGE_PAGE);
         let e = arena.alloc::<f64>(10, "patch 7").unwrap_err().to_string();
         assert!(e.contains("patch 7") && e.contains("no device"), "{e}");
+        // Asked once: the next state gets the same answer without a mapping.
+        let e = arena.alloc::<f64>(10, "patch 8").unwrap_err().to_string();
+        assert!(e.contains("patch 8") && e.contains("no device"), "{e}");
+        assert_eq!(arena.usage(), (0, 0));
         let mut pool = crate::BufferPool::<f64>::with_arena(Some(arena));
         assert!(
             !pool.take(10).is_page_locked(),

@@ -71,8 +71,9 @@ impl<T> BufferPool<T> {
 
     /// The smallest buffer of at least `len` values; else a block of the
     /// arena if the pool has one, or an empty buffer (whose user
-    /// allocates). An arena that cannot give memory is logged and the
-    /// empty buffer returned: the state then lives in pageable memory.
+    /// allocates). Where the arena cannot give memory the empty buffer is
+    /// returned: the state then lives in pageable memory (the arena logs
+    /// a device's refusal once).
     pub fn take(&mut self, len: usize) -> PatchBuf<T>
     where
         T: bytemuck::Pod,
@@ -80,7 +81,7 @@ impl<T> BufferPool<T> {
         let Some((&cap, list)) = self.by_capacity.range_mut(len..).next() else {
             return match &self.arena {
                 Some(a) if len > 0 => a.alloc(len, "a patch state").unwrap_or_else(|e| {
-                    log::warn!("patch state in pageable memory: {e}");
+                    log::debug!("patch state in pageable memory: {e}");
                     PatchBuf::default()
                 }),
                 _ => PatchBuf::default(),
