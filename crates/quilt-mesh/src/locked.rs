@@ -221,7 +221,7 @@ impl LockedArena {
             })?;
         // The guard must drop before the arm that maps a chunk locks again.
         let free = self.inner.state().take(need);
-        let addr = match free {
+        let (addr, bytes) = match free {
             Some(a) => a,
             None => {
                 let refused = |why: &str, need: usize| MeshError::OutOfMemory {
@@ -235,9 +235,9 @@ impl LockedArena {
                 // Mapped and locked outside the arena's lock: both take
                 // long, and the first writes run on rayon's workers, which
                 // may be this arena's callers.
-                let bytes = need.max(self.inner.chunk);
-                crate::memory::check_fits(bytes as u64, what)?;
-                let m = Mapping::new(bytes, what)?;
+                let chunk = need.max(self.inner.chunk);
+                crate::memory::check_fits(chunk as u64, what)?;
+                let m = Mapping::new(chunk, what)?;
                 // SAFETY: a live mapping, every page written, unlocked in
                 // `ArenaInner::drop` before it is unmapped.
                 if let Err(why) = unsafe { self.inner.lock.lock(m.as_ptr(), m.len()) } {
@@ -265,7 +265,7 @@ impl LockedArena {
             repr: Repr::Locked(Block {
                 ptr,
                 len,
-                bytes: need,
+                bytes,
                 arena: self.inner.clone(),
             }),
         })
@@ -282,8 +282,8 @@ impl ArenaInner {
 
 impl ArenaState {
     /// A free block of `need` bytes (one up to a quarter larger is taken
-    /// whole), else one from the last chunk's tail.
-    fn take(&mut self, need: usize) -> Option<usize> {
+    /// whole), else one from the last chunk's tail: `(address, bytes)`.
+    fn take(&mut self, need: usize) -> Option<(usize, usize)> {
         let found = self
             .free
             .range_mut(need..=need + need / 4)
@@ -294,13 +294,13 @@ impl ArenaState {
                 self.free.remove(&size);
             }
             self.in_use += size;
-            return Some(addr);
+            return Some((addr, size));
         }
         (self.end - self.bump >= need).then(|| {
             let a = self.bump;
             self.bump += need;
             self.in_use += need;
-            a
+            (a, need)
         })
     }
 
@@ -457,7 +457,8 @@ impl<T: Clone> Clone for PatchBuf<T> {
         if self.len() == source.len() {
             self.as_mut_slice().clone_from_slice(source);
         } else if let Repr::Heap(v) = &mut self.repr {
-            v.clone_from(&source.as_slice().to_vec());
+            v.clear();
+            v.extend_from_slice(source);
         } else {
             *self = source.clone();
         }
@@ -560,6 +561,23 @@ mod tests {
         );
         drop((b, c, big));
         assert_eq!(lock.unlocked.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_larger_free_block_goes_back_whole() {
+        let arena = LockedArena::new(Arc::new(Counting::default()), HUGE_PAGE);
+        let a = arena.alloc::<u8>(5 * BLOCK, "a").unwrap();
+        let at = a.as_ptr();
+        drop(a);
+        // Four blocks take the free five-block one whole...
+        let b = arena.alloc::<u8>(4 * BLOCK, "b").unwrap();
+        assert_eq!((b.as_ptr(), b.capacity()), (at, 5 * BLOCK));
+        assert_eq!(arena.usage().1, 5 * BLOCK);
+        drop(b);
+        // ...and return all five, which a five-block request gets again.
+        assert_eq!(arena.usage().1, 0);
+        let c = arena.alloc::<u8>(5 * BLOCK, "c").unwrap();
+        assert_eq!(c.as_ptr(), at);
     }
 
     #[test]
