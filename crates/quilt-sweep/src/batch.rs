@@ -186,21 +186,9 @@ impl<T: Real> Batch<T> {
         len: usize,
     ) -> Result<(impl Iterator<Item = usize> + use<T>, usize), LayoutError> {
         let l = &self.layout;
-        let d = *l.patches().get(patch).ok_or_else(|| {
-            LayoutError::Access(format!(
-                "patch index {patch} out of range ({} patches)",
-                l.patches().len()
-            ))
-        })?;
+        let d = l.dense_patch(patch, len)?;
         let [ex, ey, ez] = d.extent.map(|e| e as usize);
         let ncomp = l.ncomp() as usize;
-        let want = ncomp * ex * ey * ez;
-        if len != want {
-            return Err(LayoutError::Access(format!(
-                "patch {}: dense array has {len} values, expected {want} ({ncomp} x {:?})",
-                d.id, d.extent
-            )));
-        }
         let b = l.bin_edge() as usize;
         let o = d.offset.map(|v| v as usize);
         let bin = d.bin as usize;

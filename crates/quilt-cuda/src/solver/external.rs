@@ -68,28 +68,14 @@ impl ExtTable {
 /// Checks `boxes` against `layout`: every descriptor exists and is named
 /// once, every box has `ncomp` values per cell of its extent. The errors
 /// of a bad descriptor or length are the ones [`Batch::load_patch`]
-/// returns, word for word.
+/// returns ([`BatchLayout::dense_patch`]).
 pub(super) fn check_boxes<T>(
     layout: &BatchLayout,
     boxes: &[ExternalBox<'_, T>],
 ) -> Result<(), CudaError> {
-    let n = layout.patches().len();
-    let ncomp = layout.ncomp() as usize;
-    let mut seen = vec![false; n];
+    let mut seen = vec![false; layout.patches().len()];
     for b in boxes {
-        let d = layout.patches().get(b.desc).ok_or_else(|| {
-            LayoutError::Access(format!("patch index {} out of range ({n} patches)", b.desc))
-        })?;
-        let want = ncomp * d.total_cells() as usize;
-        if b.data.len() != want {
-            return Err(LayoutError::Access(format!(
-                "patch {}: dense array has {} values, expected {want} ({ncomp} x {:?})",
-                d.id,
-                b.data.len(),
-                d.extent
-            ))
-            .into());
-        }
+        let d = layout.dense_patch(b.desc, b.data.len())?;
         if std::mem::replace(&mut seen[b.desc], true) {
             return Err(LayoutError::Access(format!(
                 "patch {} (descriptor {}) is named by two external boxes",

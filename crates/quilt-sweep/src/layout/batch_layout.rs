@@ -175,6 +175,28 @@ impl BatchLayout {
         &self.patches
     }
 
+    /// The descriptor of patch `patch`, if a dense array of it (ghosts
+    /// included, every component: `ncomp` times its extent's cells, as
+    /// [`crate::Batch::load_patch`] takes) has `len` values; the error
+    /// names the patch index or the lengths otherwise.
+    pub fn dense_patch(&self, patch: usize, len: usize) -> Result<PatchDesc, LayoutError> {
+        let d = *self.patches.get(patch).ok_or_else(|| {
+            LayoutError::Access(format!(
+                "patch index {patch} out of range ({} patches)",
+                self.patches.len()
+            ))
+        })?;
+        let ncomp = self.ncomp as usize;
+        let want = ncomp * d.total_cells() as usize;
+        if len != want {
+            return Err(LayoutError::Access(format!(
+                "patch {}: dense array has {len} values, expected {want} ({ncomp} x {:?})",
+                d.id, d.extent
+            )));
+        }
+        Ok(d)
+    }
+
     /// Number of values of the data array: `nbins * ncomp * B^3`.
     pub fn data_len(&self) -> usize {
         self.nbins as usize * self.bins().bin()
