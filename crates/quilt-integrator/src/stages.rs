@@ -233,32 +233,22 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     // is charged the sum of its patches' seconds, the figure the model
     // estimates.
     type Work<'t, T> = (usize, usize, FillTarget<'t, T>, Vec<FillTarget<'t, T>>);
-    let mut tasks: Vec<Work<'_, T>> = Vec::with_capacity(queues.iter().map(Vec::len).sum());
-    let mut items = work.items.iter_mut();
-    for (qi, q) in queues.iter().enumerate() {
-        for job in q {
-            let bin = take(job.desc, &|| format!("patch index {}", job.patch))?;
-            let item = items
-                .next()
-                .filter(|(.., c)| c.patch == job.patch)
-                .ok_or_else(|| {
-                    IntegratorError::Internal(format!(
-                        "patch index {} was not checked out for its batch",
-                        job.patch
-                    ))
-                })?;
-            let t = if item.2.in_place() {
-                FillTarget::patch(&mut *item.2.new)
-            } else {
-                bin
-            };
-            let probes = job
-                .probes
-                .iter()
-                .map(|&(n, pd)| take(pd, &|| format!("probe {n}")))
-                .collect::<Result<Vec<_>, _>>()?;
-            tasks.push((qi, job.patch, t, probes));
-        }
+    let mut tasks: Vec<Work<'_, T>> = Vec::with_capacity(work.items.len());
+    // `work` holds the batch's jobs in queue order (`CloseWork::arrange`).
+    for (qi, k, c) in work.items.iter_mut() {
+        let job = &queues[*qi][*k];
+        let bin = take(job.desc, &|| format!("patch index {}", job.patch))?;
+        let t = if c.in_place() {
+            FillTarget::patch(&mut *c.new)
+        } else {
+            bin
+        };
+        let probes = job
+            .probes
+            .iter()
+            .map(|&(n, pd)| take(pd, &|| format!("probe {n}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        tasks.push((*qi, job.patch, t, probes));
     }
     let timed = tasks
         .into_par_iter()
@@ -316,28 +306,31 @@ pub(crate) struct CloseWork<'d, T> {
 }
 
 impl<'d, T: Real> CloseWork<'d, T> {
-    /// The checked-out patches of `patches` in the order of `queues`.
+    /// The checked-out patches, in [`patches_of`]'s order, paired with
+    /// the jobs of `queues` (which [`assemble`] lists in the same order).
     pub fn arrange(
         patches: Vec<Checked<'d, T>>,
         queues: &[Vec<Job>],
     ) -> Result<Self, IntegratorError> {
-        let mut by_patch: std::collections::HashMap<usize, Checked<'d, T>> =
-            patches.into_iter().map(|c| (c.patch, c)).collect();
-        let mut items = Vec::with_capacity(by_patch.len());
-        for (qi, q) in queues.iter().enumerate() {
-            for (k, job) in q.iter().enumerate() {
-                let c = by_patch.remove(&job.patch).ok_or_else(|| {
-                    IntegratorError::Internal(format!(
-                        "patch index {} of a batch was not checked out",
-                        job.patch
-                    ))
-                })?;
-                items.push((qi, k, c));
-            }
+        let jobs = queues
+            .iter()
+            .enumerate()
+            .flat_map(|(qi, q)| q.iter().enumerate().map(move |(k, j)| (qi, k, j.patch)));
+        let n = patches.len();
+        let mut items = Vec::with_capacity(n);
+        let mut checked = patches.into_iter();
+        for (qi, k, patch) in jobs {
+            let c = checked.next().filter(|c| c.patch == patch).ok_or_else(|| {
+                IntegratorError::Internal(format!(
+                    "patch index {patch} of a batch was not checked out in its place"
+                ))
+            })?;
+            items.push((qi, k, c));
         }
-        if let Some(&i) = by_patch.keys().next() {
+        if let Some(c) = checked.next() {
             return Err(IntegratorError::Internal(format!(
-                "patch index {i} was checked out for a batch that does not hold it"
+                "patch index {} was checked out for a batch that does not hold it",
+                c.patch
             )));
         }
         Ok(Self { items })
