@@ -663,16 +663,22 @@ __device__ __forceinline__ void store_cells(const T* data, T* dst, const PatchDe
     }
 }
 
+// `which` picks the patches written (store_ext_T): bit 0 those in
+// external boxes, bit 1 those in the bins. A step with boxes writes the
+// boxes as soon as its sweeps end, before the host has checked the step
+// (their input is elsewhere), and the bins only once it has.
 template <class T>
 __device__ __forceinline__ void store_body(const T* data, T* host, const u64* ext, const PatchDesc* descs,
-                                           const u32* order, const ScanItem* items, u32 i0, int B) {
+                                           const u32* order, const ScanItem* items, u32 i0, int B,
+                                           int which) {
     const ScanItem it = items[i0 + blockIdx.x];
     const u32 p = order[it.q];
     const u64 box = ext ? ext[p] : 0ull;
-    if (box)
-        store_cells<T, true>(data, (T*)box, descs[p], it, B);
-    else
+    if (box) {
+        if (which & 1) store_cells<T, true>(data, (T*)box, descs[p], it, B);
+    } else if (which & 2) {
         store_cells<T, false>(data, host, descs[p], it, B);
+    }
 }
 
 // Two entry points per precision: without a table (the box branch folds
@@ -681,12 +687,12 @@ __device__ __forceinline__ void store_body(const T* data, T* host, const u64* ex
     extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                            \
         NAME(const T* data, T* host, const PatchDesc* descs, const u32* order, const ScanItem* items, u32 i0,  \
              int B) {                                                                                         \
-        store_body<T>(data, host, nullptr, descs, order, items, i0, B);                                       \
+        store_body<T>(data, host, nullptr, descs, order, items, i0, B, 3);                                    \
     }                                                                                                         \
     extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                            \
         EXT_NAME(const T* data, T* host, const u64* ext, const PatchDesc* descs, const u32* order,             \
-                 const ScanItem* items, u32 i0, int B) {                                                      \
-        store_body<T>(data, host, ext, descs, order, items, i0, B);                                           \
+                 const ScanItem* items, u32 i0, int B, int which) {                                           \
+        store_body<T>(data, host, ext, descs, order, items, i0, B, which);                                    \
     }
 
 QUILT_STORE_KERNEL(float, store_f32, store_ext_f32)

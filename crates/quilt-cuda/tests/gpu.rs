@@ -728,7 +728,8 @@ enum BoxMemory {
     RegisteredPageableBatch,
 }
 
-/// The memory of a test's boxes; a mapping is unlocked before it goes.
+/// The memory of a test's boxes, sources then destinations; a mapping is
+/// unlocked before it goes.
 struct BoxStore<T> {
     mapped: Option<(Mapping, Arc<HostRegistry>)>,
     vecs: Vec<Vec<T>>,
@@ -739,14 +740,28 @@ struct BoxStore<T> {
 /// addresses of no particular alignment.
 const BOX_SKEW: usize = 3;
 
+/// What a destination box holds before a step: values unlike the
+/// source's, so that a ghost written by the store would show.
+fn destination_of<T: GpuReal>(src: &[T]) -> Vec<T> {
+    src.iter()
+        .map(|v| T::from_f64(0.5 * v.as_f64() + 0.25))
+        .collect()
+}
+
 impl<T: GpuReal> BoxStore<T> {
-    /// Boxes holding `dense`, in a registered mapping or in vectors.
+    /// Source boxes holding `dense` and destinations holding
+    /// [`destination_of`] them, in a registered mapping or in vectors.
     fn new(dense: &[Vec<T>], registry: Option<Arc<HostRegistry>>) -> Self {
-        let sizes: Vec<usize> = dense.iter().map(Vec::len).collect();
+        let all: Vec<Vec<T>> = dense
+            .iter()
+            .cloned()
+            .chain(dense.iter().map(|d| destination_of(d)))
+            .collect();
+        let sizes: Vec<usize> = all.iter().map(Vec::len).collect();
         let Some(reg) = registry else {
             return Self {
                 mapped: None,
-                vecs: dense.to_vec(),
+                vecs: all,
                 sizes,
             };
         };
@@ -760,15 +775,15 @@ impl<T: GpuReal> BoxStore<T> {
             vecs: Vec::new(),
             sizes,
         };
-        for (b, d) in s.boxes(&vec![0; dense.len()]).into_iter().zip(dense) {
-            b.data.copy_from_slice(d);
+        for (b, d) in s.slices().into_iter().zip(&all) {
+            b.copy_from_slice(d);
         }
         s
     }
 
-    /// The boxes, for descriptors `descs` (in the order of `dense`).
-    fn boxes(&mut self, descs: &[usize]) -> Vec<ExternalBox<'_, T>> {
-        let data: Vec<&mut [T]> = match &self.mapped {
+    /// Every box's values, sources then destinations.
+    fn slices(&mut self) -> Vec<&mut [T]> {
+        match &self.mapped {
             Some((m, _)) => {
                 let total = BOX_SKEW + self.sizes.iter().sum::<usize>();
                 // SAFETY: the mapping holds `total` values, zeroed or
@@ -784,20 +799,30 @@ impl<T: GpuReal> BoxStore<T> {
                 out
             }
             None => self.vecs.iter_mut().map(Vec::as_mut_slice).collect(),
-        };
+        }
+    }
+
+    /// The boxes, for descriptors `descs` (in the order of `dense`).
+    fn boxes(&mut self, descs: &[usize]) -> Vec<ExternalBox<'_, T>> {
+        let mut all = self.slices();
+        let dst = all.split_off(descs.len());
         descs
             .iter()
-            .zip(data)
-            .map(|(&desc, data)| ExternalBox { desc, data })
+            .zip(all)
+            .zip(dst)
+            .map(|((&desc, src), dst)| ExternalBox {
+                desc,
+                src: &*src,
+                dst,
+            })
             .collect()
     }
 
-    /// Copies of the boxes' values.
-    fn values(&mut self) -> Vec<Vec<T>> {
-        self.boxes(&vec![0; self.sizes.len()])
-            .into_iter()
-            .map(|b| b.data.to_vec())
-            .collect()
+    /// Copies of the sources' values and of the destinations'.
+    fn values(&mut self) -> (Vec<Vec<T>>, Vec<Vec<T>>) {
+        let mut all: Vec<Vec<T>> = self.slices().into_iter().map(|b| b.to_vec()).collect();
+        let dst = all.split_off(self.sizes.len() / 2);
+        (all, dst)
     }
 }
 
@@ -900,8 +925,8 @@ fn check_external<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemory) {
         );
         // The copy path.
         let mut want = batch_of(&copy);
-        let mut want_boxes = dense.clone();
-        for (b, &p) in want_boxes.iter().zip(&external) {
+        let mut want_boxes: Vec<Vec<T>> = dense.iter().map(|d| destination_of(d)).collect();
+        for (b, &p) in dense.iter().zip(&external) {
             want.load_patch(p, b).unwrap();
         }
         let t0 = copy.totals();
@@ -937,8 +962,12 @@ fn check_external<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemory) {
             t1.bytes_down - t0.bytes_down,
             "{name}: bytes down"
         );
-        let got_boxes = store.values();
+        let (sources, got_boxes) = store.values();
         for (i, &p) in external.iter().enumerate() {
+            assert!(
+                same_bits(&sources[i], &dense[i]),
+                "{name}: source box of descriptor {p} changed"
+            );
             assert!(
                 same_bits(&got_boxes[i], &want_boxes[i]),
                 "{name}: box of descriptor {p} differs from the copy path"
@@ -952,11 +981,12 @@ fn check_external<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemory) {
             want.store_patch(p, &mut b).unwrap();
             assert!(same_bits(&a, &b), "{name}: patch {p} in the bins differs");
         }
-        // Against the CPU: new interiors, the ghosts as they were.
+        // Against the CPU: new interiors, the destination's ghosts as they
+        // were.
         let (cpu, cpu_r) = cpu_step(scheme, gas, &input, dt, order);
         assert_eq!(got_r, cpu_r, "{name}: report differs from the CPU's");
         for (i, &p) in external.iter().enumerate() {
-            let mut v = dense[i].clone();
+            let mut v = destination_of(&dense[i]);
             cpu.store_interior(p, &mut v).unwrap();
             assert!(
                 same_bits(&got_boxes[i], &v),
@@ -984,7 +1014,8 @@ fn external_boxes_give_the_copy_paths_results_bit_for_bit() {
     }
 }
 
-/// Bad input in an external box: the copy path's error, no box changed.
+/// Bad input in an external box: the copy path's error, no source and no
+/// destination ghost cell changed.
 fn check_external_errors<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemory) {
     let gas = Gas::ideal(1.4);
     let (input, external, mut dense, dt) = external_case::<T>(scheme, gas, seed);
@@ -1022,8 +1053,24 @@ fn check_external_errors<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemor
                 .to_string()
         };
         assert_eq!(got, want, "{name}: errors differ");
-        for (i, v) in store.values().iter().enumerate() {
-            assert!(same_bits(v, &dense[i]), "{name}: box {i} changed");
+        // Sources as they were; destinations' ghost cells too (their
+        // interiors may hold the failed step's values).
+        let (sources, dst) = store.values();
+        for (i, d) in dense.iter().enumerate() {
+            assert!(same_bits(&sources[i], d), "{name}: source {i} changed");
+            let p = &input.layout().patches()[external[i]];
+            let (e, g) = (p.extent.map(|v| v as usize), p.ghost as usize);
+            let was = destination_of(d);
+            let cells = e[0] * e[1] * e[2];
+            for (at, (a, b)) in dst[i].iter().zip(&was).enumerate() {
+                let t = at % cells;
+                let q = [t % e[0], t / e[0] % e[1], t / (e[0] * e[1])];
+                let ghost = (0..3).any(|x| q[x] < g || q[x] >= e[x] - g);
+                assert!(
+                    !ghost || a.as_f64().to_bits() == b.as_f64().to_bits(),
+                    "{name}: ghost cell {q:?} of destination {i} changed"
+                );
+            }
         }
     };
     // A time step above the CFL limit.
@@ -1042,7 +1089,7 @@ fn check_external_errors<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemor
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with --ignored on the GPU machine"]
-fn bad_external_boxes_give_the_copy_paths_errors_and_stay_unchanged() {
+fn bad_external_boxes_give_the_copy_paths_errors_and_sources_stay_unchanged() {
     if !gpu() {
         return;
     }

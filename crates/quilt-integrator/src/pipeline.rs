@@ -163,16 +163,19 @@ fn checkout_pick<'d, T: Real>(
 
 /// Solves a prepared batch, with the patches that live in place read and
 /// written where they are.
-fn solve_batch<T: Real, B: SolveBackend<T> + ?Sized>(
+fn solve_batch<T: Real, B: SolveBackend<T> + ?Sized, D: OldData<T> + ?Sized>(
     backend: &mut B,
     staged: &mut StagedBatch<T>,
     work: &mut CloseWork<'_, T>,
+    olds: &D,
     dt: f64,
     order: SweepOrder,
 ) -> Result<StepReport, SolveError> {
     let layout_state = staged.layout_state.take();
     if work.any_in_place() {
-        let mut boxes = work.in_place_boxes(&staged.queues);
+        let mut boxes = work
+            .in_place_boxes(&staged.queues, olds)
+            .map_err(|e| SolveError::Sweep(e.into()))?;
         backend.solve_in_place(&mut staged.batch, layout_state, &mut boxes, dt, order)
     } else {
         backend.solve_staged(&mut staged.batch, layout_state, dt, order)
@@ -559,7 +562,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
             let (mut staged, mut work) = stage(&inputs, &pick, checked)?;
             books.prepared(&staged, t.elapsed().as_secs_f64());
             let t = Instant::now();
-            let r = solve_batch(backend, &mut staged, &mut work, dt, order);
+            let r = solve_batch(backend, &mut staged, &mut work, inputs.olds, dt, order);
             let solve_secs = t.elapsed().as_secs_f64();
             let r = match r {
                 Ok(r) => r,

@@ -17,10 +17,11 @@ use quilt_mesh::{Hierarchy, IndexBox};
 use quilt_pack::{PackOptions, pack};
 use quilt_sweep::layout::data_index;
 use quilt_sweep::physics::NCOMP;
-use quilt_sweep::{Batch, BatchLayout, PatchShape};
+use quilt_sweep::{Batch, BatchLayout, LayoutError, PatchShape};
 use rayon::prelude::*;
 
 use crate::Real;
+use crate::backend::InPlaceBox;
 use crate::error::IntegratorError;
 use crate::plan::{FluxStore, PlanLayout, Shelf};
 
@@ -185,9 +186,11 @@ pub(crate) fn size_of_box(b: &IndexBox) -> [u32; 3] {
 /// rows are in cache. Returns seconds per queue: the sum over its patches
 /// (probe copies counted with their coarse patch).
 ///
-/// A patch whose checked-out new state is page-locked ([`Checked::in_place`])
-/// is filled there instead of into its bin: the backend reads and writes
-/// it in place ([`crate::SolveBackend::solve_in_place`]).
+/// A patch whose old and new states are both page-locked
+/// ([`Checked::in_place`]) has only the ghost cells of its old state
+/// filled, in place, and no bin: the backend reads its old state and
+/// writes its new interior where they are
+/// ([`crate::SolveBackend::solve_in_place`]).
 pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     plan: &PlanLayout<T>,
     h: &Hierarchy,
@@ -232,14 +235,33 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     // (one drives the solve, others close the previous batch). Each queue
     // is charged the sum of its patches' seconds, the figure the model
     // estimates.
-    type Work<'t, T> = (usize, usize, FillTarget<'t, T>, Vec<FillTarget<'t, T>>);
+    // `(queue, patch, ghosts only, target, probes)`.
+    type Work<'t, T> = (
+        usize,
+        usize,
+        bool,
+        FillTarget<'t, T>,
+        Vec<FillTarget<'t, T>>,
+    );
     let mut tasks: Vec<Work<'_, T>> = Vec::with_capacity(work.items.len());
     // `work` holds the batch's jobs in queue order (`CloseWork::arrange`).
     for (qi, k, c) in work.items.iter_mut() {
         let job = &queues[*qi][*k];
         let bin = take(job.desc, &|| format!("patch index {}", job.patch))?;
-        let t = if c.in_place() {
-            FillTarget::patch(&mut *c.new)
+        let old = old.old_patch(job.patch).ok_or_else(|| {
+            IntegratorError::Internal(format!("patch index {} has no old state", job.patch))
+        })?;
+        c.in_place = c.new.is_page_locked() && old.is_page_locked();
+        let t = if c.in_place {
+            // SAFETY: this task alone writes this old state, and only its
+            // ghost cells (`fill_ghosts`); each patch is prepared once per
+            // step. Every other read of an old state during the batch
+            // loop is a fill's read of interior rows (`PatchData::row`) or
+            // the solve's read of a state whose prepare has finished
+            // (`CloseWork::in_place_boxes`); the loop holds the states
+            // borrowed from the integrator throughout.
+            unsafe { FillTarget::shared_ghosts(old) }
+                .map_err(IntegratorError::mesh("the old state filled in place"))?
         } else {
             bin
         };
@@ -248,19 +270,25 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
             .iter()
             .map(|&(n, pd)| take(pd, &|| format!("probe {n}")))
             .collect::<Result<Vec<_>, _>>()?;
-        tasks.push((*qi, job.patch, t, probes));
+        tasks.push((*qi, job.patch, c.in_place, t, probes));
     }
     let timed = tasks
         .into_par_iter()
         .with_max_len(1)
         .map_init(
             FillScratch::new,
-            |scratch, (qi, patch, mut target, probes)| {
+            |scratch, (qi, patch, ghosts_only, mut target, probes)| {
                 let t0 = Instant::now();
                 let what = || format!("preparing patch {}", h.patches()[patch].id());
-                plan.fill
-                    .prepare(old, patch, time, &mut target, scratch)
-                    .map_err(IntegratorError::mesh(what()))?;
+                if ghosts_only {
+                    plan.fill
+                        .fill_ghosts(old, patch, time, &mut target, scratch)
+                        .map_err(IntegratorError::mesh(what()))?;
+                } else {
+                    plan.fill
+                        .prepare(old, patch, time, &mut target, scratch)
+                        .map_err(IntegratorError::mesh(what()))?;
+                }
                 for mut probe in probes {
                     let region = probe.bx();
                     probe
@@ -286,16 +314,20 @@ pub(crate) struct Checked<'d, T> {
     /// Hierarchy index.
     pub patch: usize,
     pub new: &'d mut PatchData<T>,
+    /// Set by [`prepare`]: old and new state page-locked, the old one's
+    /// ghosts filled in place.
+    in_place: bool,
     flux: Vec<T>,
     /// `(probe index, flux block)`.
     probes: Vec<(usize, Vec<T>)>,
 }
 
 impl<T: Real> Checked<'_, T> {
-    /// Whether the patch is prepared into its own new state and solved
-    /// there, not in its bin: its state is page-locked.
+    /// Whether the patch was prepared in its own old state and is solved
+    /// from there into its new state, not in its bin: both are
+    /// page-locked (decided by [`prepare`]).
     pub fn in_place(&self) -> bool {
-        self.new.is_page_locked()
+        self.in_place
     }
 }
 
@@ -336,13 +368,30 @@ impl<'d, T: Real> CloseWork<'d, T> {
         Ok(Self { items })
     }
 
-    /// The patches that live in place, as the backend takes them:
-    /// `(descriptor, the state's values)`.
-    pub fn in_place_boxes(&mut self, queues: &[Vec<Job>]) -> Vec<(usize, &mut [T])> {
+    /// The patches that live in place, as the backend takes them: the
+    /// descriptor, the old state (its ghosts filled by [`prepare`]) and
+    /// the new one.
+    pub fn in_place_boxes<'s, D: OldData<T> + ?Sized>(
+        &'s mut self,
+        queues: &[Vec<Job>],
+        olds: &'s D,
+    ) -> Result<Vec<InPlaceBox<'s, T>>, LayoutError> {
         self.items
             .iter_mut()
             .filter(|(.., c)| c.in_place())
-            .map(|(qi, k, c)| (queues[*qi][*k].desc, c.new.as_mut_slice()))
+            .map(|(qi, k, c)| {
+                // `prepare` found it in the same states.
+                let old = olds.old_patch(c.patch).ok_or_else(|| {
+                    LayoutError::Access(format!("patch index {} has no old state", c.patch))
+                })?;
+                Ok(InPlaceBox {
+                    desc: queues[*qi][*k].desc,
+                    // The patch's prepare has finished: nothing writes its
+                    // old state any more this step.
+                    old: old.as_slice(),
+                    new: c.new.as_mut_slice(),
+                })
+            })
             .collect()
     }
 
@@ -391,6 +440,7 @@ pub(crate) fn checkout<'d, T: Real>(
             Ok(Checked {
                 patch: i,
                 new,
+                in_place: false,
                 flux,
                 probes,
             })

@@ -1,9 +1,9 @@
 //! Patch states kept in page-locked memory and solved in place: a backend
 //! that offers a [`PageLock`] gets every state from the integrator's arena,
-//! each patch prepared into its own new state and its interior left there
-//! by the solve; the results are bitwise those of batches in bins, in the
-//! sequential and the pipelined loop, with adaptive and static batching,
-//! across regrids.
+//! each patch's old state has its ghosts filled in place, and the solve
+//! reads it there and leaves the new interior in the new state; the
+//! results are bitwise those of batches in bins, in the sequential and the
+//! pipelined loop, with adaptive and static batching, across regrids.
 
 mod common;
 
@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use quilt_integrator::deck::BatchMode;
-use quilt_integrator::{CpuBackend, Integrator, SolveBackend, SolveError, StagedLayout};
+use quilt_integrator::{
+    CpuBackend, InPlaceBox, Integrator, SolveBackend, SolveError, StagedLayout,
+};
 use quilt_mesh::locked::PageLock;
 use quilt_sweep::{Batch, StepReport, SweepOrder};
 
@@ -61,23 +63,23 @@ impl SolveBackend<f64> for InPlace {
         &mut self,
         batch: &mut Batch<f64>,
         staged: Option<StagedLayout>,
-        boxes: &mut [(usize, &mut [f64])],
+        boxes: &mut [InPlaceBox<'_, f64>],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
         self.boxes.fetch_add(boxes.len(), Ordering::Relaxed);
         // The bins of in-place patches are unspecified: poison them, so
         // that a solve reading them instead of the boxes shows.
-        for (desc, data) in boxes.iter() {
-            let nan = vec![f64::NAN; data.len()];
-            batch.load_patch(*desc, &nan).expect("poison");
+        for b in boxes.iter() {
+            let nan = vec![f64::NAN; b.old.len()];
+            batch.load_patch(b.desc, &nan).expect("poison");
         }
-        for (desc, data) in boxes.iter() {
-            batch.load_patch(*desc, data).expect("load");
+        for b in boxes.iter() {
+            batch.load_patch(b.desc, b.old).expect("load");
         }
         let r = self.cpu.solve_staged(batch, staged, dt, order)?;
-        for (desc, data) in boxes.iter_mut() {
-            batch.store_interior(*desc, data).expect("store");
+        for b in boxes.iter_mut() {
+            batch.store_interior(b.desc, b.new).expect("store");
         }
         Ok(r)
     }

@@ -354,7 +354,9 @@ struct Block<T> {
 
 // SAFETY: a block is owned memory, like a vector's.
 unsafe impl<T: Send> Send for Block<T> {}
-// SAFETY: as above; `&Block` gives only shared access to the values.
+// SAFETY: as above; `&Block` gives shared access to the values, and
+// writes only through `FillTarget::shared_ghosts`, whose caller keeps them
+// apart from every read of the same values.
 unsafe impl<T: Sync> Sync for Block<T> {}
 
 impl<T> Drop for Block<T> {
@@ -402,6 +404,30 @@ impl<T> PatchBuf<T> {
             // SAFETY: `len` initialised values inside the block (zeroed or
             // written memory; `T` is Pod for every block handed out).
             Repr::Locked(b) => unsafe { std::slice::from_raw_parts(b.ptr.as_ptr(), b.len) },
+        }
+    }
+
+    /// Address of the first value, taken without borrowing the values:
+    /// reads through it may run beside writes to other values of the
+    /// buffer (see [`crate::PatchData::row`]).
+    pub(crate) fn base_ptr(&self) -> *const T {
+        match &self.repr {
+            // `Vec::as_ptr` materialises no reference to the elements.
+            Repr::Heap(v) => v.as_ptr(),
+            Repr::Locked(b) => b.ptr.as_ptr(),
+        }
+    }
+
+    /// The block's address, for writes through a shared reference
+    /// (`None` for a vector, whose values only `&mut` may write). The
+    /// block's memory is reached only through this pointer, never through
+    /// a reference held by the buffer, so such writes are sound as long as
+    /// no reference to the written values is alive
+    /// ([`crate::fill::FillTarget::shared_ghosts`] states the contract).
+    pub(crate) fn shared_mut_ptr(&self) -> Option<NonNull<T>> {
+        match &self.repr {
+            Repr::Heap(_) => None,
+            Repr::Locked(b) => Some(b.ptr),
         }
     }
 

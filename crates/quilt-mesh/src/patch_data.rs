@@ -258,6 +258,41 @@ impl<T: Real> PatchData<T> {
         &self.data[c * self.comp_len..(c + 1) * self.comp_len]
     }
 
+    /// `n` values of component `c` from offset `o` inside it (a row of
+    /// cells along `x`), read without borrowing the rest of the state: a
+    /// ghost fill may write the state's ghost cells meanwhile
+    /// ([`crate::fill::FillTarget::shared_ghosts`]) while others read its
+    /// interior rows.
+    ///
+    /// # Panics
+    /// If `c >= ncomp()` or the row runs past the component.
+    #[inline]
+    pub fn row(&self, c: usize, o: usize, n: usize) -> &[T] {
+        assert!(
+            c < self.ncomp && o.checked_add(n).is_some_and(|e| e <= self.comp_len),
+            "row of {n} values at {o} of component {c}: {} components of {}",
+            self.ncomp,
+            self.comp_len
+        );
+        // SAFETY: inside the buffer (checked above: `ncomp · comp_len`
+        // values); the values are initialised, and no `&mut` to them can
+        // coexist with `&self` except the disjoint ghost writes above.
+        unsafe { std::slice::from_raw_parts(self.data.base_ptr().add(c * self.comp_len + o), n) }
+    }
+
+    /// The address of value `o` of component `c`, for prefetch hints only
+    /// (never dereferenced; any `o` gives an address).
+    #[inline]
+    pub fn row_hint(&self, c: usize, o: usize) -> *const T {
+        self.data.base_ptr().wrapping_add(c * self.comp_len + o)
+    }
+
+    /// The values' memory, for writes through a shared reference when it
+    /// is page-locked (see [`PatchBuf`]).
+    pub(crate) fn shared_mut_ptr(&self) -> Option<std::ptr::NonNull<T>> {
+        self.data.shared_mut_ptr()
+    }
+
     /// One component's values over the data box, mutably.
     ///
     /// # Panics

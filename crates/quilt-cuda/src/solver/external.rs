@@ -20,22 +20,29 @@ use crate::error::CudaError;
 use crate::real::GpuReal;
 
 /// A patch of a batch whose values live outside the batch: descriptor
-/// `desc` of the batch's layout, and `data`, the patch's dense ghost box
+/// `desc` of the batch's layout, `src`, the dense ghost box its step reads
 /// (ghosts included, component-major, x fastest:
 /// `((c * ez + k) * ey + j) * ex + i`, the order of
-/// [`Batch::load_patch`]).
+/// [`Batch::load_patch`]), and `dst`, a box of the same shape whose
+/// interior the step writes (its ghost cells are left alone). A patch's
+/// old and new states, in a step that fills the old state's ghosts.
 #[derive(Debug)]
 pub struct ExternalBox<'a, T> {
     /// Index of the patch's descriptor in the batch's layout.
     pub desc: usize,
-    /// The patch's values, `ncomp` times its extent's cells.
-    pub data: &'a mut [T],
+    /// The values read, `ncomp` times its extent's cells.
+    pub src: &'a [T],
+    /// Where the new interior goes, as long as `src`.
+    pub dst: &'a mut [T],
 }
 
-/// The table the load and store kernels read external boxes from: one
-/// host address per descriptor, 0 for a patch in the bins. Filled on the
-/// host in pinned memory and uploaded with the step's constants, so that
-/// the kernels read it from device memory (one read per block).
+/// The table the load and store kernels read external boxes from: per
+/// descriptor the address the load reads the source from (its copy in
+/// device memory, or the host box itself with
+/// `QUILT_CUDA_TRANSFER=mapped`; 0 for a patch in the bins), then per
+/// descriptor the host address the store writes the interior to. Filled on the host in pinned memory and
+/// uploaded with the step's constants, so that the kernels read it from
+/// device memory (one read per block).
 pub(super) struct ExtTable {
     pub d: DeviceBuffer<u64>,
     pub h: PinnedBuffer<u64>,
@@ -66,7 +73,8 @@ impl ExtTable {
 }
 
 /// Checks `boxes` against `layout`: every descriptor exists and is named
-/// once, every box has `ncomp` values per cell of its extent. The errors
+/// once, both boxes of each have `ncomp` values per cell of its extent
+/// (the source is checked first). The errors
 /// of a bad descriptor or length are the ones [`Batch::load_patch`]
 /// returns ([`BatchLayout::dense_patch`]).
 pub(super) fn check_boxes<T>(
@@ -75,7 +83,8 @@ pub(super) fn check_boxes<T>(
 ) -> Result<(), CudaError> {
     let mut seen = vec![false; layout.patches().len()];
     for b in boxes {
-        let d = layout.dense_patch(b.desc, b.data.len())?;
+        let d = layout.dense_patch(b.desc, b.src.len())?;
+        layout.dense_patch(b.desc, b.dst.len())?;
         if std::mem::replace(&mut seen[b.desc], true) {
             return Err(LayoutError::Access(format!(
                 "patch {} (descriptor {}) is named by two external boxes",
@@ -87,14 +96,14 @@ pub(super) fn check_boxes<T>(
     Ok(())
 }
 
-/// Copies every box into its descriptor's place in `batch` (ghosts
-/// included).
+/// Copies every source box into its descriptor's place in `batch`
+/// (ghosts included).
 pub(super) fn load_boxes<T: GpuReal>(
     batch: &mut Batch<T>,
     boxes: &[ExternalBox<'_, T>],
 ) -> Result<(), CudaError> {
     for b in boxes {
-        batch.load_patch(b.desc, b.data)?;
+        batch.load_patch(b.desc, b.src)?;
     }
     Ok(())
 }
@@ -107,23 +116,26 @@ impl<T: GpuReal> CudaSolver<T> {
     /// The result is exactly that of
     ///
     /// ```text
-    /// for b in boxes { batch.load_patch(b.desc, b.data)? }
+    /// for b in boxes { batch.load_patch(b.desc, b.src)? }
     /// let report = solver.advance_staged(batch, staged, dt, order)?;
-    /// for b in boxes { batch.store_interior(b.desc, b.data)? }
+    /// for b in boxes { batch.store_interior(b.desc, b.dst)? }
     /// ```
     ///
     /// the same report and the same errors, bit for bit, except that the
     /// bins of the boxes' descriptors in `batch` are not read and hold
-    /// unspecified values afterwards. The boxes' ghost cells are never
-    /// written; after an error (a bad box, a bad state, a time step above
-    /// the CFL limit, a non-finite sweep result) no box has changed. The
+    /// unspecified values afterwards. Sources are only read, and the
+    /// destinations' ghost cells never written. After an error (a bad box,
+    /// a bad state, a time step above the CFL limit, a non-finite sweep
+    /// result) no source has changed, but the destinations' interiors and
+    /// the batch's flux buffer may have: in place, they are written as the
+    /// sweeps end, before the host has checked the step. The
     /// batch's other descriptors (flux probes, for instance) live in its
     /// bins as with [`CudaSolver::advance`], and every descriptor's
     /// boundary fluxes go to the batch's flux buffer. `staged` is used as
     /// by [`CudaSolver::advance_staged`].
     ///
-    /// Each descriptor may be named once, and a box must hold `ncomp`
-    /// values for every cell of its descriptor's extent: otherwise the
+    /// Each descriptor may be named once, and each of its boxes must hold
+    /// `ncomp` values for every cell of its descriptor's extent: otherwise the
     /// step is refused ([`quilt_sweep::LayoutError::Access`], the error
     /// `load_patch` gives for a wrong length or descriptor) before
     /// anything is read.
@@ -132,10 +144,12 @@ impl<T: GpuReal> CudaSolver<T> {
     /// page-locked, its transfers are the load and store kernels (the
     /// default; not with `QUILT_CUDA_TRANSFER=staged|whole|runs` nor with
     /// [`Variant::Default`](super::Variant::Default), which moves whole
-    /// bins) and every box lies inside a range of this solver's
-    /// [`page_lock`](CudaSolver::page_lock) registry, the load kernel
-    /// reads each box over the bus and the store kernel writes its
-    /// interior back, with no host copy. Otherwise the boxes are copied
+    /// bins) and every box (sources and destinations) lies inside a range
+    /// of this solver's [`page_lock`](CudaSolver::page_lock) registry,
+    /// each source is copied to device memory as it is (one DMA copy; with
+    /// `QUILT_CUDA_TRANSFER=mapped` the load kernel reads it over the bus
+    /// instead), the load kernel lays it out in the bins, and the store
+    /// kernel writes each interior into its destination, with no host copy. Otherwise the boxes are copied
     /// into the batch and out as above. The boxes' bytes count in
     /// [`CudaSolver::totals`] like the rest of the ghost-box load and the
     /// interior store. The boxes must stay registered for the call.
@@ -165,10 +179,11 @@ impl<T: GpuReal> CudaSolver<T> {
     /// [`CudaSolver::page_lock`]) rather than copy them through the batch.
     pub fn external_in_place(&self, batch: &Batch<T>, boxes: &[ExternalBox<'_, T>]) -> bool {
         self.loads_in_place(batch)
-            && self
-                .registry
-                .get()
-                .is_some_and(|r| boxes.iter().all(|b| r.contains_slice(b.data)))
+            && self.registry.get().is_some_and(|r| {
+                boxes
+                    .iter()
+                    .all(|b| r.contains_slice(b.src) && r.contains_slice(b.dst))
+            })
     }
 
     fn external_step(
@@ -193,7 +208,7 @@ impl<T: GpuReal> CudaSolver<T> {
         let report = self.timed_io(batch, dt, order, None)?;
         let t = Instant::now();
         for b in boxes.iter_mut() {
-            batch.store_interior(b.desc, b.data)?;
+            batch.store_interior(b.desc, b.dst)?;
         }
         self.totals.host_secs += t.elapsed().as_secs_f64();
         Ok(report)
@@ -218,36 +233,34 @@ mod tests {
         vec![1.0; 5 * l.patches()[p].total_cells() as usize]
     }
 
+    /// A box reading `src` and writing a copy of it (kept in `dst`).
+    fn bx<'a>(desc: usize, src: &'a [f64], dst: &'a mut Vec<f64>) -> ExternalBox<'a, f64> {
+        dst.clear();
+        dst.extend_from_slice(src);
+        ExternalBox { desc, src, dst }
+    }
+
     #[test]
     fn good_boxes_pass_the_checks() {
         let l = layout();
-        let (mut a, mut c) = (dense(&l, 0), dense(&l, 2));
-        let boxes = [
-            ExternalBox {
-                desc: 2,
-                data: &mut c,
-            },
-            ExternalBox {
-                desc: 0,
-                data: &mut a,
-            },
-        ];
+        let (a, c) = (dense(&l, 0), dense(&l, 2));
+        let (mut a2, mut c2) = (Vec::new(), Vec::new());
+        let boxes = [bx(2, &c, &mut c2), bx(0, &a, &mut a2)];
         check_boxes(&l, &boxes).unwrap();
         check_boxes::<f64>(&l, &[]).unwrap();
     }
 
     /// A wrong length or descriptor is refused with the very error
-    /// `load_patch` gives (the copy path's).
+    /// `load_patch` gives (the copy path's), for a source and for a
+    /// destination alike.
     #[test]
     fn bad_boxes_get_load_patchs_errors() {
         let l = layout();
         let mut batch = Batch::<f64>::new(l.clone());
-        let mut short = vec![0.0; dense(&l, 1).len() - 5];
+        let short = vec![0.0; dense(&l, 1).len() - 5];
         let want = batch.load_patch(1, &short).unwrap_err().to_string();
-        let boxes = [ExternalBox {
-            desc: 1,
-            data: &mut short,
-        }];
+        let mut dst = Vec::new();
+        let boxes = [bx(1, &short, &mut dst)];
         let got = check_boxes(&l, &boxes).unwrap_err();
         assert!(
             matches!(&got, CudaError::Sweep(quilt_sweep::SweepError::Layout(_))),
@@ -255,33 +268,27 @@ mod tests {
         );
         assert_eq!(got.to_string(), want);
 
-        let mut any = dense(&l, 0);
-        let want = batch.load_patch(3, &any).unwrap_err().to_string();
+        let good = dense(&l, 1);
+        let mut short_dst = short.clone();
         let boxes = [ExternalBox {
-            desc: 3,
-            data: &mut any,
+            desc: 1,
+            src: &good,
+            dst: &mut short_dst,
         }];
+        assert_eq!(check_boxes(&l, &boxes).unwrap_err().to_string(), want);
+
+        let any = dense(&l, 0);
+        let want = batch.load_patch(3, &any).unwrap_err().to_string();
+        let boxes = [bx(3, &any, &mut dst)];
         assert_eq!(check_boxes(&l, &boxes).unwrap_err().to_string(), want);
     }
 
     #[test]
     fn a_descriptor_named_twice_is_refused() {
         let l = layout();
-        let (mut a, mut b, mut c) = (dense(&l, 1), dense(&l, 0), dense(&l, 1));
-        let boxes = [
-            ExternalBox {
-                desc: 1,
-                data: &mut a,
-            },
-            ExternalBox {
-                desc: 0,
-                data: &mut b,
-            },
-            ExternalBox {
-                desc: 1,
-                data: &mut c,
-            },
-        ];
+        let (a, b, c) = (dense(&l, 1), dense(&l, 0), dense(&l, 1));
+        let (mut a2, mut b2, mut c2) = (Vec::new(), Vec::new(), Vec::new());
+        let boxes = [bx(1, &a, &mut a2), bx(0, &b, &mut b2), bx(1, &c, &mut c2)];
         let e = check_boxes(&l, &boxes).unwrap_err().to_string();
         assert!(
             e.contains("patch 8") && e.contains("two external boxes"),
@@ -295,21 +302,13 @@ mod tests {
     fn the_first_bad_box_decides() {
         let l = layout();
         let batch = Batch::<f64>::new(l.clone());
-        let (mut a, mut b) = (vec![0.0; 3], dense(&l, 0));
+        let (a, b) = (vec![0.0; 3], dense(&l, 0));
         let want = batch
             .store_patch(2, &mut a.clone())
             .unwrap_err()
             .to_string();
-        let boxes = [
-            ExternalBox {
-                desc: 2,
-                data: &mut a,
-            },
-            ExternalBox {
-                desc: 7,
-                data: &mut b,
-            },
-        ];
+        let (mut a2, mut b2) = (Vec::new(), Vec::new());
+        let boxes = [bx(2, &a, &mut a2), bx(7, &b, &mut b2)];
         assert_eq!(check_boxes(&l, &boxes).unwrap_err().to_string(), want);
     }
 }

@@ -327,6 +327,11 @@ pub struct CudaSolver<T: GpuReal> {
     /// store kernels ([`CudaSolver::advance_external`]); one table for all
     /// layouts, as steps do not overlap.
     ext_table: Option<external::ExtTable>,
+    /// Device copies of the external boxes' sources, one batch at a time.
+    ext_staging: Option<crate::buffer::DeviceBuffer<T>>,
+    /// Per descriptor of the current step: its external box and the
+    /// offset of the box's copy in `ext_staging`.
+    ext_sources: Vec<Option<(usize, usize)>>,
     timing: StepTiming,
     totals: SolveTotals,
 }
@@ -384,6 +389,8 @@ impl<T: GpuReal> CudaSolver<T> {
             hierarchy_io: None,
             registry: OnceLock::new(),
             ext_table: None,
+            ext_staging: None,
+            ext_sources: Vec::new(),
             timing: StepTiming::default(),
             totals: SolveTotals::default(),
         })

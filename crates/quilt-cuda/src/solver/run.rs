@@ -69,14 +69,21 @@ fn par_copy_runs<T: Copy + Send + Sync>(dst: &mut [T], src: &[T], runs: &[(usize
 /// `staged` copies every batch through the solver's pinned staging even
 /// when it is page-locked, `whole` moves whole bins instead of their
 /// occupied runs, `runs` moves the occupied runs both ways by copies
-/// instead of the ghost-box load and the interior store; unset (or
-/// anything else), the default.
+/// instead of the ghost-box load and the interior store, `mapped` has the
+/// load kernel read external boxes over the bus instead of copying them
+/// to the device first; unset (or anything else), the default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct TransferMode {
     staged: bool,
     whole_bins: bool,
     runs_back: bool,
+    mapped_sources: bool,
 }
+
+/// `store_ext_T`'s `which`: the patches in external boxes.
+const STORE_BOXES: i32 = 1;
+/// `store_ext_T`'s `which`: the patches in the bins.
+const STORE_BINS: i32 = 2;
 
 fn transfer_mode() -> TransferMode {
     static MODE: std::sync::OnceLock<TransferMode> = std::sync::OnceLock::new();
@@ -86,8 +93,9 @@ fn transfer_mode() -> TransferMode {
             staged: v == "staged",
             whole_bins: v == "whole",
             runs_back: v == "runs",
+            mapped_sources: v == "mapped",
         };
-        if mode.staged || mode.whole_bins || mode.runs_back {
+        if mode.staged || mode.whole_bins || mode.runs_back || mode.mapped_sources {
             log::warn!(
                 "QUILT_CUDA_TRANSFER={v}: batches cross the bus the slow way, for comparison"
             );
@@ -417,7 +425,9 @@ impl<T: GpuReal> CudaSolver<T> {
     /// host) or `load_T` (ghost boxes to the device), which take the same
     /// arguments, or with `ext`, the device table of external boxes (one
     /// host address per descriptor, 0 for a patch in the bins), their
-    /// `_ext_` twins, which take it after `host`.
+    /// `_ext_` twins, which take it after `host`; `store_ext_T` also takes
+    /// `which` last ([`STORE_BOXES`], [`STORE_BINS`]).
+    #[allow(clippy::too_many_arguments)]
     fn launch_host_copy(
         &self,
         func: &cudarc::driver::CudaFunction,
@@ -425,6 +435,7 @@ impl<T: GpuReal> CudaSolver<T> {
         c: usize,
         host: u64,
         ext: Option<u64>,
+        which: Option<i32>,
         stream: &CudaStream,
     ) -> Result<(), CudaError> {
         let Some((i0, cfg)) = self.item_launch(c) else {
@@ -440,8 +451,12 @@ impl<T: GpuReal> CudaSolver<T> {
             l.arg(ext);
         }
         l.arg(&descs).arg(&order).arg(&scan).arg(&i0).arg(&b);
+        if let Some(which) = &which {
+            l.arg(which);
+        }
         // SAFETY: arguments match the signatures of `store_T` and
-        // `load_T` (with `ext`, of `store_ext_T` and `load_ext_T`); `host`
+        // `load_T` (with `ext`, of `load_ext_T`, and with `which` too, of
+        // `store_ext_T`); `host`
         // is the unified address of page-locked memory as large as the
         // device data (the layouts match), and every address in the `ext`
         // table that of a registered dense box of its descriptor's size
@@ -459,7 +474,7 @@ impl<T: GpuReal> CudaSolver<T> {
         &self,
         c: usize,
         host: *mut T,
-        ext: Option<u64>,
+        ext: Option<(u64, i32)>,
         stream: &CudaStream,
     ) -> Result<(), CudaError> {
         let k = &self.kernels;
@@ -467,7 +482,8 @@ impl<T: GpuReal> CudaSolver<T> {
             Some(_) => (&k.store_ext, "cuLaunchKernel(store_ext)"),
             None => (&k.store, "cuLaunchKernel(store)"),
         };
-        self.launch_host_copy(f, name, c, host as u64, ext, stream)
+        let (table, which) = (ext.map(|e| e.0), ext.map(|e| e.1));
+        self.launch_host_copy(f, name, c, host as u64, table, which, stream)
     }
 
     /// Reads chunk `c`'s ghost boxes from `host`, the page-locked batch
@@ -485,7 +501,7 @@ impl<T: GpuReal> CudaSolver<T> {
             Some(_) => (&k.load_ext, "cuLaunchKernel(load_ext)"),
             None => (&k.load, "cuLaunchKernel(load)"),
         };
-        self.launch_host_copy(f, name, c, host as u64, ext, stream)?;
+        self.launch_host_copy(f, name, c, host as u64, ext, None, stream)?;
         let st = self.state.as_ref().expect("state built");
         let chunk = &st.plan.chunks[c];
         let cells: usize = st.plan.order[chunk.q0 as usize..chunk.q1 as usize]
@@ -736,17 +752,75 @@ impl<T: GpuReal> CudaSolver<T> {
         transfer_mode().whole_bins || self.config.variant == Variant::Default
     }
 
-    /// Fills the table of external boxes (one address per descriptor of
-    /// the current layout, 0 for the bins) in pinned memory, for
-    /// [`Self::begin_step`] to upload.
+    /// Fills the table of external boxes (per descriptor of the current
+    /// layout the source's address, 0 for the bins, then per descriptor
+    /// the destination's) in pinned memory, for [`Self::begin_step`] to
+    /// upload.
+    ///
+    /// Unless `QUILT_CUDA_TRANSFER=mapped`, each source is first copied
+    /// to device memory (`cuMemcpyHtoDAsync` from its registered pages,
+    /// at the bus's full rate, while the load kernel reading host memory
+    /// itself gets about a third of it): the table then names the copy,
+    /// and `ext_sources` holds, per descriptor, the box and the copy's
+    /// offset in `ext_staging` for the chunk loop to issue.
     fn fill_ext_table(&mut self, boxes: &mut [ExternalBox<'_, T>]) -> Result<(), CudaError> {
         let n = self.state.as_ref().expect("state built").plan.descs.len();
-        let t = ExtTable::fit(self.ext_table.take(), &self.dev.ctx, n)?;
+        let t = ExtTable::fit(self.ext_table.take(), &self.dev.ctx, 2 * n)?;
         let t = self.ext_table.insert(t);
         let h = t.h.as_mut_slice();
         h.fill(0);
-        for b in boxes {
-            h[b.desc] = b.data.as_mut_ptr() as u64;
+        let (load, store) = h.split_at_mut(n);
+        self.ext_sources.clear();
+        self.ext_sources.resize(n, None);
+        if transfer_mode().mapped_sources {
+            for b in boxes.iter_mut() {
+                load[b.desc] = b.src.as_ptr() as u64;
+                store[b.desc] = b.dst.as_mut_ptr() as u64;
+            }
+            return Ok(());
+        }
+        // Copies start at 256-byte boundaries, as device allocations do.
+        let align = (256 / std::mem::size_of::<T>()).max(1);
+        let mut offsets = Vec::with_capacity(boxes.len());
+        let mut total = 0usize;
+        for b in boxes.iter() {
+            offsets.push(total);
+            total += b.src.len().next_multiple_of(align);
+        }
+        let staging = match self.ext_staging.take().map(|d| d.reuse(total)) {
+            Some(Ok(d)) => d,
+            old => {
+                // Freed before the larger one is made.
+                drop(old);
+                crate::buffer::DeviceBuffer::with_room(&self.dev.ctx, total, total + total / 4)?
+            }
+        };
+        for (k, (b, &off)) in boxes.iter_mut().zip(&offsets).enumerate() {
+            load[b.desc] = staging.at(off);
+            store[b.desc] = b.dst.as_mut_ptr() as u64;
+            self.ext_sources[b.desc] = Some((k, off));
+        }
+        self.ext_staging = Some(staging);
+        Ok(())
+    }
+
+    /// Copies the sources of chunk `c`'s external boxes to device memory
+    /// on `stream` (see [`Self::fill_ext_table`]).
+    fn upload_sources(
+        &self,
+        c: usize,
+        boxes: &[ExternalBox<'_, T>],
+        stream: &CudaStream,
+    ) -> Result<(), CudaError> {
+        let Some(staging) = &self.ext_staging else {
+            return Ok(());
+        };
+        let st = self.state.as_ref().expect("state built");
+        let chunk = &st.plan.chunks[c];
+        for &p in &st.plan.order[chunk.q0 as usize..chunk.q1 as usize] {
+            if let Some(Some((k, off))) = self.ext_sources.get(p as usize) {
+                staging.upload(*off, boxes[*k].src, stream)?;
+            }
         }
         Ok(())
     }
@@ -800,6 +874,11 @@ impl<T: GpuReal> CudaSolver<T> {
             }
             None => None,
         };
+        // The destinations' half of the table.
+        let ext_store = ext_ptr.map(|p| {
+            let n = self.state.as_ref().expect("state built").plan.descs.len();
+            p + (n * std::mem::size_of::<u64>()) as u64
+        });
         let mode = transfer_mode();
         let direct = batch.page_locked() && !mode.staged;
         let whole_bins = self.whole_bins();
@@ -822,6 +901,9 @@ impl<T: GpuReal> CudaSolver<T> {
             if store {
                 let st = self.state.as_ref().expect("state built");
                 st.events[c].up0.record(&stream).call("cuEventRecord")?;
+                if let Some(boxes) = ext.as_deref() {
+                    self.upload_sources(c, boxes, &stream)?;
+                }
                 let cells = self.launch_load(c, batch.data().as_ptr(), ext_ptr, &stream)?;
                 bytes_up += cells * batch.layout().ncomp() as usize;
                 let st = self.state.as_ref().expect("state built");
@@ -850,6 +932,17 @@ impl<T: GpuReal> CudaSolver<T> {
             self.launch_sweeps(c, order, &stream)?;
             let st = self.state.as_mut().expect("state built");
             st.events[c].k1.record(&stream).call("cuEventRecord")?;
+            if let (true, Some(table)) = (store, ext_store) {
+                // The boxes' interiors and the fluxes go now, behind the
+                // sweeps: neither is an input of the step, so a failed
+                // step loses nothing it would need.
+                let (_, data, flux) = batch.buffers_mut();
+                self.launch_store(c, data.as_mut_ptr(), Some((table, STORE_BOXES)), &stream)?;
+                let st = self.state.as_ref().expect("state built");
+                st.d_flux
+                    .download_runs(&st.plan.chunks[c].flux_runs, flux, &stream)?;
+            }
+            let st = self.state.as_mut().expect("state built");
             if !direct {
                 let chunk = &st.plan.chunks[c];
                 let runs = chunk_runs(chunk, st.plan.bin_edge, whole_bins);
@@ -889,11 +982,22 @@ impl<T: GpuReal> CudaSolver<T> {
             if direct {
                 for (c, chunk) in st.plan.chunks.iter().enumerate() {
                     let stream = self.stream_of(c);
-                    if store {
-                        self.launch_store(c, data.as_mut_ptr(), ext_ptr, stream)?;
-                    } else {
-                        let runs = chunk_runs(chunk, st.plan.bin_edge, whole_bins);
-                        st.d_data.download_runs(&runs, data, stream)?;
+                    match (store, ext_store) {
+                        // The boxes and fluxes went with the sweeps.
+                        (true, Some(table)) => {
+                            self.launch_store(
+                                c,
+                                data.as_mut_ptr(),
+                                Some((table, STORE_BINS)),
+                                stream,
+                            )?;
+                            continue;
+                        }
+                        (true, None) => self.launch_store(c, data.as_mut_ptr(), None, stream)?,
+                        (false, _) => {
+                            let runs = chunk_runs(chunk, st.plan.bin_edge, whole_bins);
+                            st.d_data.download_runs(&runs, data, stream)?;
+                        }
                     }
                     st.d_flux.download_runs(&chunk.flux_runs, flux, stream)?;
                 }

@@ -8,7 +8,7 @@ use quilt_sweep::physics::Gas;
 use quilt_sweep::{Batch, BatchLayout, Scheme, StepReport, SweepOrder};
 use std::sync::Arc;
 
-use super::{LayoutStage, ResidentSolve, SolveBackend, SolveError, StagedLayout};
+use super::{InPlaceBox, LayoutStage, ResidentSolve, SolveBackend, SolveError, StagedLayout};
 use crate::resident::ResidentPlan;
 
 /// Advances batches on a CUDA device: each `solve` copies the batch to
@@ -134,14 +134,18 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
         &mut self,
         batch: &mut Batch<T>,
         staged: Option<StagedLayout>,
-        boxes: &mut [(usize, &mut [T])],
+        boxes: &mut [InPlaceBox<'_, T>],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
         let staged = staged.and_then(StagedLayout::downcast::<quilt_cuda::StagedLayout<T>>);
         let mut ext: Vec<ExternalBox<'_, T>> = boxes
             .iter_mut()
-            .map(|(desc, data)| ExternalBox { desc: *desc, data })
+            .map(|b| ExternalBox {
+                desc: b.desc,
+                src: b.old,
+                dst: &mut *b.new,
+            })
             .collect();
         Ok(self
             .solver

@@ -156,30 +156,31 @@ pub trait SolveBackend<T: Real>: Send {
     }
 
     /// [`SolveBackend::solve_staged`] for a batch some of whose patches
-    /// live outside its bins, each in a dense ghost box of its own
-    /// (`boxes`: the descriptor index and the box, in
-    /// [`Batch::load_patch`]'s order). The result is, bit for bit, that of
-    /// loading every box into the batch, solving the batch and copying
-    /// each patch's interior back into its box ([`Batch::store_interior`]:
-    /// the box's ghost cells keep their values); on an error the boxes are
-    /// unchanged. The bins of those patches are left unspecified. The
-    /// default does exactly that; a GPU backend reads and writes boxes in
-    /// memory its [`SolveBackend::page_lock`] locked where they are.
+    /// live outside its bins, in dense ghost boxes of their own (`boxes`).
+    /// The result is, bit for bit, that of loading every box's old state
+    /// into the batch ([`Batch::load_patch`]), solving the batch and
+    /// copying each patch's interior into its new state
+    /// ([`Batch::store_interior`]: the new state's ghost cells keep their
+    /// values); on an error the old states are unchanged, and the new
+    /// states' interiors and the batch's fluxes unspecified (a step
+    /// recomputes them). The bins of those patches are left unspecified. The default does exactly that;
+    /// a GPU backend reads and writes states in memory its
+    /// [`SolveBackend::page_lock`] locked where they are.
     fn solve_in_place(
         &mut self,
         batch: &mut Batch<T>,
         staged: Option<StagedLayout>,
-        boxes: &mut [(usize, &mut [T])],
+        boxes: &mut [InPlaceBox<'_, T>],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
-        for (desc, data) in boxes.iter() {
-            batch.load_patch(*desc, data).map_err(SweepError::from)?;
+        for b in boxes.iter() {
+            batch.load_patch(b.desc, b.old).map_err(SweepError::from)?;
         }
         let report = self.solve_staged(batch, staged, dt, order)?;
-        for (desc, data) in boxes.iter_mut() {
+        for b in boxes.iter_mut() {
             batch
-                .store_interior(*desc, data)
+                .store_interior(b.desc, b.new)
                 .map_err(SweepError::from)?;
         }
         Ok(report)
@@ -214,6 +215,19 @@ pub trait SolveBackend<T: Real>: Send {
 pub trait LayoutStage: Send + Sync {
     /// What the backend needs for batches of `layout`.
     fn stage(&self, layout: &BatchLayout) -> Result<StagedLayout, SolveError>;
+}
+
+/// A patch of a batch solved where its states live
+/// ([`SolveBackend::solve_in_place`]): both are dense ghost boxes in
+/// [`Batch::load_patch`]'s order, of the descriptor's extent.
+#[derive(Debug)]
+pub struct InPlaceBox<'a, T> {
+    /// Index of the patch's descriptor in the batch's layout.
+    pub desc: usize,
+    /// The old state, ghost cells filled: what the step reads.
+    pub old: &'a [T],
+    /// The new state: the step writes its interior.
+    pub new: &'a mut [T],
 }
 
 /// What a [`LayoutStage`] built, handed back to its backend's
@@ -334,7 +348,7 @@ impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
         &mut self,
         batch: &mut Batch<T>,
         staged: Option<StagedLayout>,
-        boxes: &mut [(usize, &mut [T])],
+        boxes: &mut [InPlaceBox<'_, T>],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {

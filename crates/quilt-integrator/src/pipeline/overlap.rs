@@ -380,6 +380,7 @@ where
     } = flow;
     let t0 = Instant::now();
     let ring = inputs.ring;
+    let olds = inputs.olds;
     let (events, inbox) = mpsc::channel::<Event<'_, T>>();
     let (to_solver, solver_inbox) = mpsc::channel::<Flight<'_, T>>();
     // Set once the loop fails: the solver skips what is still queued.
@@ -399,7 +400,7 @@ where
                 } else {
                     let Flight { staged, work, .. } = &mut flight;
                     match catch_unwind(AssertUnwindSafe(|| {
-                        solve_batch(backend, staged, work, dt, order)
+                        solve_batch(backend, staged, work, olds, dt, order)
                     })) {
                         Ok(result) => Event::Solved {
                             flight,

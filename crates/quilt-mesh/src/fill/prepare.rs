@@ -423,7 +423,6 @@ fn copy_rows<T: Real>(
     let ny = region.size().y as usize;
     let nz = region.size().z as usize;
     for c in 0..t.ncomp() {
-        let s = src.comp(c);
         for (dk, k) in (region.lo.z..=region.hi.z).enumerate() {
             // The next plane's rows (the next component's first at the
             // last plane), while this one is copied.
@@ -435,15 +434,16 @@ fn copy_rows<T: Real>(
                 None
             };
             if let Some((nc, nk, no)) = next {
-                let from = src.comp(nc);
-                crate::prefetch::rows(from[no..].as_ptr(), ny, sy, nx, false);
+                crate::prefetch::rows(src.row_hint(nc, no), ny, sy, nx, false);
                 let (to, tsy) = t.row_address(nc, region.lo.x, region.lo.y, nk);
                 crate::prefetch::rows(to, ny, tsy, nx, true);
             }
-            let plane = &s[o0 + dk * sz..];
+            // Row by row: other fills may write the source's ghost cells
+            // meanwhile (`FillTarget::shared_ghosts`).
+            let plane = o0 + dk * sz;
             let rows = t.rows_mut(c, region.lo.x, region.lo.y, k, nx, ny);
-            for (d, row) in rows.zip(plane.chunks(sy)) {
-                interp::copy_row(d, row);
+            for (dj, row) in rows.enumerate() {
+                interp::copy_row(row, src.row(c, plane + dj * sy, nx));
             }
         }
     }

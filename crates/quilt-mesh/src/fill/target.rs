@@ -80,6 +80,42 @@ impl<'a, T: Copy> FillTarget<'a, T> {
         }
     }
 
+    /// A target over all of `data` reached through a shared reference,
+    /// for filling the ghost cells of a state in place while other fills
+    /// read its interior (the old state of a step, whose ghosts each
+    /// patch's own task fills: [`super::GhostFill::fill_ghosts`]). Only a
+    /// page-locked state (an arena block, see [`crate::locked`]) can be
+    /// written this way; a state in a vector is refused.
+    ///
+    /// # Safety
+    /// While the target lives: it is written only at ghost cells (what
+    /// `fill_ghosts` writes); nothing else writes any value of `data`;
+    /// nothing else reads its ghost cells; and every other read of `data`
+    /// goes through [`PatchData::row`] (what the fills use), never through
+    /// a reference to a whole component or to the buffer
+    /// ([`PatchData::comp`], [`PatchData::as_slice`]).
+    pub unsafe fn shared_ghosts(data: &'a PatchData<T>) -> Result<Self, MeshError>
+    where
+        T: crate::real::Real,
+    {
+        let ptr = data.shared_mut_ptr().ok_or_else(|| {
+            bad(
+                format!("state over {}", data.data_box()),
+                "only a page-locked state can be filled through a shared reference",
+            )
+        })?;
+        let [_, sy, sz] = data.strides();
+        Ok(Self {
+            ptr,
+            bx: data.data_box(),
+            sy,
+            sz,
+            sc: data.comp_len(),
+            ncomp: data.ncomp(),
+            _borrow: PhantomData,
+        })
+    }
+
     /// A target over `bx` inside `buf`: cell `p`, component `c` at
     /// `base + (p.x - lo.x) + sy·(p.y - lo.y) + sz·(p.z - lo.z) + sc·c`.
     ///

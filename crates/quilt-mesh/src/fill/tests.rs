@@ -419,3 +419,76 @@ fn flat_items_cover_every_ghost_cell_once() {
         }
     }
 }
+
+/// Locks nothing: an arena of ordinary memory for the tests.
+struct NoLock;
+
+impl crate::locked::PageLock for NoLock {
+    unsafe fn lock(&self, _ptr: *mut u8, _bytes: usize) -> Result<(), String> {
+        Ok(())
+    }
+    unsafe fn unlock(&self, _ptr: *mut u8) {}
+    fn kind(&self) -> &'static str {
+        "test lock"
+    }
+}
+
+/// Every patch's old ghosts filled at once on rayon's threads through
+/// shared references (states in an arena, each task writing its own
+/// ghosts while the others read its interior) give, bit for bit, what
+/// `prepare` writes into a separate target; a state in a vector is
+/// refused.
+#[test]
+fn shared_ghost_fills_in_parallel_match_prepare_bitwise() {
+    use rayon::prelude::*;
+    let h = synthetic(2, 22, 3);
+    let ncomp = 3;
+    let fill = GhostFill::<f64>::new(&h, walls(), Limiter::MonotonizedCentral).unwrap();
+    let vecs = old_data::<f64>(&h, ncomp);
+    let arena = crate::locked::LockedArena::new(std::sync::Arc::new(NoLock), 1 << 21);
+    let olds: Vec<PatchData<f64>> = vecs
+        .iter()
+        .map(|d| {
+            let buf = arena
+                .alloc::<f64>(d.as_slice().len(), "test state")
+                .unwrap();
+            let mut s = PatchData::reuse(d.interior(), d.ghost(), ncomp, buf).unwrap();
+            s.as_mut_slice().fill(f64::NAN);
+            for c in 0..ncomp {
+                for q in d.interior().iter() {
+                    s.set(c, &q, d.get(c, &q));
+                }
+            }
+            assert!(s.is_page_locked());
+            s
+        })
+        .collect();
+    olds.par_iter().enumerate().with_max_len(1).for_each_init(
+        FillScratch::new,
+        |scratch, (i, d)| {
+            // SAFETY: this task alone writes `d`, at its ghost cells; the
+            // other tasks read interiors only, row by row.
+            let mut t = unsafe { FillTarget::shared_ghosts(d) }.unwrap();
+            fill.fill_ghosts(&olds, i, 0.0, &mut t, scratch).unwrap();
+        },
+    );
+    let mut scratch = FillScratch::new();
+    for (i, p) in h.patches().iter().enumerate() {
+        let mut want = PatchData::<f64>::new(p.interior(), h.ghost(), ncomp).unwrap();
+        fill.prepare(
+            &vecs,
+            i,
+            0.0,
+            &mut FillTarget::patch(&mut want),
+            &mut scratch,
+        )
+        .unwrap();
+        assert_eq!(
+            bytemuck::cast_slice::<f64, u8>(olds[i].as_slice()),
+            bytemuck::cast_slice::<f64, u8>(want.as_slice()),
+            "patch {i}"
+        );
+    }
+    let e = unsafe { FillTarget::shared_ghosts(&vecs[0]) }.unwrap_err();
+    assert!(e.to_string().contains("page-locked"), "{e}");
+}

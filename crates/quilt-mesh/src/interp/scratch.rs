@@ -179,13 +179,13 @@ impl<T: Real> CoarseScratch<T> {
         let od0 = self.bx.offset(&region.lo);
         let (ny, nz) = (region.size().y as usize, region.size().z as usize);
         for c in 0..self.ncomp {
-            let s = src.comp(c);
             let d = &mut self.data[c * self.len..(c + 1) * self.len];
             for dk in 0..nz {
                 for dj in 0..ny {
                     let os = os0 + dk * ssz + dj * ssy;
                     let od = od0 + dk * dsz + dj * dsy;
-                    copy_row(&mut d[od..od + nx], &s[os..os + nx]);
+                    // Row by row: see `PatchData::row`.
+                    copy_row(&mut d[od..od + nx], src.row(c, os, nx));
                 }
             }
         }
