@@ -2301,9 +2301,10 @@ fn poisoned() -> IntegratorError {
 
 /// Page-locked memory for the patch states when `backend` reads and
 /// writes them in place (it has a [`SolveBackend::page_lock`]) and the
-/// state may be host-staged: prepare then fills each patch into its own
-/// new state, the device reads and writes it there, and close copies no
-/// interior. `QUILT_IN_PLACE=0` keeps states in pageable memory, to
+/// state may be host-staged: prepare then fills the ghost cells of each
+/// patch's old state where it is, the device reads it there and writes
+/// the new interior into the new state, and neither prepare nor close
+/// copies an interior. `QUILT_IN_PLACE=0` keeps states in pageable memory, to
 /// compare.
 fn state_arena<T: Real, B: SolveBackend<T>>(backend: &B, deck: &Deck) -> Option<LockedArena> {
     if deck.run.residency == Residency::Device

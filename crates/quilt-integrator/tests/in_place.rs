@@ -10,7 +10,7 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use quilt_integrator::deck::BatchMode;
+use quilt_integrator::deck::{BatchLayoutKind, BatchMode};
 use quilt_integrator::{
     CpuBackend, InPlaceBox, Integrator, SolveBackend, SolveError, StagedLayout,
 };
@@ -98,19 +98,23 @@ fn bits<B: SolveBackend<f64>>(it: &Integrator<f64, B>) -> Vec<u64> {
 
 #[test]
 fn states_solved_in_place_match_batches_in_bins_bit_for_bit() {
-    let deck = common::closed_box();
-    for (pipelined, mode, n_fixed) in [
-        (false, BatchMode::Adaptive, 1),
-        (true, BatchMode::Adaptive, 1),
-        (true, BatchMode::Static, 3),
+    let packed = common::closed_box();
+    let mut per_patch = packed.clone();
+    per_patch.batching.layout = BatchLayoutKind::PerPatch;
+    per_patch.batching.max_bins = 0;
+    for (pipelined, mode, n_fixed, deck) in [
+        (false, BatchMode::Adaptive, 1, &packed),
+        (true, BatchMode::Adaptive, 1, &packed),
+        (true, BatchMode::Static, 3, &packed),
+        (true, BatchMode::Static, 3, &per_patch),
     ] {
-        let mut plain = common::cpu(&deck);
+        let mut plain = common::cpu(deck);
         let boxes = Arc::new(AtomicUsize::new(0));
         let backend = InPlace {
             cpu: CpuBackend::new(deck.solver().expect("solver")),
             boxes: boxes.clone(),
         };
-        let mut locked = Integrator::new(&deck, backend).expect("integrator");
+        let mut locked = Integrator::new(deck, backend).expect("integrator");
         let d = locked.data();
         assert!(
             (0..d.len()).all(|i| d.old(i).is_page_locked()),

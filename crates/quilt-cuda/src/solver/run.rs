@@ -743,6 +743,17 @@ impl<T: GpuReal> CudaSolver<T> {
         direct && !self.whole_bins() && !mode.runs_back
     }
 
+    /// Whether [`CudaSolver::advance_external`] reads and writes
+    /// registered boxes in place with this solver's variant and transfer
+    /// mode (given page-locked batches): not the default scheme, which
+    /// moves whole bins, nor `QUILT_CUDA_TRANSFER=staged|whole|runs`. Where
+    /// it does not, boxes are copied through the batch on the solving
+    /// thread, and keeping states page-locked gains nothing.
+    pub fn reads_boxes_in_place(&self) -> bool {
+        let mode = transfer_mode();
+        !mode.staged && !mode.runs_back && !self.whole_bins()
+    }
+
     /// Whether steps move whole bins instead of occupied runs or ghost
     /// boxes.
     fn whole_bins(&self) -> bool {

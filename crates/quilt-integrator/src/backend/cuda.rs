@@ -127,6 +127,11 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
     }
 
     fn page_lock(&self) -> Option<Arc<dyn quilt_mesh::locked::PageLock>> {
+        // The default scheme copies boxes through its batches on the
+        // solving thread: its patches are better prepared into the bins.
+        if !self.solver.reads_boxes_in_place() {
+            return None;
+        }
         Some(self.solver.page_lock())
     }
 
