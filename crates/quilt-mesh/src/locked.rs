@@ -86,8 +86,11 @@ impl Mapping {
         let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(refused)?;
         // Huge pages are a request: without them the mapping still works,
         // its first writes are only slower.
-        // SAFETY: the mapping above.
-        unsafe { libc::madvise(p, bytes, libc::MADV_HUGEPAGE) };
+        // SAFETY: the mapping above. (Miri has no `madvise`.)
+        #[cfg(not(miri))]
+        unsafe {
+            libc::madvise(p, bytes, libc::MADV_HUGEPAGE)
+        };
         let m = Self { ptr, bytes };
         m.touch();
         Ok(m)
@@ -97,14 +100,16 @@ impl Mapping {
     /// kernel's zeroing of fresh pages is the cost of new memory, and one
     /// thread does it at a few GB/s.
     fn touch(&self) {
-        let base = self.ptr.as_ptr() as usize;
-        (0..self.bytes / HUGE_PAGE).into_par_iter().for_each(|h| {
+        let huge_page = |h: usize| {
             for page in (0..HUGE_PAGE).step_by(4096) {
                 // SAFETY: inside the mapping; a write of zero into
                 // zeroed memory changes no value.
-                unsafe { std::ptr::write_volatile((base + h * HUGE_PAGE + page) as *mut u8, 0) };
+                unsafe { std::ptr::write_volatile(self.ptr.as_ptr().add(h * HUGE_PAGE + page), 0) };
             }
-        });
+        };
+        (0..self.bytes / HUGE_PAGE)
+            .into_par_iter()
+            .for_each(huge_page);
     }
 
     /// The start of the mapping.

@@ -170,6 +170,15 @@ fn synthetic(ratio: i32, patches: usize, seed: u64) -> Hierarchy {
     .unwrap()
 }
 
+/// A patch of a hand-made hierarchy: id, interior corners, parent id.
+fn spec(id: u32, lo: [i32; 3], hi: [i32; 3], parent: Option<u32>) -> PatchSpec {
+    PatchSpec {
+        id: PatchId(id),
+        interior: IndexBox::new(iv(lo[0], lo[1], lo[2]), iv(hi[0], hi[1], hi[2])),
+        parent: parent.map(PatchId),
+    }
+}
+
 fn walls<T: Real>() -> BoundaryConditions<T> {
     BoundaryConditions::uniform(PhysicalBc::Reflecting).with_vector([0, 1, 2])
 }
@@ -198,11 +207,6 @@ fn prepare_matches_reference_bitwise_ratio_4() {
 /// included) and coarse data gathered across the periodic faces.
 #[test]
 fn prepare_matches_reference_bitwise_periodic() {
-    let spec = |id: u32, lo: [i32; 3], hi: [i32; 3], parent: Option<u32>| PatchSpec {
-        id: PatchId(id),
-        interior: IndexBox::new(iv(lo[0], lo[1], lo[2]), iv(hi[0], hi[1], hi[2])),
-        parent: parent.map(PatchId),
-    };
     for r in [2, 4] {
         let g = Geometry::new([0.0; 3], [1.0; 3], iv(32, 24, 32), &[r])
             .unwrap()
@@ -433,18 +437,15 @@ impl crate::locked::PageLock for NoLock {
     }
 }
 
-/// Every patch's old ghosts filled at once on rayon's threads through
-/// shared references (states in an arena, each task writing its own
-/// ghosts while the others read its interior) give, bit for bit, what
+/// Every patch's old ghosts of `h` filled at once on threads of their own
+/// through shared references (states in an arena, each task writing its
+/// own ghosts while the others read its interior) give, bit for bit, what
 /// `prepare` writes into a separate target; a state in a vector is
 /// refused.
-#[test]
-fn shared_ghost_fills_in_parallel_match_prepare_bitwise() {
-    use rayon::prelude::*;
-    let h = synthetic(2, 22, 3);
+fn check_shared_ghosts(h: &Hierarchy, bc: BoundaryConditions<f64>) {
     let ncomp = 3;
-    let fill = GhostFill::<f64>::new(&h, walls(), Limiter::MonotonizedCentral).unwrap();
-    let vecs = old_data::<f64>(&h, ncomp);
+    let fill = GhostFill::<f64>::new(h, bc, Limiter::MonotonizedCentral).unwrap();
+    let vecs = old_data::<f64>(h, ncomp);
     let arena = crate::locked::LockedArena::new(std::sync::Arc::new(NoLock), 1 << 21);
     let olds: Vec<PatchData<f64>> = vecs
         .iter()
@@ -463,15 +464,20 @@ fn shared_ghost_fills_in_parallel_match_prepare_bitwise() {
             s
         })
         .collect();
-    olds.par_iter().enumerate().with_max_len(1).for_each_init(
-        FillScratch::new,
-        |scratch, (i, d)| {
-            // SAFETY: this task alone writes `d`, at its ghost cells; the
-            // other tasks read interiors only, row by row.
-            let mut t = unsafe { FillTarget::shared_ghosts(d) }.unwrap();
-            fill.fill_ghosts(&olds, i, 0.0, &mut t, scratch).unwrap();
-        },
-    );
+    // A thread per patch, all at once.
+    std::thread::scope(|threads| {
+        for (i, d) in olds.iter().enumerate() {
+            let (fill, olds) = (&fill, &olds);
+            threads.spawn(move || {
+                // SAFETY: this thread alone writes `d`, at its ghost
+                // cells; the others read interiors only, row by row.
+                let mut t = unsafe { FillTarget::shared_ghosts(d) }.unwrap();
+                let mut scratch = FillScratch::new();
+                fill.fill_ghosts(olds, i, 0.0, &mut t, &mut scratch)
+                    .unwrap();
+            });
+        }
+    });
     let mut scratch = FillScratch::new();
     for (i, p) in h.patches().iter().enumerate() {
         let mut want = PatchData::<f64>::new(p.interior(), h.ghost(), ncomp).unwrap();
@@ -491,4 +497,41 @@ fn shared_ghost_fills_in_parallel_match_prepare_bitwise() {
     }
     let e = unsafe { FillTarget::shared_ghosts(&vecs[0]) }.unwrap_err();
     assert!(e.to_string().contains("page-locked"), "{e}");
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "too large for the interpreter: see the small twin")]
+fn shared_ghost_fills_in_parallel_match_prepare_bitwise() {
+    check_shared_ghosts(&synthetic(2, 22, 3), walls());
+}
+
+/// The same on a hierarchy small enough for Miri (`MIRIFLAGS="-Zmiri-tree-borrows
+/// -Zmiri-disable-isolation -Zmiri-ignore-leaks" cargo +nightly miri test
+/// -p quilt-mesh --lib shared_ghost_fills_of_a_small`; Tree Borrows, since
+/// rayon's crossbeam-epoch fails Stacked Borrows), which checks that the writes
+/// through shared references and the row reads beside them never alias a
+/// live reference: two base patches (one sibling copy each way, periodic
+/// along `x`), one refined patch across their boundary (coarse data from
+/// both), reflecting walls.
+#[test]
+fn shared_ghost_fills_of_a_small_hierarchy_match_prepare_bitwise() {
+    let g = Geometry::new([0.0; 3], [1.0; 3], iv(8, 4, 4), &[2])
+        .unwrap()
+        .with_periodic([true, false, false]);
+    let h = Hierarchy::new(
+        g,
+        2,
+        SizeLimits { min: 2, max: 16 },
+        vec![
+            vec![
+                spec(0, [0, 0, 0], [3, 3, 3], None),
+                spec(1, [4, 0, 0], [7, 3, 3], None),
+            ],
+            vec![spec(10, [6, 2, 2], [9, 5, 5], Some(0))],
+        ],
+    )
+    .unwrap();
+    let bc = BoundaryConditions::for_geometry(h.geometry(), PhysicalBc::Reflecting)
+        .with_vector([0, 1, 2]);
+    check_shared_ghosts(&h, bc);
 }
