@@ -20,6 +20,7 @@
 //! selects instead of branches, so that it vectorises on the CPU; a CUDA
 //! port assigns one thread per cell of the column instead.
 
+use super::scratch::{prefix, prefix_mut};
 use super::update::update;
 use super::{ColumnBuf, RtvdLimiter};
 use crate::physics::{FloorCounts, GasConsts};
@@ -68,9 +69,9 @@ fn split_fluxes<T: Real>(
     lo: usize,
     n: usize,
 ) {
-    let [u0, u1, u2, u3, u4] = u.map(|x| &x[..n]);
-    let [r0, r1, r2, r3, r4] = fr.map(|x| &mut x[..n]);
-    let [l0, l1, l2, l3, l4] = fl.map(|x| &mut x[..n]);
+    let [u0, u1, u2, u3, u4] = prefix(u, n);
+    let [r0, r1, r2, r3, r4] = prefix_mut(fr, n);
+    let [l0, l1, l2, l3, l4] = prefix_mut(fl, n);
     let half = T::from_f64(0.5);
     for i in lo..n {
         let w = [u0[i], u1[i], u2[i], u3[i], u4[i]];
@@ -126,8 +127,8 @@ pub fn rtvd_column<T: Real>(
     // 1. First-order half step on cells 1 .. n-1.
     split_fluxes(k, s.u.slices(), s.fr.slices_mut(), s.fl.slices_mut(), 0, n);
     {
-        let fr = s.fr.slices().map(|x| &x[..n]);
-        let fl = s.fl.slices().map(|x| &x[..n]);
+        let fr = prefix(s.fr.slices(), n);
+        let fl = prefix(s.fl.slices(), n);
         // Face f (between f and f+1): F_R,f - F_L,f+1.
         let face = |v: usize, f: usize| fr[v][f] - fl[v][f + 1];
         *floors += update(
@@ -165,7 +166,7 @@ pub fn rtvd_column<T: Real>(
 
     // 3. Full step from U^n on cells 3 .. n-3 (into `next`: the half-step
     //    state is no longer needed once its fluxes are formed).
-    let flux = s.flux.slices().map(|x| &x[..n]);
+    let flux = prefix(s.flux.slices(), n);
     let face = |v: usize, f: usize| flux[v][f];
     *floors += update(
         k,

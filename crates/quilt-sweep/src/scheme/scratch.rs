@@ -36,17 +36,41 @@ impl<T: Real> ColumnBuf<T> {
     /// The five component arrays.
     #[inline(always)]
     pub fn slices(&self) -> [&[T]; 5] {
-        self.0.each_ref().map(|v| v.as_slice())
+        let [a, b, c, d, e] = &self.0;
+        [a, b, c, d, e]
     }
 
     /// The five component arrays, mutable.
     #[inline(always)]
     pub fn slices_mut(&mut self) -> [&mut [T]; 5] {
-        self.0.each_mut().map(|v| v.as_mut_slice())
+        let [a, b, c, d, e] = &mut self.0;
+        [a, b, c, d, e]
     }
 
     /// Capacity (values per component).
     pub fn capacity(&self) -> usize {
         self.0[0].len()
     }
+}
+
+/// The first `n` values of each of five arrays. Written out rather than
+/// as an array `map`: in the sweeps' large inlined bodies the compiler
+/// leaves such maps as calls, once per column.
+#[inline(always)]
+pub(crate) fn prefix<T>(a: [&[T]; 5], n: usize) -> [&[T]; 5] {
+    let [a0, a1, a2, a3, a4] = a;
+    [&a0[..n], &a1[..n], &a2[..n], &a3[..n], &a4[..n]]
+}
+
+/// [`prefix`] of mutable arrays.
+#[inline(always)]
+pub(crate) fn prefix_mut<T>(a: [&mut [T]; 5], n: usize) -> [&mut [T]; 5] {
+    let [a0, a1, a2, a3, a4] = a;
+    [
+        &mut a0[..n],
+        &mut a1[..n],
+        &mut a2[..n],
+        &mut a3[..n],
+        &mut a4[..n],
+    ]
 }

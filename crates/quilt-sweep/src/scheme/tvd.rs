@@ -16,6 +16,7 @@
 //! ghost cells; the first stage is evaluated on the interior plus 2 ghost
 //! layers so that the second has its stencil.
 
+use super::scratch::{prefix, prefix_mut};
 use super::{ColumnBuf, SlopeLimiter, TvdFlux};
 use crate::physics::{FloorCounts, GasConsts, apply_floors, euler_flux};
 use crate::real::Real;
@@ -123,9 +124,9 @@ fn face_fluxes<T: Real>(
     out: [&mut [T]; 5],
     n: usize,
 ) {
-    let w = w.map(|x| &x[..n]);
-    let dw = dw.map(|x| &x[..n]);
-    let [o0, o1, o2, o3, o4] = out.map(|x| &mut x[..n]);
+    let w = prefix(w, n);
+    let dw = prefix(dw, n);
+    let [o0, o1, o2, o3, o4] = prefix_mut(out, n);
     let half = T::from_f64(0.5);
     for f in 1..n - 2 {
         let wl: [T; 5] = std::array::from_fn(|v| w[v][f] + half * dw[v][f]);
@@ -157,8 +158,8 @@ pub fn tvd_column<T: Real>(
     let n = len;
     let half = T::from_f64(0.5);
     {
-        let [u0, u1, u2, u3, u4] = s.u.slices().map(|x| &x[..n]);
-        let [w0, w1, w2, w3, w4] = s.w.slices_mut().map(|x| &mut x[..n]);
+        let [u0, u1, u2, u3, u4] = prefix(s.u.slices(), n);
+        let [w0, w1, w2, w3, w4] = prefix_mut(s.w.slices_mut(), n);
         for i in 0..n {
             let inv = T::one() / u0[i];
             let ke = half * (u1[i] * u1[i] + (u2[i] * u2[i] + u3[i] * u3[i])) * inv;

@@ -1,5 +1,6 @@
 //! The conservative update shared by the split schemes.
 
+use super::scratch::{prefix, prefix_mut};
 use crate::physics::{FloorCounts, GasConsts, floor_state};
 use crate::real::Real;
 
@@ -15,8 +16,8 @@ pub(crate) fn update<T: Real>(
     hi: usize,
     face: impl Fn(usize, usize) -> T,
 ) -> FloorCounts {
-    let [u0, u1, u2, u3, u4] = u.map(|x| &x[..hi]);
-    let [o0, o1, o2, o3, o4] = out.map(|x| &mut x[..hi]);
+    let [u0, u1, u2, u3, u4] = prefix(u, hi);
+    let [o0, o1, o2, o3, o4] = prefix_mut(out, hi);
     let (mut nd, mut np) = (0u32, 0u32);
     for i in lo..hi {
         let w = [

@@ -16,6 +16,7 @@
 //!
 //! Cell `i` depends on cells `i-2 ..= i+2`: [`REACH`] = 2 ghost cells.
 
+use super::scratch::{prefix, prefix_mut};
 use super::update::update;
 use super::{ColumnBuf, WafLimiter};
 use crate::physics::{FloorCounts, GasConsts};
@@ -135,7 +136,7 @@ pub fn waf_column<T: Real>(
     //    the divisions and square roots), then the HLLC wave structure at
     //    faces 0 ..= n-2.
     {
-        let u = s.u.slices().map(|x| &x[..n]);
+        let u = prefix(s.u.slices(), n);
         let [pi, pv, pp, pc] = s.prim.each_mut().map(|x| &mut x[..n]);
         for i in 0..n {
             let (inv, vn, p, cs) = primitive(k, &[u[0][i], u[1][i], u[2][i], u[3][i], u[4][i]]);
@@ -146,9 +147,9 @@ pub fn waf_column<T: Real>(
         }
     }
     {
-        let u = s.u.slices().map(|x| &x[..n]);
+        let u = prefix(s.u.slices(), n);
         let [pi, pv, pp, pc] = s.prim.each_ref().map(|x| &x[..n]);
-        let fs = s.fsum.slices_mut().map(|x| &mut x[..n]);
+        let fs = prefix_mut(s.fsum.slices_mut(), n);
         let [d1, d2, d3] = s
             .dflux
             .each_mut()
@@ -226,7 +227,7 @@ pub fn waf_column<T: Real>(
     }
 
     // 3. Conservative update of cells 2 .. n-2.
-    let flux = s.flux.slices().map(|x| &x[..n]);
+    let flux = prefix(s.flux.slices(), n);
     let face = |v: usize, f: usize| flux[v][f];
     *floors += update(
         k,
