@@ -137,7 +137,8 @@ pub fn waf_column<T: Real>(
     //    faces 0 ..= n-2.
     {
         let u = prefix(s.u.slices(), n);
-        let [pi, pv, pp, pc] = s.prim.each_mut().map(|x| &mut x[..n]);
+        let [pi, pv, pp, pc] = &mut s.prim;
+        let (pi, pv, pp, pc) = (&mut pi[..n], &mut pv[..n], &mut pp[..n], &mut pc[..n]);
         for i in 0..n {
             let (inv, vn, p, cs) = primitive(k, &[u[0][i], u[1][i], u[2][i], u[3][i], u[4][i]]);
             pi[i] = inv;
@@ -148,14 +149,19 @@ pub fn waf_column<T: Real>(
     }
     {
         let u = prefix(s.u.slices(), n);
-        let [pi, pv, pp, pc] = s.prim.each_ref().map(|x| &x[..n]);
+        let [pi, pv, pp, pc] = &s.prim;
+        let (pi, pv, pp, pc) = (&pi[..n], &pv[..n], &pp[..n], &pc[..n]);
         let fs = prefix_mut(s.fsum.slices_mut(), n);
-        let [d1, d2, d3] = s
-            .dflux
-            .each_mut()
-            .map(|b| b.slices_mut().map(|x| &mut x[..n]));
-        let [c1, c2, c3] = s.courant.each_mut().map(|x| &mut x[..n]);
-        let [r1, r2, r3] = s.drho.each_mut().map(|x| &mut x[..n]);
+        let [d1, d2, d3] = &mut s.dflux;
+        let (d1, d2, d3) = (
+            prefix_mut(d1.slices_mut(), n),
+            prefix_mut(d2.slices_mut(), n),
+            prefix_mut(d3.slices_mut(), n),
+        );
+        let [c1, c2, c3] = &mut s.courant;
+        let (c1, c2, c3) = (&mut c1[..n], &mut c2[..n], &mut c3[..n]);
+        let [r1, r2, r3] = &mut s.drho;
+        let (r1, r2, r3) = (&mut r1[..n], &mut r2[..n], &mut r3[..n]);
         for f in 0..n - 1 {
             let ul = [u[0][f], u[1][f], u[2][f], u[3][f], u[4][f]];
             let ur = [
@@ -216,10 +222,12 @@ pub fn waf_column<T: Real>(
             WafLimiter::Minbee => weights(|r| WafLimiter::Minbee.psi(r), c, r, out, n),
         }
     }
-    let [w1, w2, w3] = s.weight.each_ref().map(|x| &x[..n]);
+    let [w1, w2, w3] = &s.weight;
+    let (w1, w2, w3) = (&w1[..n], &w2[..n], &w3[..n]);
     for v in 0..5 {
         let (fsum, out) = (&s.fsum.0[v][..n], &mut s.flux.0[v][..n]);
-        let [d1, d2, d3] = s.dflux.each_ref().map(|b| &b.0[v][..n]);
+        let [d1, d2, d3] = &s.dflux;
+        let (d1, d2, d3) = (&d1.0[v][..n], &d2.0[v][..n], &d3.0[v][..n]);
         for f in 1..n - 2 {
             let corr = (w1[f] * d1[f] + w2[f] * d2[f]) + w3[f] * d3[f];
             out[f] = half * (fsum[f] - corr);
