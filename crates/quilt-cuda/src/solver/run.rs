@@ -738,9 +738,7 @@ impl<T: GpuReal> CudaSolver<T> {
     /// page-locked batch unless `QUILT_CUDA_TRANSFER` or the default
     /// scheme asks for copies), the condition for external boxes too.
     pub(super) fn loads_in_place(&self, batch: &Batch<T>) -> bool {
-        let mode = transfer_mode();
-        let direct = batch.page_locked() && !mode.staged;
-        direct && !self.whole_bins() && !mode.runs_back
+        batch.page_locked() && self.reads_boxes_in_place()
     }
 
     /// Whether [`CudaSolver::advance_external`] reads and writes
