@@ -2202,7 +2202,7 @@ fn check_deck_matches(deck: &Deck, h: &Hierarchy, source: &str) -> Result<(), In
 /// its dead new state, then the states swap. The old interiors are copied
 /// bit for bit, so only the ghost cells change. Page-locked states have
 /// their ghost cells filled where they are instead
-/// ([`FillTarget::shared_ghosts`]). With `only`, just the
+/// ([`GhostFill::fill_locked_in_place`]). With `only`, just the
 /// patches it marks (a rank's own); the others are left as they are.
 fn fill_old_ghosts<T: Real>(
     fill: &GhostFill<T>,
@@ -2213,20 +2213,8 @@ fn fill_old_ghosts<T: Real>(
     let wanted = |i: usize| only.is_none_or(|o| o[i]);
     if data.states().iter().all(|s| s.old.is_page_locked()) {
         // In place: only the ghost cells are written, no interior copied.
-        let olds: Vec<&quilt_mesh::PatchData<T>> = data.states().iter().map(|s| &s.old).collect();
-        return olds
-            .par_iter()
-            .enumerate()
-            .filter(|(i, _)| wanted(*i))
-            .try_for_each_init(FillScratch::new, |scratch, (i, old)| {
-                // SAFETY: this task alone writes this state, at its ghost
-                // cells; every other task reads interiors only, row by row
-                // (`PatchData::row`), and nothing else touches the states
-                // while `data` is borrowed here.
-                let mut t = unsafe { FillTarget::shared_ghosts(old) }?;
-                fill.fill_ghosts(&olds, i, time, &mut t, scratch)
-                    .map(|_| ())
-            })
+        return fill
+            .fill_locked_in_place(data, time, only)
             .map_err(IntegratorError::mesh("ghost fill"));
     }
     {

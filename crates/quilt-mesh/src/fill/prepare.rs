@@ -212,6 +212,32 @@ impl<T: Real> GhostFill<T> {
         self.fill_ghosts(&others, patch, time, &mut target, scratch)
     }
 
+    /// Fills the old ghost cells of the patches `only` marks (all without
+    /// it) in place and in parallel, each written where it is through
+    /// [`FillTarget::shared_ghosts`]: every state must be page-locked (an
+    /// error names the first that is not). The exclusive borrow of `data`
+    /// is what makes it sound: while the tasks run, nothing but their row
+    /// reads of interiors touches the states.
+    pub fn fill_locked_in_place(
+        &self,
+        data: &mut HierarchyData<T>,
+        time: f64,
+        only: Option<&[bool]>,
+    ) -> Result<(), MeshError> {
+        let olds: Vec<&PatchData<T>> = data.states().iter().map(|s| &s.old).collect();
+        olds.par_iter()
+            .enumerate()
+            .filter(|(i, _)| only.is_none_or(|o| o[*i]))
+            .try_for_each_init(FillScratch::new, |scratch, (i, old)| {
+                // SAFETY: this task alone writes this state, at its ghost
+                // cells; every other task reads interiors only, row by row
+                // (`PatchData::row`), and `data` is borrowed exclusively.
+                let mut t = unsafe { FillTarget::shared_ghosts(old) }?;
+                self.fill_ghosts(&olds, i, time, &mut t, scratch)
+                    .map(|_| ())
+            })
+    }
+
     /// Fills the old ghost cells of every patch in place (e.g. before
     /// tagging or output). Every patch reads only interiors, so the order
     /// does not matter.
