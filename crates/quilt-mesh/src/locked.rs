@@ -13,8 +13,6 @@ use std::collections::BTreeMap;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
-use rayon::prelude::*;
-
 use crate::error::MeshError;
 
 /// Makes host memory accessible to a device (page-locked and mapped into
@@ -43,7 +41,7 @@ pub trait PageLock: Send + Sync {
 const HUGE_PAGE: usize = 2 << 20;
 
 /// A private anonymous mapping, zero-filled, with transparent huge pages
-/// asked for (`madvise`), every page written once by rayon's workers;
+/// asked for (`madvise`), every page written once by threads of its own;
 /// unmapped on drop.
 #[derive(Debug)]
 pub struct Mapping {
@@ -96,20 +94,43 @@ impl Mapping {
         Ok(m)
     }
 
-    /// Writes every page once, huge page by huge page in parallel: the
-    /// kernel's zeroing of fresh pages is the cost of new memory, and one
-    /// thread does it at a few GB/s.
+    /// Writes every page once, huge pages split among as many threads as
+    /// rayon has: the kernel's zeroing of fresh pages is the cost of new
+    /// memory, and one thread does it at a few GB/s.
+    ///
+    /// The threads are scoped threads of this call, not rayon's workers:
+    /// mappings are made while callers hold locks (the batch ring's, a
+    /// prepare task's), and a rayon worker waiting here for its stolen
+    /// halves may run a job that blocks on that same lock, or every worker
+    /// may already be blocked on it; either way the touch never finishes.
     fn touch(&self) {
-        let huge_page = |h: usize| {
-            for page in (0..HUGE_PAGE).step_by(4096) {
+        let pages = self.bytes / HUGE_PAGE;
+        let threads = rayon::current_num_threads().clamp(1, pages.max(1));
+        let span = |from: usize, to: usize| {
+            for page in (from * HUGE_PAGE..to * HUGE_PAGE).step_by(4096) {
                 // SAFETY: inside the mapping; a write of zero into
                 // zeroed memory changes no value.
-                unsafe { std::ptr::write_volatile(self.ptr.as_ptr().add(h * HUGE_PAGE + page), 0) };
+                unsafe { std::ptr::write_volatile(self.ptr.as_ptr().add(page), 0) };
             }
         };
-        (0..self.bytes / HUGE_PAGE)
-            .into_par_iter()
-            .for_each(huge_page);
+        if threads == 1 {
+            span(0, pages);
+            return;
+        }
+        std::thread::scope(|s| {
+            let each = pages.div_ceil(threads);
+            for t in 1..threads {
+                let (from, to) = ((t * each).min(pages), ((t + 1) * each).min(pages));
+                let spawned = std::thread::Builder::new()
+                    .name("quilt-touch".into())
+                    .spawn_scoped(s, move || span(from, to));
+                // No thread to be had: this one writes the span too.
+                if spawned.is_err() {
+                    span(from, to);
+                }
+            }
+            span(0, each.min(pages));
+        });
     }
 
     /// The start of the mapping.
@@ -238,8 +259,7 @@ impl LockedArena {
                     return Err(refused(why, need));
                 }
                 // Mapped and locked outside the arena's lock: both take
-                // long, and the first writes run on rayon's workers, which
-                // may be this arena's callers.
+                // long, and the other callers need not wait for them.
                 let chunk = need.max(self.inner.chunk);
                 crate::memory::check_fits(chunk as u64, what)?;
                 let m = Mapping::new(chunk, what)?;
@@ -521,6 +541,39 @@ impl<T> std::fmt::Debug for PatchBuf<T> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A mapping made while every rayon worker waits for a lock its caller
+    /// holds (a prepare task taking a batch from the ring while others
+    /// wait for the ring) is written and returned: its first writes need
+    /// no rayon worker.
+    #[test]
+    fn a_mapping_needs_no_rayon_worker() {
+        let lock = Arc::new(Mutex::new(()));
+        let guard = lock.lock().unwrap();
+        let workers = rayon::current_num_threads();
+        let waiting = Arc::new(AtomicUsize::new(0));
+        for _ in 0..workers {
+            let (lock, waiting) = (lock.clone(), waiting.clone());
+            rayon::spawn(move || {
+                waiting.fetch_add(1, Ordering::SeqCst);
+                drop(lock.lock());
+            });
+        }
+        while waiting.load(Ordering::SeqCst) < workers {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(Mapping::new(4 * HUGE_PAGE, "test").map(|m| m.len()));
+        });
+        let made = rx.recv_timeout(std::time::Duration::from_secs(60));
+        // The workers go on either way.
+        drop(guard);
+        assert!(
+            matches!(made, Ok(Ok(n)) if n == 4 * HUGE_PAGE),
+            "no mapping within 60 s while rayon's workers wait: {made:?}"
+        );
+    }
 
     /// Counts locks and unlocks instead of talking to a device.
     #[derive(Default)]
