@@ -1,8 +1,9 @@
 //! [`BatchRing`]: the batch buffers of the step loop, reused across batches
 //! and steps.
 //!
-//! A pipelined loop has three batches alive at once (the one being closed,
-//! solved and prepared), a sequential one a single batch. Each is taken
+//! A pipelined loop has several batches alive at once (those prepared
+//! ahead of the solver, the one solving and those closing), a sequential
+//! one a single batch. Each is taken
 //! from the ring, given the next layout ([`Batch::relayout`]: its memory
 //! and contents are kept; prepare overwrites every patch cell and the
 //! solver every flux value, and no sweep reads the rest of a bin) and

@@ -6,84 +6,13 @@
 //! pipelined loop, with adaptive and static batching, across regrids.
 
 mod common;
+mod in_place_cpu;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
+use in_place_cpu::InPlace;
 use quilt_integrator::deck::{BatchLayoutKind, BatchMode};
-use quilt_integrator::{
-    CpuBackend, InPlaceBox, Integrator, SolveBackend, SolveError, StagedLayout,
-};
-use quilt_mesh::locked::PageLock;
-use quilt_sweep::{Batch, StepReport, SweepOrder};
-
-/// Locks nothing: the memory is ordinary, which the CPU reads anyway.
-struct NoDevice;
-
-impl PageLock for NoDevice {
-    unsafe fn lock(&self, _ptr: *mut u8, _bytes: usize) -> Result<(), String> {
-        Ok(())
-    }
-    unsafe fn unlock(&self, _ptr: *mut u8) {}
-    fn kind(&self) -> &'static str {
-        "test lock"
-    }
-}
-
-/// The CPU backend with a page lock, counting the patches it was handed
-/// in place.
-struct InPlace {
-    cpu: CpuBackend<f64>,
-    boxes: Arc<AtomicUsize>,
-}
-
-impl SolveBackend<f64> for InPlace {
-    fn name(&self) -> &str {
-        "cpu-in-place"
-    }
-
-    fn device(&self) -> String {
-        self.cpu.device()
-    }
-
-    fn solve(
-        &mut self,
-        batch: &mut Batch<f64>,
-        dt: f64,
-        order: SweepOrder,
-    ) -> Result<StepReport, SolveError> {
-        self.cpu.solve(batch, dt, order)
-    }
-
-    fn page_lock(&self) -> Option<Arc<dyn PageLock>> {
-        Some(Arc::new(NoDevice))
-    }
-
-    fn solve_in_place(
-        &mut self,
-        batch: &mut Batch<f64>,
-        staged: Option<StagedLayout>,
-        boxes: &mut [InPlaceBox<'_, f64>],
-        dt: f64,
-        order: SweepOrder,
-    ) -> Result<StepReport, SolveError> {
-        self.boxes.fetch_add(boxes.len(), Ordering::Relaxed);
-        // The bins of in-place patches are unspecified: poison them, so
-        // that a solve reading them instead of the boxes shows.
-        for b in boxes.iter() {
-            let nan = vec![f64::NAN; b.old.len()];
-            batch.load_patch(b.desc, &nan).expect("poison");
-        }
-        for b in boxes.iter() {
-            batch.load_patch(b.desc, b.old).expect("load");
-        }
-        let r = self.cpu.solve_staged(batch, staged, dt, order)?;
-        for b in boxes.iter_mut() {
-            batch.store_interior(b.desc, b.new).expect("store");
-        }
-        Ok(r)
-    }
-}
+use quilt_integrator::{CpuBackend, Integrator, SolveBackend};
 
 fn bits<B: SolveBackend<f64>>(it: &Integrator<f64, B>) -> Vec<u64> {
     let (h, d) = (it.hierarchy(), it.data());
@@ -109,11 +38,8 @@ fn states_solved_in_place_match_batches_in_bins_bit_for_bit() {
         (true, BatchMode::Static, 3, &per_patch),
     ] {
         let mut plain = common::cpu(deck);
-        let boxes = Arc::new(AtomicUsize::new(0));
-        let backend = InPlace {
-            cpu: CpuBackend::new(deck.solver().expect("solver")),
-            boxes: boxes.clone(),
-        };
+        let backend = InPlace::new(CpuBackend::new(deck.solver().expect("solver")), true);
+        let boxes = backend.boxes.clone();
         let mut locked = Integrator::new(deck, backend).expect("integrator");
         let d = locked.data();
         assert!(

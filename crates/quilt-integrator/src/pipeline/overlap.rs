@@ -41,8 +41,12 @@ use crate::ranks::Ranks;
 use crate::schedule::{Pick, Scheduler};
 use crate::stages::{self, Checked, CloseWork, StagedBatch};
 
-/// Batches being prepared or prepared and not yet solving.
-const MAX_AHEAD: usize = 2;
+/// Batches being prepared or prepared and not yet solving. A batch's
+/// prepare on all cores takes about as long as its solve on a GPU, and
+/// prepares vary: with two ahead the solver still waits between batches
+/// whenever two slow prepares meet, a third absorbs most of that (see
+/// docs/performance.md).
+const MAX_AHEAD: usize = 3;
 
 /// Batches alive at once beyond those ahead (solving and closing): bounds
 /// the ring's memory when closes fall behind.
