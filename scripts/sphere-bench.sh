@@ -17,6 +17,10 @@
 #                   host; the reference of cuda-resident)
 # Environment:
 #   QUILT_BENCH_RUNS   runs of each configuration (median reported; default 1)
+#   QUILT_BENCH_TIMEOUT  seconds one run may take before it is stopped
+#                      (SIGTERM, then SIGKILL 10 s later) and reported as
+#                      failed, so that one stalled configuration does not
+#                      hold up the others (default 900)
 #   QUILT_BIN          directory holding euler_sphere (default .device-bin,
 #                      else target/release/examples)
 #   OUT                where the JSON summaries, logs and table go (default
@@ -39,6 +43,7 @@ if [[ -z "$bin" ]]; then
     fi
 fi
 runs="${QUILT_BENCH_RUNS:-1}"
+run_limit="${QUILT_BENCH_TIMEOUT:-900}"
 configs="${QUILT_BENCH_CONFIGS:-cuda-adaptive cuda-static cuda-default cpu}"
 decks=("$@")
 if [[ ${#decks[@]} -eq 0 ]]; then
@@ -83,8 +88,8 @@ for deck in "${decks[@]}"; do
             tag="$name.$cfg.$r"
             echo "== $tag"
             t0=$SECONDS
-            if "$bin/euler_sphere" --config "$cfg_deck" --backend "$backend" \
-                --residency "$residency" --no-output \
+            if timeout -k 10 "$run_limit" "$bin/euler_sphere" --config "$cfg_deck" \
+                --backend "$backend" --residency "$residency" --no-output \
                 --summary-json "$out/$tag.json" >"$out/$tag.log" 2>&1; then
                 echo "   $((SECONDS - t0)) s"
             else
