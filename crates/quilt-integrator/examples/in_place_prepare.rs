@@ -6,9 +6,14 @@
 //! step, the figure that bounds the host-staged pipeline when the GPU
 //! waits for the CPU; run it under a profiler to see where they go.
 //!
+//! With `--backend-probes` after the step count the backend fills the
+//! probes of patches solved in place
+//! ([`quilt_integrator::SolveBackend::fills_probes`]),
+//! so that prepare copies none.
+//!
 //! ```text
 //! cargo run --release -p quilt-integrator --example in_place_prepare -- \
-//!     examples/decks/sphere_large.toml 3
+//!     examples/decks/sphere_large.toml 3 [--backend-probes]
 //! ```
 
 use std::error::Error;
@@ -30,7 +35,10 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     let steps: usize = args.next().map_or(Ok(3), |s| s.parse())?;
     let deck = Deck::from_file(&path)?;
-    let backend = InPlace::new(CpuBackend::new(deck.solver()?), false);
+    let probes = std::env::args()
+        .nth(3)
+        .is_some_and(|a| a == "--backend-probes");
+    let backend = InPlace::new(CpuBackend::new(deck.solver()?), false, probes);
     let mut it = Integrator::new(&deck, backend)?;
     for s in 0..steps {
         let info = it.step()?;

@@ -98,6 +98,9 @@ struct StageInputs<'a, 'b, T, D: ?Sized> {
     ring: &'a SharedRing<'b, T>,
     /// Builds what the backend needs for each batch's layout meanwhile.
     stager: Option<&'a dyn LayoutStage>,
+    /// The backend fills the probes of patches solved in place
+    /// ([`crate::SolveBackend::fills_probes`]).
+    backend_probes: bool,
 }
 
 /// Assembles and prepares the batch of `pick`, whose patches `checked`
@@ -115,6 +118,7 @@ fn stage<'d, T: Real, D: OldData<T> + Sync + ?Sized>(
         time,
         ring,
         stager,
+        backend_probes,
     } = *inp;
     let t = Instant::now();
     let (bl, queues) = stages::assemble(layout, h, &pick.bins, &pick.queues)?;
@@ -122,6 +126,7 @@ fn stage<'d, T: Real, D: OldData<T> + Sync + ?Sized>(
     let for_stager = stager.map(|_| bl.clone());
     let mut batch = lock(ring).take(bl, layout.bins.len())?;
     let assemble_secs = t.elapsed().as_secs_f64();
+    let mut probes = Vec::new();
     let (layout_state, prepared) = rayon::join(
         || {
             let (s, bl) = (stager?, for_stager?);
@@ -130,7 +135,19 @@ fn stage<'d, T: Real, D: OldData<T> + Sync + ?Sized>(
                 .map_err(|e| log::debug!("layout not staged: {e}"))
                 .ok()
         },
-        || stages::prepare(layout, h, olds, time, &mut batch, &queues, &mut work),
+        || {
+            stages::prepare(
+                layout,
+                h,
+                olds,
+                time,
+                &mut batch,
+                &queues,
+                &mut work,
+                backend_probes,
+                &mut probes,
+            )
+        },
     );
     let prepare_secs = match prepared {
         Ok(s) => s,
@@ -146,6 +163,7 @@ fn stage<'d, T: Real, D: OldData<T> + Sync + ?Sized>(
         prepare_secs,
         assemble_secs,
         layout_state,
+        probes,
     };
     Ok((staged, work))
 }
@@ -176,7 +194,14 @@ fn solve_batch<T: Real, B: SolveBackend<T> + ?Sized, D: OldData<T> + ?Sized>(
         let mut boxes = work
             .in_place_boxes(&staged.queues, olds)
             .map_err(|e| SolveError::Sweep(e.into()))?;
-        backend.solve_in_place(&mut staged.batch, layout_state, &mut boxes, dt, order)
+        backend.solve_in_place(
+            &mut staged.batch,
+            layout_state,
+            &mut boxes,
+            &staged.probes,
+            dt,
+            order,
+        )
     } else {
         backend.solve_staged(&mut staged.batch, layout_state, dt, order)
     }
@@ -538,6 +563,7 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
         time,
         ring: &ring,
         stager: stager.as_deref(),
+        backend_probes: backend.fills_probes(),
     };
 
     if pipelined {

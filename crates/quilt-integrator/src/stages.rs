@@ -21,7 +21,7 @@ use quilt_sweep::{Batch, BatchLayout, LayoutError, PatchShape};
 use rayon::prelude::*;
 
 use crate::Real;
-use crate::backend::InPlaceBox;
+use crate::backend::{InPlaceBox, ProbeBox};
 use crate::error::IntegratorError;
 use crate::plan::{FluxStore, PlanLayout, Shelf};
 
@@ -53,6 +53,10 @@ pub(crate) struct StagedBatch<T> {
     pub assemble_secs: f64,
     /// What the backend's [`crate::LayoutStage`] built for the layout.
     pub layout_state: Option<crate::StagedLayout>,
+    /// The probes prepare left to the backend ([`crate::SolveBackend::fills_probes`]),
+    /// `parent` counting the patches solved in place in
+    /// [`CloseWork::in_place_boxes`]' order.
+    pub probes: Vec<ProbeBox>,
 }
 
 /// Builds the layout of a batch made of the global bins `bins`, with the
@@ -190,7 +194,11 @@ pub(crate) fn size_of_box(b: &IndexBox) -> [u32; 3] {
 /// ([`Checked::in_place`]) has only the ghost cells of its old state
 /// filled, in place, and no bin: the backend reads its old state and
 /// writes its new interior where they are
-/// ([`crate::SolveBackend::solve_in_place`]).
+/// ([`crate::SolveBackend::solve_in_place`]). With `backend_probes` (the
+/// backend [`crate::SolveBackend::fills_probes`]) such a patch's probes
+/// are not copied either: they go to `probes`, for the backend to take
+/// from the patch's old state.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     plan: &PlanLayout<T>,
     h: &Hierarchy,
@@ -199,6 +207,8 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     batch: &mut Batch<T>,
     queues: &[Vec<Job>],
     work: &mut CloseWork<'_, T>,
+    backend_probes: bool,
+    probes: &mut Vec<ProbeBox>,
 ) -> Result<Vec<f64>, IntegratorError> {
     let g = plan.ghost;
     // Patches and probes alike get a target: probes are written by the
@@ -244,6 +254,9 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
         Vec<FillTarget<'t, T>>,
     );
     let mut tasks: Vec<Work<'_, T>> = Vec::with_capacity(work.items.len());
+    // Patches solved in place so far: the next one's index among them.
+    let mut parents = 0;
+    probes.clear();
     // `work` holds the batch's jobs in queue order (`CloseWork::arrange`).
     for (qi, k, c) in work.items.iter_mut() {
         let job = &queues[*qi][*k];
@@ -265,12 +278,24 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
         } else {
             bin
         };
-        let probes = job
-            .probes
-            .iter()
-            .map(|&(n, pd)| take(pd, &|| format!("probe {n}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        tasks.push((*qi, job.patch, c.in_place, t, probes));
+        let mut targets = Vec::with_capacity(job.probes.len());
+        for &(n, pd) in &job.probes {
+            let target = take(pd, &|| format!("probe {n}"))?;
+            if c.in_place && backend_probes {
+                // A probe's ghost box lies in its coarse patch's.
+                let at = plan.probes[n].interior.grow(g).lo - h.patches()[job.patch].ghost_box().lo;
+                let offset = [at.x, at.y, at.z].map(|v| u32::try_from(v).unwrap_or(u32::MAX));
+                probes.push(ProbeBox {
+                    desc: pd,
+                    parent: parents,
+                    offset,
+                });
+            } else {
+                targets.push(target);
+            }
+        }
+        parents += usize::from(c.in_place);
+        tasks.push((*qi, job.patch, c.in_place, t, targets));
     }
     let timed = tasks
         .into_par_iter()

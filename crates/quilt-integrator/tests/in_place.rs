@@ -31,15 +31,17 @@ fn states_solved_in_place_match_batches_in_bins_bit_for_bit() {
     let mut per_patch = packed.clone();
     per_patch.batching.layout = BatchLayoutKind::PerPatch;
     per_patch.batching.max_bins = 0;
-    for (pipelined, mode, n_fixed, deck) in [
-        (false, BatchMode::Adaptive, 1, &packed),
-        (true, BatchMode::Adaptive, 1, &packed),
-        (true, BatchMode::Static, 3, &packed),
-        (true, BatchMode::Static, 3, &per_patch),
+    // With and without the probes of in-place patches left to the backend.
+    for (pipelined, mode, n_fixed, deck, fills_probes) in [
+        (false, BatchMode::Adaptive, 1, &packed, true),
+        (true, BatchMode::Adaptive, 1, &packed, false),
+        (true, BatchMode::Static, 3, &packed, true),
+        (true, BatchMode::Static, 3, &per_patch, false),
     ] {
         let mut plain = common::cpu(deck);
-        let backend = InPlace::new(CpuBackend::new(deck.solver().expect("solver")), true);
-        let boxes = backend.boxes.clone();
+        let solver = deck.solver().expect("solver");
+        let backend = InPlace::new(CpuBackend::new(solver), true, fills_probes);
+        let (boxes, probes) = (backend.boxes.clone(), backend.probes.clone());
         let mut locked = Integrator::new(deck, backend).expect("integrator");
         let d = locked.data();
         assert!(
@@ -58,6 +60,11 @@ fn states_solved_in_place_match_batches_in_bins_bit_for_bit() {
         assert!(
             boxes.load(Ordering::Relaxed) > 0,
             "no patch was solved in place"
+        );
+        assert_eq!(
+            probes.load(Ordering::Relaxed) > 0,
+            fills_probes,
+            "probes left to the backend"
         );
         assert_eq!(
             bits(&plain),

@@ -141,6 +141,51 @@ impl<T: Real> Batch<T> {
         Ok(())
     }
 
+    /// Copies a patch from a part of a larger dense array: `src` holds a
+    /// box of extent `src_extent` (ordered as in [`Batch::load_patch`],
+    /// with the layout's components), and the patch (ghosts included) is
+    /// its sub-box of the descriptor's extent starting at `offset`. A flux
+    /// probe is loaded this way from its coarse patch's filled box.
+    pub fn load_patch_from(
+        &mut self,
+        patch: usize,
+        src: &[T],
+        src_extent: [u32; 3],
+        offset: [u32; 3],
+    ) -> Result<(), LayoutError> {
+        let l = &self.layout;
+        let d = *l.patches().get(patch).ok_or_else(|| {
+            LayoutError::Access(format!(
+                "patch index {patch} out of range ({} patches)",
+                l.patches().len()
+            ))
+        })?;
+        let ncomp = l.ncomp() as usize;
+        let [sx, sy, sz] = src_extent.map(|e| e as usize);
+        let fits = (0..3)
+            .all(|a| u64::from(offset[a]) + u64::from(d.extent[a]) <= u64::from(src_extent[a]));
+        if src.len() != ncomp * sx * sy * sz || !fits {
+            return Err(LayoutError::Access(format!(
+                "patch {}: {:?} at {offset:?} of a box of {src_extent:?} with {} values \
+                 ({ncomp} components)",
+                d.id,
+                d.extent,
+                src.len()
+            )));
+        }
+        let (rows, len) = self.rows(patch, ncomp * d.total_cells() as usize)?;
+        let [ey, ez] = [d.extent[1] as usize, d.extent[2] as usize];
+        let [ox, oy, oz] = offset.map(|v| v as usize);
+        let data = self.data_mut();
+        for (n, dst_start) in rows.enumerate() {
+            // Row n of the patch is (c, k, j) with n = (c * ez + k) * ey + j.
+            let (j, k, c) = (n % ey, (n / ey) % ez, n / (ey * ez));
+            let s0 = ((c * sz + oz + k) * sy + oy + j) * sx + ox;
+            data[dst_start..dst_start + len].copy_from_slice(&src[s0..s0 + len]);
+        }
+        Ok(())
+    }
+
     /// Copies a patch (ghosts included) out of the batch into a dense array
     /// ordered as in [`Batch::load_patch`].
     pub fn store_patch(&self, patch: usize, dst: &mut [T]) -> Result<(), LayoutError> {
@@ -294,6 +339,43 @@ mod tests {
             }
             assert_eq!(interior, 5 * d.interior_cells());
         }
+    }
+
+    #[test]
+    fn a_patch_loads_from_part_of_a_larger_box() {
+        let l = layout();
+        let mut batch = Batch::<f64>::new(l.clone());
+        let d = l.patches()[1];
+        // A box larger by 1, 2 and 3 cells, the patch at (1, 0, 2) in it.
+        let big = [d.extent[0] + 1, d.extent[1] + 2, d.extent[2] + 3];
+        let off = [1, 0, 2];
+        let (bx, by, bz) = (big[0] as usize, big[1] as usize, big[2] as usize);
+        let src: Vec<f64> = (0..5 * bx * by * bz).map(|v| v as f64).collect();
+        batch.load_patch_from(1, &src, big, off).unwrap();
+        let [ex, ey, ez] = d.extent;
+        for c in 0..5u32 {
+            for k in 0..ez {
+                for j in 0..ey {
+                    for i in 0..ex {
+                        let (x, y, z) = (
+                            (i + off[0]) as usize,
+                            (j + off[1]) as usize,
+                            (k + off[2]) as usize,
+                        );
+                        let at = ((c as usize * bz + z) * by + y) * bx + x;
+                        assert_eq!(
+                            batch.get(1, c, [i, j, k]),
+                            Some(src[at]),
+                            "c {c} cell {i} {j} {k}"
+                        );
+                    }
+                }
+            }
+        }
+        // Past the box's far side, or a source of the wrong size: errors.
+        assert!(batch.load_patch_from(1, &src, big, [2, 0, 2]).is_err());
+        assert!(batch.load_patch_from(1, &src[1..], big, off).is_err());
+        assert!(batch.load_patch_from(2, &src, big, off).is_err());
     }
 
     #[test]

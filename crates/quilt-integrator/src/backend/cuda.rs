@@ -8,7 +8,9 @@ use quilt_sweep::physics::Gas;
 use quilt_sweep::{Batch, BatchLayout, Scheme, StepReport, SweepOrder};
 use std::sync::Arc;
 
-use super::{InPlaceBox, LayoutStage, ResidentSolve, SolveBackend, SolveError, StagedLayout};
+use super::{
+    InPlaceBox, LayoutStage, ProbeBox, ResidentSolve, SolveBackend, SolveError, StagedLayout,
+};
 use crate::resident::ResidentPlan;
 
 /// Advances batches on a CUDA device: each `solve` copies the batch to
@@ -140,9 +142,13 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
         batch: &mut Batch<T>,
         staged: Option<StagedLayout>,
         boxes: &mut [InPlaceBox<'_, T>],
+        probes: &[ProbeBox],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
+        // This backend does not claim `fills_probes`, so the integrator
+        // copied the probes already; any handed in go into the batch here.
+        super::load_probes(batch, boxes, probes)?;
         let staged = staged.and_then(StagedLayout::downcast::<quilt_cuda::StagedLayout<T>>);
         let mut ext: Vec<ExternalBox<'_, T>> = boxes
             .iter_mut()

@@ -156,27 +156,30 @@ pub trait SolveBackend<T: Real>: Send {
     }
 
     /// [`SolveBackend::solve_staged`] for a batch some of whose patches
-    /// live outside its bins, in dense ghost boxes of their own (`boxes`).
-    /// The result is, bit for bit, that of loading every box's old state
-    /// into the batch ([`Batch::load_patch`]), solving the batch and
+    /// live outside its bins, in dense ghost boxes of their own (`boxes`),
+    /// and some of whose flux probes are parts of those boxes (`probes`,
+    /// only for a backend whose [`SolveBackend::fills_probes`] holds; the
+    /// integrator has not copied them into their bins). The result is,
+    /// bit for bit, that of [`load_in_place`] (every box's old state and
+    /// every such probe loaded into the batch), solving the batch and
     /// copying each patch's interior into its new state
     /// ([`Batch::store_interior`]: the new state's ghost cells keep their
     /// values); on an error the old states are unchanged, and the new
     /// states' interiors and the batch's fluxes unspecified (a step
-    /// recomputes them). The bins of those patches are left unspecified. The default does exactly that;
-    /// a GPU backend reads and writes states in memory its
-    /// [`SolveBackend::page_lock`] locked where they are.
+    /// recomputes them). The bins of those patches are left unspecified.
+    /// The default does exactly that; a GPU backend reads and writes
+    /// states in memory its [`SolveBackend::page_lock`] locked where they
+    /// are.
     fn solve_in_place(
         &mut self,
         batch: &mut Batch<T>,
         staged: Option<StagedLayout>,
         boxes: &mut [InPlaceBox<'_, T>],
+        probes: &[ProbeBox],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
-        for b in boxes.iter() {
-            batch.load_patch(b.desc, b.old).map_err(SweepError::from)?;
-        }
+        load_in_place(batch, boxes, probes)?;
         let report = self.solve_staged(batch, staged, dt, order)?;
         for b in boxes.iter_mut() {
             batch
@@ -184,6 +187,16 @@ pub trait SolveBackend<T: Real>: Send {
                 .map_err(SweepError::from)?;
         }
         Ok(report)
+    }
+
+    /// Whether [`SolveBackend::solve_in_place`] fills the flux probes of
+    /// patches solved in place from their boxes itself (a GPU backend
+    /// that has the boxes on the device already copies them there, and
+    /// spares the host the copies and the bus their bytes). `false` (the
+    /// default): the integrator copies every probe into its bin while it
+    /// prepares the batch.
+    fn fills_probes(&self) -> bool {
+        false
     }
 
     /// Where the solves' time went so far, for a backend that moves
@@ -228,6 +241,66 @@ pub struct InPlaceBox<'a, T> {
     pub old: &'a [T],
     /// The new state: the step writes its interior.
     pub new: &'a mut [T],
+}
+
+/// A flux probe of a batch that is a part of a patch solved in place
+/// ([`SolveBackend::solve_in_place`]): its descriptor's extent of the
+/// box `boxes[parent]`'s old state, from `offset` (cells along x, y, z) on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeBox {
+    /// Index of the probe's descriptor in the batch's layout.
+    pub desc: usize,
+    /// Index of its coarse patch's box in the `boxes` handed along.
+    pub parent: usize,
+    /// Where the probe's first cell (ghosts included) lies in that box.
+    pub offset: [u32; 3],
+}
+
+/// Loads every box's old state into its patch's bins
+/// ([`Batch::load_patch`]) and every probe from its parent's old state
+/// ([`Batch::load_patch_from`]): the batch [`SolveBackend::solve_in_place`]
+/// solves, as a backend that reads the boxes where they are must
+/// reproduce it.
+pub fn load_in_place<T: Real>(
+    batch: &mut Batch<T>,
+    boxes: &[InPlaceBox<'_, T>],
+    probes: &[ProbeBox],
+) -> Result<(), SweepError> {
+    for b in boxes {
+        batch.load_patch(b.desc, b.old)?;
+    }
+    load_probes(batch, boxes, probes)
+}
+
+/// The probes' half of [`load_in_place`].
+pub(crate) fn load_probes<T: Real>(
+    batch: &mut Batch<T>,
+    boxes: &[InPlaceBox<'_, T>],
+    probes: &[ProbeBox],
+) -> Result<(), SweepError> {
+    for p in probes {
+        let parent = boxes.get(p.parent).ok_or_else(|| {
+            quilt_sweep::LayoutError::Access(format!(
+                "probe descriptor {}: parent box {} of {}",
+                p.desc,
+                p.parent,
+                boxes.len()
+            ))
+        })?;
+        let extent = batch
+            .layout()
+            .patches()
+            .get(parent.desc)
+            .map(|d| d.extent)
+            .ok_or_else(|| {
+                quilt_sweep::LayoutError::Access(format!(
+                    "parent descriptor {} of probe descriptor {}",
+                    parent.desc, p.desc
+                ))
+            })?;
+        batch.load_patch_from(p.desc, parent.old, extent, p.offset)?;
+    }
+    Ok(())
 }
 
 /// What a [`LayoutStage`] built, handed back to its backend's
@@ -349,10 +422,15 @@ impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
         batch: &mut Batch<T>,
         staged: Option<StagedLayout>,
         boxes: &mut [InPlaceBox<'_, T>],
+        probes: &[ProbeBox],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
-        (**self).solve_in_place(batch, staged, boxes, dt, order)
+        (**self).solve_in_place(batch, staged, boxes, probes, dt, order)
+    }
+
+    fn fills_probes(&self) -> bool {
+        (**self).fills_probes()
     }
 
     fn solve_totals(&self) -> Option<SolveTotals> {

@@ -7,7 +7,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use quilt_integrator::{CpuBackend, InPlaceBox, SolveBackend, SolveError, StagedLayout};
+use quilt_integrator::{
+    CpuBackend, InPlaceBox, ProbeBox, SolveBackend, SolveError, StagedLayout, load_in_place,
+};
 use quilt_mesh::locked::PageLock;
 use quilt_sweep::{Batch, StepReport, SweepOrder};
 
@@ -29,18 +31,26 @@ impl PageLock for NoDevice {
 pub struct InPlace {
     pub cpu: CpuBackend<f64>,
     pub boxes: Arc<AtomicUsize>,
-    /// Fill the bins of in-place patches with NaN before loading them, so
-    /// that a solve reading the bins instead of the boxes shows.
+    /// Probes the integrator left to the backend ([`SolveBackend::fills_probes`]).
+    pub probes: Arc<AtomicUsize>,
+    /// Fill the bins of in-place patches and of the probes left to the
+    /// backend with NaN before loading them, so that a solve reading bins
+    /// nobody filled shows.
     pub poison: bool,
+    /// Whether the backend fills the probes of in-place patches itself.
+    pub fills_probes: bool,
 }
 
 impl InPlace {
-    /// `cpu` handed its patches in place.
-    pub fn new(cpu: CpuBackend<f64>, poison: bool) -> Self {
+    /// `cpu` handed its patches in place (and, with `fills_probes`, their
+    /// probes to fill).
+    pub fn new(cpu: CpuBackend<f64>, poison: bool, fills_probes: bool) -> Self {
         Self {
             cpu,
             boxes: Arc::new(AtomicUsize::new(0)),
+            probes: Arc::new(AtomicUsize::new(0)),
             poison,
+            fills_probes,
         }
     }
 }
@@ -72,24 +82,31 @@ impl SolveBackend<f64> for InPlace {
         batch: &mut Batch<f64>,
         staged: Option<StagedLayout>,
         boxes: &mut [InPlaceBox<'_, f64>],
+        probes: &[ProbeBox],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
         self.boxes.fetch_add(boxes.len(), Ordering::Relaxed);
-        // The bins of in-place patches are unspecified.
+        self.probes.fetch_add(probes.len(), Ordering::Relaxed);
         if self.poison {
-            for b in boxes.iter() {
-                let nan = vec![f64::NAN; b.old.len()];
-                batch.load_patch(b.desc, &nan).expect("poison");
+            let descs = boxes
+                .iter()
+                .map(|b| b.desc)
+                .chain(probes.iter().map(|p| p.desc));
+            for d in descs {
+                let n = 5 * batch.layout().patches()[d].total_cells() as usize;
+                batch.load_patch(d, &vec![f64::NAN; n]).expect("poison");
             }
         }
-        for b in boxes.iter() {
-            batch.load_patch(b.desc, b.old).expect("load");
-        }
+        load_in_place(batch, boxes, probes)?;
         let r = self.cpu.solve_staged(batch, staged, dt, order)?;
         for b in boxes.iter_mut() {
             batch.store_interior(b.desc, b.new).expect("store");
         }
         Ok(r)
+    }
+
+    fn fills_probes(&self) -> bool {
+        self.fills_probes
     }
 }
