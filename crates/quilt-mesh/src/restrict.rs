@@ -102,7 +102,7 @@ fn restrict_region<T: Real>(
     acc: &mut [T],
 ) {
     let cdb = coarse.data_box();
-    restrict_rows(fine, region, r, acc, |c, j, k, means| {
+    restrict_rows(fine, region, r, 0..fine.ncomp(), acc, |c, j, k, means| {
         let o = cdb.offset(&iv(region.lo.x, j, k));
         coarse.comp_mut(c)[o..o + means.len()].copy_from_slice(means);
     });
@@ -133,22 +133,30 @@ pub fn restrict_into<T: Real>(
     }
     let (n, ny) = (region.size().x as usize, region.size().y as usize);
     let mut acc = vec![T::zero(); n];
-    restrict_rows(fine, region, r, &mut acc, |c, j, k, means| {
-        let o = c * cells + ((k - region.lo.z) as usize * ny + (j - region.lo.y) as usize) * n;
-        out[o..o + n].copy_from_slice(means);
-    });
+    restrict_rows(
+        fine,
+        region,
+        r,
+        0..fine.ncomp(),
+        &mut acc,
+        |c, j, k, means| {
+            let o = c * cells + ((k - region.lo.z) as usize * ny + (j - region.lo.y) as usize) * n;
+            out[o..o + n].copy_from_slice(means);
+        },
+    );
     Ok(())
 }
 
 /// Computes the means of every coarse row of `region` (each component
-/// `c`, row `j`, plane `k`) in `acc` and hands them to `put(c, j, k,
-/// means)`: the one arithmetic of every restriction. Each mean sums its
-/// fine cells in one order (`dz`, then `dy`, then `x`, one addition after
-/// another), whatever the ratio's code path.
+/// `c` of `comps`, row `j`, plane `k`) in `acc` and hands them to
+/// `put(c, j, k, means)`: the one arithmetic of every restriction. Each
+/// mean sums its fine cells in one order (`dz`, then `dy`, then `x`, one
+/// addition after another), whatever the ratio's code path.
 fn restrict_rows<T: Real>(
     fine: &PatchData<T>,
     region: &IndexBox,
     r: i32,
+    comps: std::ops::Range<usize>,
     acc: &mut [T],
     put: impl FnMut(usize, i32, i32, &[T]),
 ) {
@@ -156,9 +164,9 @@ fn restrict_rows<T: Real>(
     // row's cells, which dominate: coarse rows are short, ten to twenty
     // cells.
     match r {
-        2 => rows_with(fine, region, 2, acc, put),
-        4 => rows_with(fine, region, 4, acc, put),
-        _ => rows_with(fine, region, r as usize, acc, put),
+        2 => rows_with(fine, region, 2, comps, acc, put),
+        4 => rows_with(fine, region, 4, comps, acc, put),
+        _ => rows_with(fine, region, r as usize, comps, acc, put),
     }
 }
 
@@ -168,6 +176,7 @@ fn rows_with<T: Real>(
     fine: &PatchData<T>,
     region: &IndexBox,
     ru: usize,
+    comps: std::ops::Range<usize>,
     acc: &mut [T],
     mut put: impl FnMut(usize, i32, i32, &[T]),
 ) {
@@ -177,7 +186,7 @@ fn rows_with<T: Real>(
     let fdb = fine.data_box();
     let [_, sy, _] = fine.strides();
     let rows = region.size().y as usize * ru;
-    for c in 0..fine.ncomp() {
+    for c in comps {
         let f = fine.comp(c);
         for k in region.lo.z..=region.hi.z {
             // The fine planes of the next coarse plane, while this one is
@@ -238,26 +247,48 @@ pub fn restrict_level_where<T: Real>(
     let (lower, upper) = data.states_mut().split_at_mut(frange.start);
     let coarse = &mut lower[crange.clone()];
     let fine = &upper[..frange.len()];
+    // One task per coarse patch and component: a level's coarse patches
+    // are few and of any size (one may lie under most of the finer level),
+    // so tasks per patch alone leave the level to its largest.
     coarse.par_iter_mut().enumerate().for_each(|(n, cs)| {
         if !mine(crange.start + n) {
             return;
         }
         let cpatch = &h.patches()[crange.start + n];
         let under = cpatch.interior().refine(ratio);
-        let mut acc = Vec::new();
-        for fi in h.patches_intersecting(fine_level, &under) {
-            if !mine(fi) {
-                continue;
-            }
-            let fd = time.of(&fine[fi - frange.start]);
-            let cd = time.of_mut(cs);
-            let region = covered_coarse_cells(&fd.interior(), ratio).intersect(&cd.interior());
-            if region.is_empty() {
-                continue;
-            }
-            acc.resize(region.size().x as usize, T::zero());
-            restrict_region(fd, cd, &region, ratio, &mut acc);
+        let cd = time.of_mut(cs);
+        let (cdb, interior) = (cd.data_box(), cd.interior());
+        let (len, ncomp) = (cd.comp_len(), cd.ncomp());
+        let pairs: Vec<(&PatchData<T>, IndexBox)> = h
+            .patches_intersecting(fine_level, &under)
+            .into_iter()
+            .filter(|&fi| mine(fi))
+            .map(|fi| {
+                let fd = time.of(&fine[fi - frange.start]);
+                (
+                    fd,
+                    covered_coarse_cells(&fd.interior(), ratio).intersect(&interior),
+                )
+            })
+            .filter(|(_, region)| !region.is_empty())
+            .collect();
+        if pairs.is_empty() {
+            return;
         }
+        cd.as_mut_slice()
+            .par_chunks_mut(len)
+            .take(ncomp)
+            .enumerate()
+            .for_each(|(c, comp)| {
+                let mut acc = Vec::new();
+                for (fd, region) in &pairs {
+                    acc.resize(region.size().x as usize, T::zero());
+                    restrict_rows(fd, region, ratio, c..c + 1, &mut acc, |_, j, k, means| {
+                        let o = cdb.offset(&iv(region.lo.x, j, k));
+                        comp[o..o + means.len()].copy_from_slice(means);
+                    });
+                }
+            });
     });
     Ok(())
 }
