@@ -35,9 +35,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     let steps: usize = args.next().map_or(Ok(3), |s| s.parse())?;
     let deck = Deck::from_file(&path)?;
-    let probes = std::env::args()
-        .nth(3)
-        .is_some_and(|a| a == "--backend-probes");
+    let probes = args.next().is_some_and(|a| a == "--backend-probes");
     let backend = InPlace::new(CpuBackend::new(deck.solver()?), false, probes);
     let mut it = Integrator::new(&deck, backend)?;
     for s in 0..steps {

@@ -93,8 +93,9 @@ impl SolveBackend<f64> for InPlace {
                 .iter()
                 .map(|b| b.desc)
                 .chain(probes.iter().map(|p| p.desc));
+            let ncomp = batch.layout().ncomp() as usize;
             for d in descs {
-                let n = 5 * batch.layout().patches()[d].total_cells() as usize;
+                let n = ncomp * batch.layout().patches()[d].total_cells() as usize;
                 batch.load_patch(d, &vec![f64::NAN; n]).expect("poison");
             }
         }
