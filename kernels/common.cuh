@@ -663,6 +663,10 @@ __device__ __forceinline__ void store_cells(const T* data, T* dst, const PatchDe
     }
 }
 
+// A table entry that stores nothing: a flux probe read out of its coarse
+// patch's box, whose interior nobody reads after the step.
+#define QUILT_NO_STORE (~0ull)
+
 // `which` picks the patches written (store_ext_T): bit 0 those in
 // external boxes, bit 1 those in the bins. A step with boxes writes the
 // boxes as soon as its sweeps end, before the host has checked the step
@@ -674,6 +678,7 @@ __device__ __forceinline__ void store_body(const T* data, T* host, const u64* ex
     const ScanItem it = items[i0 + blockIdx.x];
     const u32 p = order[it.q];
     const u64 box = ext ? ext[p] : 0ull;
+    if (box == QUILT_NO_STORE) return;
     if (box) {
         if (which & 1) store_cells<T, true>(data, (T*)box, descs[p], it, B);
     } else if (which & 2) {
@@ -711,12 +716,17 @@ QUILT_STORE_KERNEL(double, store_f64, store_ext_f64)
 // in flight to fill the link.
 #define QUILT_LOAD_CELLS 4
 
+// A source box's extent, `sx | sy << 16 | sz << 32` (load_ext_T's `geom`):
+// a patch's own box has the patch's extent; a flux probe is read out of
+// its coarse patch's box, its table address at the probe's first cell.
 template <class T, bool BOX>
 __device__ __forceinline__ void load_cells(T* __restrict__ data, const T* __restrict__ src, const PatchDesc& d,
-                                           const ScanItem& it, int B) {
+                                           const ScanItem& it, int B, u64 geom) {
     const int ex = d.extent[0], ey = d.extent[1], ez = d.extent[2];
     const int plane = ex * ey;
     const int cells = plane * ez;
+    const int sx = (int)(geom & 0xffffull), sy = (int)((geom >> 16) & 0xffffull);
+    const i64 scomp = (i64)sx * sy * (i64)((geom >> 32) & 0xffffull);
     const int end = min((int)it.first + QUILT_SCAN_CELLS, cells);
     const int cs = B * B * B;
     const i64 base = (i64)d.bin * 5 * cs;
@@ -735,9 +745,10 @@ __device__ __forceinline__ void load_cells(T* __restrict__ data, const T* __rest
                 const int j = r / ex;
                 const int i = r - j * ex;
                 at[m] = base + o0 + (k * B + j) * B + i;
+                const i64 from = BOX ? ((i64)k * sy + j) * sx + i : at[m];
+                const i64 step = BOX ? scomp : (i64)cs;
 #pragma unroll
-                for (int v = 0; v < 5; ++v)
-                    u[m][v] = BOX ? src[(i64)t + (i64)v * cells] : src[at[m] + (i64)v * cs];
+                for (int v = 0; v < 5; ++v) u[m][v] = src[from + (i64)v * step];
             }
         }
 #pragma unroll
@@ -751,15 +762,15 @@ __device__ __forceinline__ void load_cells(T* __restrict__ data, const T* __rest
 
 template <class T>
 __device__ __forceinline__ void load_body(T* __restrict__ data, const T* __restrict__ host, const u64* ext,
-                                          const PatchDesc* descs, const u32* order, const ScanItem* items, u32 i0,
-                                          int B) {
+                                          const u64* geom, const PatchDesc* descs, const u32* order,
+                                          const ScanItem* items, u32 i0, int B) {
     const ScanItem it = items[i0 + blockIdx.x];
     const u32 p = order[it.q];
     const u64 box = ext ? ext[p] : 0ull;
     if (box)
-        load_cells<T, true>(data, (const T*)box, descs[p], it, B);
+        load_cells<T, true>(data, (const T*)box, descs[p], it, B, geom[p]);
     else
-        load_cells<T, false>(data, host, descs[p], it, B);
+        load_cells<T, false>(data, host, descs[p], it, B, 0ull);
 }
 
 // As the store: the batch's own load (the box branch folded away: the
@@ -772,12 +783,12 @@ __device__ __forceinline__ void load_body(T* __restrict__ data, const T* __restr
     extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                            \
         NAME(T* data, const T* host, const PatchDesc* descs, const u32* order, const ScanItem* items, u32 i0,  \
              int B) {                                                                                         \
-        load_body<T>(data, host, nullptr, descs, order, items, i0, B);                                        \
+        load_body<T>(data, host, nullptr, nullptr, descs, order, items, i0, B);                               \
     }                                                                                                         \
     extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK, EXT_MINB)                                  \
-        EXT_NAME(T* data, const T* host, const u64* ext, const PatchDesc* descs, const u32* order,             \
-                 const ScanItem* items, u32 i0, int B) {                                                      \
-        load_body<T>(data, host, ext, descs, order, items, i0, B);                                            \
+        EXT_NAME(T* data, const T* host, const u64* ext, const u64* geom, const PatchDesc* descs,              \
+                 const u32* order, const ScanItem* items, u32 i0, int B) {                                    \
+        load_body<T>(data, host, ext, geom, descs, order, items, i0, B);                                      \
     }
 
 QUILT_LOAD_KERNEL(float, load_f32, load_ext_f32, 5)

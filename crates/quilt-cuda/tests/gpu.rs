@@ -9,7 +9,9 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use quilt_cuda::{CudaConfig, CudaError, CudaSolver, ExternalBox, GpuReal, HostRegistry, Variant};
+use quilt_cuda::{
+    CudaConfig, CudaError, CudaSolver, ExternalBox, ExternalProbe, GpuReal, HostRegistry, Variant,
+};
 use quilt_mesh::locked::{Mapping, PageLock};
 use quilt_sweep::exact::{ExactRiemann, State1d};
 use quilt_sweep::physics::{Gas, Primitive};
@@ -867,21 +869,43 @@ fn same_bits<T: GpuReal>(a: &[T], b: &[T]) -> bool {
             .all(|(x, y)| x.as_f64().to_bits() == y.as_f64().to_bits())
 }
 
+/// Patches of the external case before its probes.
+const EXTERNAL_PATCHES: usize = 7;
+
 /// A packed batch of patches of different shapes, the descriptors to keep
-/// outside it (most, not all), their dense boxes, and a time step.
+/// outside it (most, not all), their dense boxes, probes that are parts
+/// of the first three boxes (at their far corner, their origin and their
+/// middle; the batch holds those parts), and a time step.
 fn external_case<T: GpuReal>(
     scheme: Scheme,
     gas: Gas,
     seed: u64,
-) -> (Batch<T>, Vec<usize>, Vec<Vec<T>>, f64) {
+) -> (Batch<T>, Vec<usize>, Vec<ExternalProbe>, Vec<Vec<T>>, f64) {
     let g = scheme.ghost_width();
-    let layout = packed(&shapes(7, g, 2 * g + 3, 2 * g + 14, seed));
-    let input = fill::<T>(layout, &gas, seed, false);
-    let cpu = quilt_sweep::Solver::new(scheme, gas).unwrap();
-    let dt = cpu.max_dt(&input, 0.8 * cpu.cfl_limit()).unwrap();
-    let n = input.layout().patches().len();
-    let external: Vec<usize> = (0..n).filter(|p| p % 3 != 1).collect();
-    let dense = external
+    let mut shapes = shapes(EXTERNAL_PATCHES, g, 2 * g + 3, 2 * g + 14, seed);
+    let external: Vec<usize> = (0..EXTERNAL_PATCHES).filter(|p| p % 3 != 1).collect();
+    let mut probes = Vec::new();
+    for parent in 0..3 {
+        let s = shapes[external[parent]];
+        let extent: [u32; 3] = std::array::from_fn(|a| (s.extent[a] - a as u32 - 1).max(2 * g + 1));
+        let offset: [u32; 3] = std::array::from_fn(|a| {
+            let room = s.extent[a] - extent[a];
+            [room, 0, room / 2][parent]
+        });
+        probes.push(ExternalProbe {
+            desc: shapes.len(),
+            parent,
+            offset,
+        });
+        shapes.push(quilt_sweep::PatchShape {
+            id: 5000 + parent as u64,
+            extent,
+            user: 100 + parent as u32,
+            ..s
+        });
+    }
+    let mut input = fill::<T>(packed(&shapes), &gas, seed, false);
+    let dense: Vec<Vec<T>> = external
         .iter()
         .map(|&p| {
             let mut v = vec![T::zero(); 5 * input.layout().patches()[p].total_cells() as usize];
@@ -889,7 +913,38 @@ fn external_case<T: GpuReal>(
             v
         })
         .collect();
-    (input, external, dense, dt)
+    load_probes(&mut input, &external, &probes, &dense);
+    let cpu = quilt_sweep::Solver::new(scheme, gas).unwrap();
+    let dt = cpu.max_dt(&input, 0.8 * cpu.cfl_limit()).unwrap();
+    (input, external, probes, dense, dt)
+}
+
+/// Loads each probe from its parent's box (`dense[p.parent]`, the box of
+/// descriptor `external[p.parent]`).
+fn load_probes<T: GpuReal>(
+    batch: &mut Batch<T>,
+    external: &[usize],
+    probes: &[ExternalProbe],
+    dense: &[Vec<T>],
+) {
+    for p in probes {
+        let extent = batch.layout().patches()[external[p.parent]].extent;
+        batch
+            .load_patch_from(p.desc, &dense[p.parent], extent, p.offset)
+            .unwrap();
+    }
+}
+
+/// The values of the probes' cells and interiors, `ncomp` per cell.
+fn probe_values<T: GpuReal>(batch: &Batch<T>, probes: &[ExternalProbe]) -> (u64, u64) {
+    let l = batch.layout();
+    let cells = |f: fn(&quilt_sweep::PatchDesc) -> u64| {
+        probes.iter().map(|p| f(&l.patches()[p.desc])).sum::<u64>() * u64::from(l.ncomp())
+    };
+    (
+        cells(|d| u64::from(d.total_cells())),
+        cells(|d| u64::from(d.interior_cells())),
+    )
 }
 
 /// `advance_external` against load_patch + `advance` + store_interior on
@@ -898,8 +953,13 @@ fn external_case<T: GpuReal>(
 /// first step of `advance_external` takes its layout from the stager.
 fn check_external<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemory) {
     let gas = Gas::ideal(1.4);
-    let (input, external, dense, dt) = external_case::<T>(scheme, gas, seed);
+    let (input, external, probes, dense, dt) = external_case::<T>(scheme, gas, seed);
     let layout = input.layout().clone();
+    let spoilt: Vec<usize> = external
+        .iter()
+        .copied()
+        .chain(probes.iter().map(|p| p.desc))
+        .collect();
     let mut copy = CudaSolver::<T>::new(scheme, gas, CudaConfig::default()).unwrap();
     let mut gpu = CudaSolver::<T>::new(scheme, gas, CudaConfig::default()).unwrap();
     let reg = gpu.page_lock();
@@ -913,7 +973,7 @@ fn check_external<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemory) {
         } else {
             page_locked_copy(gpu, &input)
         };
-        spoil(&mut b, &external);
+        spoil(&mut b, &spoilt);
         b
     };
     let default_transfers = std::env::var("QUILT_CUDA_TRANSFER").is_err();
@@ -929,6 +989,7 @@ fn check_external<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemory) {
         for (b, &p) in dense.iter().zip(&external) {
             want.load_patch(p, b).unwrap();
         }
+        load_probes(&mut want, &external, &probes, &dense);
         let t0 = copy.totals();
         let want_r = copy.advance(&mut want, dt, order).unwrap();
         let t1 = copy.totals();
@@ -941,25 +1002,37 @@ fn check_external<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemory) {
         let mut store = BoxStore::new(&dense, registered.then(|| reg.clone()));
         let staged = (step == 0).then(|| gpu.stager().unwrap().stage(&layout).unwrap());
         let t2 = gpu.totals();
-        let got_r = {
+        let (got_r, in_place) = {
             let mut boxes = store.boxes(&external);
             let in_place = gpu.external_in_place(&got, &boxes);
             if default_transfers {
                 assert_eq!(in_place, memory == BoxMemory::Registered, "{name}: path");
             }
-            gpu.advance_external(&mut got, staged, &mut boxes, dt, order)
-                .unwrap_or_else(|e| panic!("{name}: {e}"))
+            let r = gpu
+                .advance_external(&mut got, staged, &mut boxes, &probes, dt, order)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            (r, in_place)
         };
         let t3 = gpu.totals();
         assert_eq!(got_r, want_r, "{name}: step reports differ");
+        // In place, probes come from their parents' copies on the device
+        // (mapped: over the bus) and their interiors stay there.
+        let (probe_cells, probe_interiors) = probe_values(&input, &probes);
+        let mapped = std::env::var("QUILT_CUDA_TRANSFER").is_ok_and(|v| v == "mapped");
+        let value = std::mem::size_of::<T>() as u64;
+        let (saved_up, saved_down) = match (in_place, mapped) {
+            (false, _) => (0, 0),
+            (true, false) => (probe_cells * value, probe_interiors * value),
+            (true, true) => (0, probe_interiors * value),
+        };
         assert_eq!(
             t3.bytes_up - t2.bytes_up,
-            t1.bytes_up - t0.bytes_up,
+            t1.bytes_up - t0.bytes_up - saved_up,
             "{name}: bytes up"
         );
         assert_eq!(
             t3.bytes_down - t2.bytes_down,
-            t1.bytes_down - t0.bytes_down,
+            t1.bytes_down - t0.bytes_down - saved_down,
             "{name}: bytes down"
         );
         let (sources, got_boxes) = store.values();
@@ -974,7 +1047,7 @@ fn check_external<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemory) {
             );
         }
         assert!(same_bits(got.flux(), want.flux()), "{name}: fluxes differ");
-        for p in (0..layout.patches().len()).filter(|p| !external.contains(p)) {
+        for p in (0..layout.patches().len()).filter(|p| !spoilt.contains(p)) {
             let n = 5 * layout.patches()[p].total_cells() as usize;
             let (mut a, mut b) = (vec![T::zero(); n], vec![T::zero(); n]);
             got.store_patch(p, &mut a).unwrap();
@@ -1018,7 +1091,12 @@ fn external_boxes_give_the_copy_paths_results_bit_for_bit() {
 /// destination ghost cell changed.
 fn check_external_errors<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemory) {
     let gas = Gas::ideal(1.4);
-    let (input, external, mut dense, dt) = external_case::<T>(scheme, gas, seed);
+    let (input, external, probes, mut dense, dt) = external_case::<T>(scheme, gas, seed);
+    let spoilt: Vec<usize> = external
+        .iter()
+        .copied()
+        .chain(probes.iter().map(|p| p.desc))
+        .collect();
     let mut gpu = CudaSolver::<T>::new(scheme, gas, CudaConfig::default()).unwrap();
     let reg = gpu.page_lock();
     let registered = memory != BoxMemory::Vectors;
@@ -1028,7 +1106,7 @@ fn check_external_errors<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemor
         } else {
             page_locked_copy(gpu, &input)
         };
-        spoil(&mut b, &external);
+        spoil(&mut b, &spoilt);
         b
     };
     // The copy path's error on the same input.
@@ -1037,6 +1115,7 @@ fn check_external_errors<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemor
         for (v, &p) in dense.iter().zip(&external) {
             b.load_patch(p, v).unwrap();
         }
+        load_probes(&mut b, &external, &probes, dense);
         gpu.advance(&mut b, dt, SweepOrder::Xyz)
             .unwrap_err()
             .to_string()
@@ -1048,9 +1127,16 @@ fn check_external_errors<T: GpuReal>(scheme: Scheme, seed: u64, memory: BoxMemor
         let mut got_batch = batch_of(gpu);
         let got = {
             let mut boxes = store.boxes(&external);
-            gpu.advance_external(&mut got_batch, None, &mut boxes, dt, SweepOrder::Xyz)
-                .unwrap_err()
-                .to_string()
+            gpu.advance_external(
+                &mut got_batch,
+                None,
+                &mut boxes,
+                &probes,
+                dt,
+                SweepOrder::Xyz,
+            )
+            .unwrap_err()
+            .to_string()
         };
         assert_eq!(got, want, "{name}: errors differ");
         // Sources as they were; destinations' ghost cells too (their

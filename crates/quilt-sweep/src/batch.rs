@@ -153,26 +153,11 @@ impl<T: Real> Batch<T> {
         src_extent: [u32; 3],
         offset: [u32; 3],
     ) -> Result<(), LayoutError> {
-        let l = &self.layout;
-        let d = *l.patches().get(patch).ok_or_else(|| {
-            LayoutError::Access(format!(
-                "patch index {patch} out of range ({} patches)",
-                l.patches().len()
-            ))
-        })?;
-        let ncomp = l.ncomp() as usize;
+        let d = self
+            .layout
+            .dense_part(patch, src.len(), src_extent, offset)?;
+        let ncomp = self.layout.ncomp() as usize;
         let [sx, sy, sz] = src_extent.map(|e| e as usize);
-        let fits = (0..3)
-            .all(|a| u64::from(offset[a]) + u64::from(d.extent[a]) <= u64::from(src_extent[a]));
-        if src.len() != ncomp * sx * sy * sz || !fits {
-            return Err(LayoutError::Access(format!(
-                "patch {}: {:?} at {offset:?} of a box of {src_extent:?} with {} values \
-                 ({ncomp} components)",
-                d.id,
-                d.extent,
-                src.len()
-            )));
-        }
         let (rows, len) = self.rows(patch, ncomp * d.total_cells() as usize)?;
         let [ey, ez] = [d.extent[1] as usize, d.extent[2] as usize];
         let [ox, oy, oz] = offset.map(|v| v as usize);
@@ -184,6 +169,26 @@ impl<T: Real> Batch<T> {
             data[dst_start..dst_start + len].copy_from_slice(&src[s0..s0 + len]);
         }
         Ok(())
+    }
+
+    /// [`Batch::load_patch_from`] out of the dense box of another patch of
+    /// the layout, `parent` (its extent is the box's): a flux probe out of
+    /// its coarse patch's filled box.
+    pub fn load_patch_within(
+        &mut self,
+        patch: usize,
+        parent: usize,
+        src: &[T],
+        offset: [u32; 3],
+    ) -> Result<(), LayoutError> {
+        let extent = self.layout.patches().get(parent).map(|d| d.extent);
+        let extent = extent.ok_or_else(|| {
+            LayoutError::Access(format!(
+                "parent index {parent} of patch index {patch} out of range ({} patches)",
+                self.layout.patches().len()
+            ))
+        })?;
+        self.load_patch_from(patch, src, extent, offset)
     }
 
     /// Copies a patch (ghosts included) out of the batch into a dense array
@@ -376,6 +381,26 @@ mod tests {
         assert!(batch.load_patch_from(1, &src, big, [2, 0, 2]).is_err());
         assert!(batch.load_patch_from(1, &src[1..], big, off).is_err());
         assert!(batch.load_patch_from(2, &src, big, off).is_err());
+    }
+
+    /// Within another patch's box: the parent's extent is the box's.
+    #[test]
+    fn a_patch_loads_from_another_patchs_box() {
+        let shapes = [
+            PatchShape::new(3, [4, 5, 3], 2, [0.1; 3]),
+            PatchShape::new(9, [2, 3, 2], 1, [0.2; 3]),
+        ];
+        let l = BatchLayout::packed(16, 5, &shapes, &[(0, [0, 0, 0]), (0, [8, 0, 0])]).unwrap();
+        let (child, parent) = (1, 0);
+        let e = l.patches()[parent].extent;
+        let src: Vec<f64> = (0..5 * e.iter().product::<u32>()).map(f64::from).collect();
+        let (mut a, mut b) = (Batch::<f64>::new(l.clone()), Batch::<f64>::new(l.clone()));
+        a.load_patch_within(child, parent, &src, [1, 1, 1]).unwrap();
+        b.load_patch_from(child, &src, e, [1, 1, 1]).unwrap();
+        assert_eq!(a.data(), b.data());
+        let n = l.patches().len();
+        let err = a.load_patch_within(child, n, &src, [0; 3]).unwrap_err();
+        assert!(err.to_string().contains("out of range"), "{err}");
     }
 
     #[test]

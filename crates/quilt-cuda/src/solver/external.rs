@@ -36,13 +36,41 @@ pub struct ExternalBox<'a, T> {
     pub dst: &'a mut [T],
 }
 
-/// The table the load and store kernels read external boxes from: per
-/// descriptor the address the load reads the source from (its copy in
-/// device memory, or the host box itself with
-/// `QUILT_CUDA_TRANSFER=mapped`; 0 for a patch in the bins), then per
-/// descriptor the host address the store writes the interior to. Filled on the host in pinned memory and
-/// uploaded with the step's constants, so that the kernels read it from
-/// device memory (one read per block).
+/// A patch of a batch that is a part of an external box's source: the
+/// descriptor `desc`'s extent (ghosts included) of `boxes[parent].src`,
+/// from `offset` (cells along x, y, z) on, as
+/// [`Batch::load_patch_from`] reads it. A flux probe of a coarse patch
+/// solved in place: the step reads it from the copy of its parent already
+/// on the device, and writes only its fluxes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExternalProbe {
+    /// Index of the probe's descriptor in the batch's layout.
+    pub desc: usize,
+    /// Index of the box, among the step's external boxes, it lies in.
+    pub parent: usize,
+    /// Where the probe's first cell lies in that box.
+    pub offset: [u32; 3],
+}
+
+/// The store half's entry of a descriptor whose interior goes nowhere (a
+/// probe: `QUILT_NO_STORE` in the kernels).
+pub(super) const NO_STORE: u64 = u64::MAX;
+
+/// A source box's extent as the load kernel takes it (`geom`):
+/// `sx | sy << 16 | sz << 32`.
+pub(super) fn pack_extent(e: [u32; 3]) -> u64 {
+    u64::from(e[0]) | u64::from(e[1]) << 16 | u64::from(e[2]) << 32
+}
+
+/// The table the load and store kernels read external boxes from, in
+/// three parts of one entry per descriptor: the address the load reads
+/// the source from (its copy in device memory, or the host box itself
+/// with `QUILT_CUDA_TRANSFER=mapped`; for a probe, its first cell in its
+/// parent's; 0 for a patch in the bins), the host address the store
+/// writes the interior to ([`NO_STORE`] for a probe), and the extent of
+/// the box read ([`pack_extent`]). Filled on the host in pinned memory
+/// and uploaded with the step's constants, so that the kernels read it
+/// from device memory (one read per block).
 pub(super) struct ExtTable {
     pub d: DeviceBuffer<u64>,
     pub h: PinnedBuffer<u64>,
@@ -72,38 +100,69 @@ impl ExtTable {
     }
 }
 
-/// Checks `boxes` against `layout`: every descriptor exists and is named
-/// once, both boxes of each have `ncomp` values per cell of its extent
-/// (the source is checked first). The errors
-/// of a bad descriptor or length are the ones [`Batch::load_patch`]
-/// returns ([`BatchLayout::dense_patch`]).
+/// Checks `boxes` and `probes` against `layout`: every descriptor exists
+/// and is named once, both boxes of each have `ncomp` values per cell of
+/// its extent (the source is checked first), and every probe names a box
+/// and lies inside its extent. The errors of a bad descriptor, length or
+/// part are the ones [`Batch::load_patch`] and [`Batch::load_patch_from`]
+/// return ([`BatchLayout::dense_patch`], [`BatchLayout::dense_part`]),
+/// boxes before probes, as [`load_boxes`] meets them.
 pub(super) fn check_boxes<T>(
     layout: &BatchLayout,
     boxes: &[ExternalBox<'_, T>],
+    probes: &[ExternalProbe],
 ) -> Result<(), CudaError> {
     let mut seen = vec![false; layout.patches().len()];
+    let mut named_once = |desc: usize, id: u64| {
+        if std::mem::replace(&mut seen[desc], true) {
+            return Err(LayoutError::Access(format!(
+                "patch {id} (descriptor {desc}) is named by two external boxes"
+            )));
+        }
+        Ok(())
+    };
     for b in boxes {
         let d = layout.dense_patch(b.desc, b.src.len())?;
         layout.dense_patch(b.desc, b.dst.len())?;
-        if std::mem::replace(&mut seen[b.desc], true) {
-            return Err(LayoutError::Access(format!(
-                "patch {} (descriptor {}) is named by two external boxes",
-                d.id, b.desc
-            ))
-            .into());
-        }
+        named_once(b.desc, d.id)?;
+    }
+    for p in probes {
+        let parent = parent_of(boxes, p)?;
+        let extent = layout.patches()[parent.desc].extent;
+        let d = layout.dense_part(p.desc, parent.src.len(), extent, p.offset)?;
+        named_once(p.desc, d.id)?;
     }
     Ok(())
 }
 
+/// The box `p` lies in.
+fn parent_of<'b, 'a, T>(
+    boxes: &'b [ExternalBox<'a, T>],
+    p: &ExternalProbe,
+) -> Result<&'b ExternalBox<'a, T>, LayoutError> {
+    boxes.get(p.parent).ok_or_else(|| {
+        LayoutError::Access(format!(
+            "probe descriptor {}: parent box {} of {}",
+            p.desc,
+            p.parent,
+            boxes.len()
+        ))
+    })
+}
+
 /// Copies every source box into its descriptor's place in `batch`
-/// (ghosts included).
+/// (ghosts included), then every probe out of its parent's source.
 pub(super) fn load_boxes<T: GpuReal>(
     batch: &mut Batch<T>,
     boxes: &[ExternalBox<'_, T>],
+    probes: &[ExternalProbe],
 ) -> Result<(), CudaError> {
     for b in boxes {
         batch.load_patch(b.desc, b.src)?;
+    }
+    for p in probes {
+        let parent = parent_of(boxes, p)?;
+        batch.load_patch_within(p.desc, parent.desc, parent.src, p.offset)?;
     }
     Ok(())
 }
@@ -111,19 +170,25 @@ pub(super) fn load_boxes<T: GpuReal>(
 impl<T: GpuReal> CudaSolver<T> {
     /// Advances `batch` by `dt` with the sweeps in `order`, the patches
     /// named in `boxes` living in their own dense ghost boxes instead of
-    /// the batch's bins.
+    /// the batch's bins, and those named in `probes` being parts of those
+    /// boxes' sources.
     ///
     /// The result is exactly that of
     ///
     /// ```text
     /// for b in boxes { batch.load_patch(b.desc, b.src)? }
+    /// for p in probes {
+    ///     let b = &boxes[p.parent];
+    ///     batch.load_patch_from(p.desc, b.src, extent_of(b.desc), p.offset)?
+    /// }
     /// let report = solver.advance_staged(batch, staged, dt, order)?;
     /// for b in boxes { batch.store_interior(b.desc, b.dst)? }
     /// ```
     ///
-    /// the same report and the same errors, bit for bit, except that the
-    /// bins of the boxes' descriptors in `batch` are not read and hold
-    /// unspecified values afterwards. Sources are only read, and the
+    /// the same report, fluxes and errors, bit for bit, except that the
+    /// bins of the boxes' and the probes' descriptors in `batch` are not
+    /// read and hold unspecified values afterwards (a probe's new interior
+    /// is not kept anywhere: only its fluxes are). Sources are only read, and the
     /// destinations' ghost cells never written. After an error (a bad box,
     /// a bad state, a time step above the CFL limit, a non-finite sweep
     /// result) no source has changed, but the destinations' interiors and
@@ -134,11 +199,12 @@ impl<T: GpuReal> CudaSolver<T> {
     /// boundary fluxes go to the batch's flux buffer. `staged` is used as
     /// by [`CudaSolver::advance_staged`].
     ///
-    /// Each descriptor may be named once, and each of its boxes must hold
-    /// `ncomp` values for every cell of its descriptor's extent: otherwise the
-    /// step is refused ([`quilt_sweep::LayoutError::Access`], the error
-    /// `load_patch` gives for a wrong length or descriptor) before
-    /// anything is read.
+    /// Each descriptor may be named once, each of its boxes must hold
+    /// `ncomp` values for every cell of its descriptor's extent, and each
+    /// probe must lie inside its parent's extent: otherwise the step is
+    /// refused ([`quilt_sweep::LayoutError::Access`], the error
+    /// `load_patch` or `load_patch_from` gives for a wrong length, part or
+    /// descriptor) before anything is read.
     ///
     /// **In place** ([`CudaSolver::external_in_place`]): when the batch is
     /// page-locked, its transfers are the load and store kernels (the
@@ -149,7 +215,9 @@ impl<T: GpuReal> CudaSolver<T> {
     /// each source is copied to device memory as it is (one DMA copy; with
     /// `QUILT_CUDA_TRANSFER=mapped` the load kernel reads it over the bus
     /// instead), the load kernel lays it out in the bins, and the store
-    /// kernel writes each interior into its destination, with no host copy. Otherwise the boxes are copied
+    /// kernel writes each interior into its destination, with no host
+    /// copy; a probe is read from its parent's copy (mapped: its parent's
+    /// box), so that its cells cross the bus once, in its parent. Otherwise the boxes are copied
     /// into the batch and out as above. The boxes' bytes count in
     /// [`CudaSolver::totals`] like the rest of the ghost-box load and the
     /// interior store. The boxes must stay registered for the call.
@@ -162,11 +230,12 @@ impl<T: GpuReal> CudaSolver<T> {
         batch: &mut Batch<T>,
         staged: Option<StagedLayout<T>>,
         boxes: &mut [ExternalBox<'_, T>],
+        probes: &[ExternalProbe],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
         self.staged = staged.map(|s| s.0);
-        let r = self.external_step(batch, boxes, dt, order);
+        let r = self.external_step(batch, boxes, probes, dt, order);
         if let Some(st) = self.staged.take() {
             self.discard(st);
         }
@@ -190,22 +259,23 @@ impl<T: GpuReal> CudaSolver<T> {
         &mut self,
         batch: &mut Batch<T>,
         boxes: &mut [ExternalBox<'_, T>],
+        probes: &[ExternalProbe],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
-        check_boxes(batch.layout(), boxes)?;
+        check_boxes(batch.layout(), boxes, probes)?;
         let dt = DtSpec::Uniform(dt);
         if boxes.is_empty() {
-            return self.timed_io(batch, dt, order, None);
+            return self.timed_io(batch, dt, order, None, &[]);
         }
         if self.external_in_place(batch, boxes) {
-            return self.timed_io(batch, dt, order, Some(boxes));
+            return self.timed_io(batch, dt, order, Some(boxes), probes);
         }
         // Through the batch: the copies are host time of the solve.
         let t = Instant::now();
-        load_boxes(batch, boxes)?;
+        load_boxes(batch, boxes, probes)?;
         self.totals.host_secs += t.elapsed().as_secs_f64();
-        let report = self.timed_io(batch, dt, order, None)?;
+        let report = self.timed_io(batch, dt, order, None, &[])?;
         let t = Instant::now();
         for b in boxes.iter_mut() {
             batch.store_interior(b.desc, b.dst)?;
@@ -246,8 +316,8 @@ mod tests {
         let (a, c) = (dense(&l, 0), dense(&l, 2));
         let (mut a2, mut c2) = (Vec::new(), Vec::new());
         let boxes = [bx(2, &c, &mut c2), bx(0, &a, &mut a2)];
-        check_boxes(&l, &boxes).unwrap();
-        check_boxes::<f64>(&l, &[]).unwrap();
+        check_boxes(&l, &boxes, &[]).unwrap();
+        check_boxes::<f64>(&l, &[], &[]).unwrap();
     }
 
     /// A wrong length or descriptor is refused with the very error
@@ -261,7 +331,7 @@ mod tests {
         let want = batch.load_patch(1, &short).unwrap_err().to_string();
         let mut dst = Vec::new();
         let boxes = [bx(1, &short, &mut dst)];
-        let got = check_boxes(&l, &boxes).unwrap_err();
+        let got = check_boxes(&l, &boxes, &[]).unwrap_err();
         assert!(
             matches!(&got, CudaError::Sweep(quilt_sweep::SweepError::Layout(_))),
             "{got:?}"
@@ -275,12 +345,12 @@ mod tests {
             src: &good,
             dst: &mut short_dst,
         }];
-        assert_eq!(check_boxes(&l, &boxes).unwrap_err().to_string(), want);
+        assert_eq!(check_boxes(&l, &boxes, &[]).unwrap_err().to_string(), want);
 
         let any = dense(&l, 0);
         let want = batch.load_patch(3, &any).unwrap_err().to_string();
         let boxes = [bx(3, &any, &mut dst)];
-        assert_eq!(check_boxes(&l, &boxes).unwrap_err().to_string(), want);
+        assert_eq!(check_boxes(&l, &boxes, &[]).unwrap_err().to_string(), want);
     }
 
     #[test]
@@ -289,11 +359,66 @@ mod tests {
         let (a, b, c) = (dense(&l, 1), dense(&l, 0), dense(&l, 1));
         let (mut a2, mut b2, mut c2) = (Vec::new(), Vec::new(), Vec::new());
         let boxes = [bx(1, &a, &mut a2), bx(0, &b, &mut b2), bx(1, &c, &mut c2)];
-        let e = check_boxes(&l, &boxes).unwrap_err().to_string();
+        let e = check_boxes(&l, &boxes, &[]).unwrap_err().to_string();
         assert!(
             e.contains("patch 8") && e.contains("two external boxes"),
             "{e}"
         );
+    }
+
+    /// A probe must name a box and lie inside its extent (the error
+    /// `load_patch_from` gives), and may not share a descriptor with a box.
+    #[test]
+    fn probes_are_checked_as_load_patch_from_reads_them() {
+        let l = layout();
+        let mut batch = Batch::<f64>::new(l.clone());
+        // Ghost boxes: descriptor 0 [12, 10, 11], 1 [10, 10, 10], 2
+        // [8, 13, 9], which fits in 0's along x and z but not along y.
+        let parent = dense(&l, 0);
+        let e0 = l.patches()[0].extent;
+        assert_eq!(e0, [12, 10, 11]);
+        let mut p2 = Vec::new();
+        let boxes = [bx(0, &parent, &mut p2)];
+        let probe = |desc, parent, offset| ExternalProbe {
+            desc,
+            parent,
+            offset,
+        };
+        let want = batch
+            .load_patch_from(2, &parent, e0, [1, 0, 0])
+            .unwrap_err()
+            .to_string();
+        let got = check_boxes(&l, &boxes, &[probe(2, 0, [1, 0, 0])]).unwrap_err();
+        assert_eq!(got.to_string(), want);
+        let e = check_boxes(&l, &boxes, &[probe(1, 1, [0, 0, 0])])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("parent box 1 of 1"), "{e}");
+        let e = check_boxes(&l, &boxes, &[probe(0, 0, [0, 0, 0])])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("two external boxes"), "{e}");
+        // Descriptor 1 at the far corner of descriptor 0's box, then one
+        // cell past it.
+        check_boxes(&l, &boxes, &[probe(1, 0, [2, 0, 1])]).unwrap();
+        let want = batch
+            .load_patch_from(1, &parent, e0, [3, 0, 1])
+            .unwrap_err()
+            .to_string();
+        let got = check_boxes(&l, &boxes, &[probe(1, 0, [3, 0, 1])]).unwrap_err();
+        assert_eq!(got.to_string(), want);
+        let mut copy = Batch::<f64>::new(l.clone());
+        load_boxes(&mut copy, &boxes, &[probe(1, 0, [2, 0, 1])]).unwrap();
+        batch.load_patch_from(1, &parent, e0, [2, 0, 1]).unwrap();
+        let (mut a, mut b) = (dense(&l, 1), dense(&l, 1));
+        copy.store_patch(1, &mut a).unwrap();
+        batch.store_patch(1, &mut b).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn packed_extents_keep_each_axis() {
+        assert_eq!(pack_extent([70, 1, 65535]), 70 | 1 << 16 | 65535 << 32);
     }
 
     /// The first bad box in the given order decides, as the copy path's
@@ -309,6 +434,6 @@ mod tests {
             .to_string();
         let (mut a2, mut b2) = (Vec::new(), Vec::new());
         let boxes = [bx(2, &a, &mut a2), bx(7, &b, &mut b2)];
-        assert_eq!(check_boxes(&l, &boxes).unwrap_err().to_string(), want);
+        assert_eq!(check_boxes(&l, &boxes, &[]).unwrap_err().to_string(), want);
     }
 }

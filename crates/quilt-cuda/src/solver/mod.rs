@@ -35,7 +35,7 @@ use crate::probe::DeviceInfo;
 use crate::real::GpuReal;
 use crate::source::KernelFile;
 
-pub use external::ExternalBox;
+pub use external::{ExternalBox, ExternalProbe};
 pub(crate) use kernels::BLOCK;
 pub use kernels::KernelInfo;
 pub use stager::{LayoutStager, StagedLayout};
@@ -329,9 +329,18 @@ pub struct CudaSolver<T: GpuReal> {
     ext_table: Option<external::ExtTable>,
     /// Device copies of the external boxes' sources, one batch at a time.
     ext_staging: Option<crate::buffer::DeviceBuffer<T>>,
-    /// Per descriptor of the current step: its external box and the
-    /// offset of the box's copy in `ext_staging`.
-    ext_sources: Vec<Option<(usize, usize)>>,
+    /// Per descriptor of the current step: the external box its load
+    /// reads (its own, or a probe's parent).
+    ext_reads: Vec<Option<usize>>,
+    /// Per external box of the current step: the offset of its copy in
+    /// `ext_staging`, the descriptor that reads it first and its chunk.
+    ext_copies: Vec<(usize, usize, usize)>,
+    /// `(chunk, earlier chunk)`, sorted: the first waits for the copies
+    /// the second's stream made.
+    ext_waits: Vec<(u32, u32)>,
+    /// Cells of the current step's probes that crossed no bus (read from
+    /// their parents' device copies) and interior cells not stored.
+    ext_saved: (usize, usize),
     timing: StepTiming,
     totals: SolveTotals,
 }
@@ -390,7 +399,10 @@ impl<T: GpuReal> CudaSolver<T> {
             registry: OnceLock::new(),
             ext_table: None,
             ext_staging: None,
-            ext_sources: Vec::new(),
+            ext_reads: Vec::new(),
+            ext_copies: Vec::new(),
+            ext_waits: Vec::new(),
+            ext_saved: (0, 0),
             timing: StepTiming::default(),
             totals: SolveTotals::default(),
         })
@@ -487,7 +499,7 @@ impl<T: GpuReal> CudaSolver<T> {
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
-        self.timed_io(batch, DtSpec::Uniform(dt), order, None)
+        self.timed_io(batch, DtSpec::Uniform(dt), order, None, &[])
     }
 
     /// A builder of this solver's layout states that runs on any thread
@@ -518,7 +530,7 @@ impl<T: GpuReal> CudaSolver<T> {
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
         self.staged = staged.map(|s| s.0);
-        let r = self.timed_io(batch, DtSpec::Uniform(dt), order, None);
+        let r = self.timed_io(batch, DtSpec::Uniform(dt), order, None, &[]);
         if let Some(st) = self.staged.take() {
             self.discard(st);
         }
@@ -533,7 +545,7 @@ impl<T: GpuReal> CudaSolver<T> {
         dt_by_level: &[f64],
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
-        self.timed_io(batch, DtSpec::Levels(dt_by_level), order, None)
+        self.timed_io(batch, DtSpec::Levels(dt_by_level), order, None, &[])
     }
 
     /// One step with transfers ([`Self::run_io`]), counted in the totals.
@@ -543,11 +555,12 @@ impl<T: GpuReal> CudaSolver<T> {
         dt: DtSpec<'_>,
         order: SweepOrder,
         ext: Option<&mut [ExternalBox<'_, T>]>,
+        probes: &[ExternalProbe],
     ) -> Result<StepReport, CudaError> {
         self.resident = false;
         self.hierarchy = None;
         let t = Instant::now();
-        let r = self.run_io(batch, dt, order, ext);
+        let r = self.run_io(batch, dt, order, ext, probes);
         self.totals.batches += 1;
         self.totals.host_secs += t.elapsed().as_secs_f64();
         r

@@ -7,7 +7,7 @@ use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use quilt_sweep::{Batch, BatchLayout, PatchDesc, Scheme, StepReport, SweepError, SweepOrder};
 use rayon::prelude::*;
 
-use super::external::{ExtTable, ExternalBox, load_boxes};
+use super::external::{ExtTable, ExternalBox, ExternalProbe, NO_STORE, load_boxes, pack_extent};
 use super::report::{decode_sweep_error, input_error};
 use super::state::{ERROR_SLOTS, LayoutState};
 use super::{CudaSolver, Variant};
@@ -423,10 +423,11 @@ impl<T: GpuReal> CudaSolver<T> {
     /// `host`, the page-locked batch data (its unified address), over the
     /// scan items of chunk `c` on `stream`: `store_T` (interiors to the
     /// host) or `load_T` (ghost boxes to the device), which take the same
-    /// arguments, or with `ext`, the device table of external boxes (one
-    /// host address per descriptor, 0 for a patch in the bins), their
-    /// `_ext_` twins, which take it after `host`; `store_ext_T` also takes
-    /// `which` last ([`STORE_BOXES`], [`STORE_BINS`]).
+    /// arguments, or with `ext`, parts of the device table of external
+    /// boxes (one address per descriptor, 0 for a patch in the bins; for
+    /// `load_ext_T` also the boxes' extents), their `_ext_` twins, which
+    /// take them after `host`; `store_ext_T` also takes `which` last
+    /// ([`STORE_BOXES`], [`STORE_BINS`]).
     #[allow(clippy::too_many_arguments)]
     fn launch_host_copy(
         &self,
@@ -434,7 +435,7 @@ impl<T: GpuReal> CudaSolver<T> {
         name: &'static str,
         c: usize,
         host: u64,
-        ext: Option<u64>,
+        ext: &[u64],
         which: Option<i32>,
         stream: &CudaStream,
     ) -> Result<(), CudaError> {
@@ -447,8 +448,8 @@ impl<T: GpuReal> CudaSolver<T> {
         let b = st.plan.bin_edge as i32;
         let mut l = stream.launch_builder(func);
         l.arg(&data).arg(&host);
-        if let Some(ext) = &ext {
-            l.arg(ext);
+        for part in ext {
+            l.arg(part);
         }
         l.arg(&descs).arg(&order).arg(&scan).arg(&i0).arg(&b);
         if let Some(which) = &which {
@@ -459,8 +460,10 @@ impl<T: GpuReal> CudaSolver<T> {
         // `store_ext_T`); `host`
         // is the unified address of page-locked memory as large as the
         // device data (the layouts match), and every address in the `ext`
-        // table that of a registered dense box of its descriptor's size
-        // (checked by `advance_external`); all stay alive and untouched by
+        // table that of a registered dense box of its descriptor's size, or
+        // a copy of one in device memory, or (a probe) a part of one of the
+        // extent given with it (checked by `advance_external`); all stay
+        // alive and untouched by
         // the host until the caller synchronises the stream.
         unsafe { l.launch(cfg) }.call(name)?;
         Ok(())
@@ -482,18 +485,22 @@ impl<T: GpuReal> CudaSolver<T> {
             Some(_) => (&k.store_ext, "cuLaunchKernel(store_ext)"),
             None => (&k.store, "cuLaunchKernel(store)"),
         };
-        let (table, which) = (ext.map(|e| e.0), ext.map(|e| e.1));
-        self.launch_host_copy(f, name, c, host as u64, table, which, stream)
+        let table: &[u64] = match &ext {
+            Some((t, _)) => std::slice::from_ref(t),
+            None => &[],
+        };
+        self.launch_host_copy(f, name, c, host as u64, table, ext.map(|e| e.1), stream)
     }
 
     /// Reads chunk `c`'s ghost boxes from `host`, the page-locked batch
-    /// data, or from their external boxes (`ext`), onto the device on
-    /// `stream`; returns the cells read.
+    /// data, or from their external boxes (`ext`: the table's load half
+    /// and its extents), onto the device on `stream`; returns the cells
+    /// read.
     fn launch_load(
         &self,
         c: usize,
         host: *const T,
-        ext: Option<u64>,
+        ext: Option<[u64; 2]>,
         stream: &CudaStream,
     ) -> Result<usize, CudaError> {
         let k = &self.kernels;
@@ -501,7 +508,8 @@ impl<T: GpuReal> CudaSolver<T> {
             Some(_) => (&k.load_ext, "cuLaunchKernel(load_ext)"),
             None => (&k.load, "cuLaunchKernel(load)"),
         };
-        self.launch_host_copy(f, name, c, host as u64, ext, None, stream)?;
+        let table: &[u64] = ext.as_ref().map_or(&[], |e| e.as_slice());
+        self.launch_host_copy(f, name, c, host as u64, table, None, stream)?;
         let st = self.state.as_ref().expect("state built");
         let chunk = &st.plan.chunks[c];
         let cells: usize = st.plan.order[chunk.q0 as usize..chunk.q1 as usize]
@@ -762,59 +770,115 @@ impl<T: GpuReal> CudaSolver<T> {
     }
 
     /// Fills the table of external boxes (per descriptor of the current
-    /// layout the source's address, 0 for the bins, then per descriptor
-    /// the destination's) in pinned memory, for [`Self::begin_step`] to
-    /// upload.
+    /// layout the source's address, 0 for the bins, then the
+    /// destination's, then the extent of the box read: see [`ExtTable`])
+    /// in pinned memory, for [`Self::begin_step`] to upload, and notes the
+    /// bytes the probes keep off the bus in `ext_saved`.
     ///
     /// Unless `QUILT_CUDA_TRANSFER=mapped`, each source is first copied
     /// to device memory (`cuMemcpyHtoDAsync` from its registered pages,
     /// at the bus's full rate, while the load kernel reading host memory
-    /// itself gets about a third of it): the table then names the copy,
-    /// and `ext_sources` holds, per descriptor, the box and the copy's
-    /// offset in `ext_staging` for the chunk loop to issue.
-    fn fill_ext_table(&mut self, boxes: &mut [ExternalBox<'_, T>]) -> Result<(), CudaError> {
-        let n = self.state.as_ref().expect("state built").plan.descs.len();
-        let t = ExtTable::fit(self.ext_table.take(), &self.dev.ctx, 2 * n)?;
+    /// itself gets about a third of it): the table then names the copy.
+    /// A box is copied on the stream of the first chunk that reads it
+    /// (itself or one of its probes); `ext_copies` holds per box the
+    /// copy's offset in `ext_staging`, that first reader and its chunk, and
+    /// `ext_waits` the chunks whose loads must wait for another chunk's
+    /// copies, for the chunk loop to issue.
+    fn fill_ext_table(
+        &mut self,
+        boxes: &mut [ExternalBox<'_, T>],
+        probes: &[ExternalProbe],
+    ) -> Result<(), CudaError> {
+        let st = self.state.as_ref().expect("state built");
+        let n = st.plan.descs.len();
+        let t = ExtTable::fit(self.ext_table.take(), &self.dev.ctx, 3 * n)?;
         let t = self.ext_table.insert(t);
         let h = t.h.as_mut_slice();
         h.fill(0);
-        let (load, store) = h.split_at_mut(n);
-        self.ext_sources.clear();
-        self.ext_sources.resize(n, None);
-        if transfer_mode().mapped_sources {
-            for b in boxes.iter_mut() {
-                load[b.desc] = b.src.as_ptr() as u64;
-                store[b.desc] = b.dst.as_mut_ptr() as u64;
-            }
-            return Ok(());
-        }
+        let (load, rest) = h.split_at_mut(n);
+        let (store, geom) = rest.split_at_mut(n);
+        let descs = &st.plan.descs;
+        self.ext_reads.clear();
+        self.ext_reads.resize(n, None);
+        self.ext_copies.clear();
+        self.ext_waits.clear();
+        let mapped = transfer_mode().mapped_sources;
         // Copies start at 256-byte boundaries, as device allocations do.
         let align = (256 / std::mem::size_of::<T>()).max(1);
-        let mut offsets = Vec::with_capacity(boxes.len());
         let mut total = 0usize;
-        for b in boxes.iter() {
-            offsets.push(total);
+        for (k, b) in boxes.iter_mut().enumerate() {
+            self.ext_copies.push((total, usize::MAX, 0));
             total += b.src.len().next_multiple_of(align);
-        }
-        let staging = match self.ext_staging.take().map(|d| d.reuse(total)) {
-            Some(Ok(d)) => d,
-            old => {
-                // Freed before the larger one is made.
-                drop(old);
-                crate::buffer::DeviceBuffer::with_room(&self.dev.ctx, total, total + total / 4)?
-            }
-        };
-        for (k, (b, &off)) in boxes.iter_mut().zip(&offsets).enumerate() {
-            load[b.desc] = staging.at(off);
+            self.ext_reads[b.desc] = Some(k);
             store[b.desc] = b.dst.as_mut_ptr() as u64;
-            self.ext_sources[b.desc] = Some((k, off));
+            geom[b.desc] = pack_extent(descs[b.desc].extent);
         }
-        self.ext_staging = Some(staging);
+        let staging = if mapped {
+            None
+        } else {
+            Some(match self.ext_staging.take().map(|d| d.reuse(total)) {
+                Some(Ok(d)) => d,
+                old => {
+                    // Freed before the larger one is made.
+                    drop(old);
+                    crate::buffer::DeviceBuffer::with_room(&self.dev.ctx, total, total + total / 4)?
+                }
+            })
+        };
+        let at = |k: usize, first: usize| match &staging {
+            Some(d) => d.at(self.ext_copies[k].0 + first),
+            None => boxes[k].src[first..].as_ptr() as u64,
+        };
+        for (k, b) in boxes.iter().enumerate() {
+            load[b.desc] = at(k, 0);
+        }
+        let mut saved = (0usize, 0usize);
+        for p in probes {
+            let [sx, sy, sz] = descs[boxes[p.parent].desc].extent.map(|e| e as usize);
+            let [ox, oy, oz] = p.offset.map(|e| e as usize);
+            debug_assert!(oz < sz, "checked by check_boxes");
+            load[p.desc] = at(p.parent, (oz * sy + oy) * sx + ox);
+            store[p.desc] = NO_STORE;
+            geom[p.desc] = pack_extent([sx, sy, sz].map(|e| e as u32));
+            self.ext_reads[p.desc] = Some(p.parent);
+            let d = &descs[p.desc];
+            if !mapped {
+                saved.0 += d.total_cells() as usize;
+            }
+            saved.1 += d.interior_cells() as usize;
+        }
+        self.ext_saved = saved;
+        if let Some(staging) = staging {
+            // First readers, and the chunks on other streams that read a
+            // box after them.
+            let nstreams = self.streams.len();
+            for (c, chunk) in st.plan.chunks.iter().enumerate() {
+                for &p in &st.plan.order[chunk.q0 as usize..chunk.q1 as usize] {
+                    let Some(k) = self.ext_reads[p as usize] else {
+                        continue;
+                    };
+                    let (_, first, c0) = &mut self.ext_copies[k];
+                    if *first == usize::MAX {
+                        (*first, *c0) = (p as usize, c);
+                    } else {
+                        let c0 = *c0;
+                        if c0 % nstreams != c % nstreams {
+                            self.ext_waits.push((c as u32, c0 as u32));
+                        }
+                    }
+                }
+            }
+            self.ext_waits.sort_unstable();
+            self.ext_waits.dedup();
+            self.ext_staging = Some(staging);
+        }
         Ok(())
     }
 
-    /// Copies the sources of chunk `c`'s external boxes to device memory
-    /// on `stream` (see [`Self::fill_ext_table`]).
+    /// Copies to device memory the sources of the external boxes that
+    /// chunk `c` reads first, and makes `stream` wait for the copies of
+    /// earlier chunks' streams that it reads too (see
+    /// [`Self::fill_ext_table`]).
     fn upload_sources(
         &self,
         c: usize,
@@ -827,9 +891,22 @@ impl<T: GpuReal> CudaSolver<T> {
         let st = self.state.as_ref().expect("state built");
         let chunk = &st.plan.chunks[c];
         for &p in &st.plan.order[chunk.q0 as usize..chunk.q1 as usize] {
-            if let Some(Some((k, off))) = self.ext_sources.get(p as usize) {
-                staging.upload(*off, boxes[*k].src, stream)?;
+            if let Some(Some(k)) = self.ext_reads.get(p as usize) {
+                let (off, first, _) = self.ext_copies[*k];
+                if first == p as usize {
+                    staging.upload(off, boxes[*k].src, stream)?;
+                }
             }
+        }
+        let from = self.ext_waits.partition_point(|w| (w.0 as usize) < c);
+        for &(_, c0) in self.ext_waits[from..]
+            .iter()
+            .take_while(|w| w.0 as usize == c)
+        {
+            // The other chunk's load event follows its copies.
+            stream
+                .wait(&st.events[c0 as usize].k0)
+                .call("cuStreamWaitEvent")?;
         }
         Ok(())
     }
@@ -854,6 +931,7 @@ impl<T: GpuReal> CudaSolver<T> {
         dt: DtSpec<'_>,
         order: SweepOrder,
         mut ext: Option<&mut [ExternalBox<'_, T>]>,
+        probes: &[ExternalProbe],
     ) -> Result<StepReport, CudaError> {
         self.cpu.check_layout(batch.layout())?;
         if ext.is_some() && !self.loads_in_place(batch) {
@@ -869,25 +947,28 @@ impl<T: GpuReal> CudaSolver<T> {
             return Err(match e {
                 CudaError::Sweep(gpu) => {
                     if let Some(boxes) = ext.as_deref() {
-                        load_boxes(batch, boxes)?;
+                        load_boxes(batch, boxes, probes)?;
                     }
                     input_error(&self.cpu, batch, dt, order, false, 0.0, Some(gpu))
                 }
                 e => e,
             });
         }
+        self.ext_saved = (0, 0);
         let ext_ptr = match ext.as_deref_mut() {
             Some(boxes) => {
-                self.fill_ext_table(boxes)?;
+                self.fill_ext_table(boxes, probes)?;
                 Some(self.ext_table.as_ref().expect("filled").d.at(0))
             }
             None => None,
         };
-        // The destinations' half of the table.
-        let ext_store = ext_ptr.map(|p| {
+        // The table's parts: the destinations, then the extents read.
+        let part = |i: usize| {
             let n = self.state.as_ref().expect("state built").plan.descs.len();
-            p + (n * std::mem::size_of::<u64>()) as u64
-        });
+            ext_ptr.map(|p| p + (i * n * std::mem::size_of::<u64>()) as u64)
+        };
+        let (ext_store, ext_geom) = (part(1), part(2));
+        let ext_load = ext_ptr.zip(ext_geom).map(|(a, b)| [a, b]);
         let mode = transfer_mode();
         let direct = batch.page_locked() && !mode.staged;
         let whole_bins = self.whole_bins();
@@ -913,7 +994,7 @@ impl<T: GpuReal> CudaSolver<T> {
                 if let Some(boxes) = ext.as_deref() {
                     self.upload_sources(c, boxes, &stream)?;
                 }
-                let cells = self.launch_load(c, batch.data().as_ptr(), ext_ptr, &stream)?;
+                let cells = self.launch_load(c, batch.data().as_ptr(), ext_load, &stream)?;
                 bytes_up += cells * batch.layout().ncomp() as usize;
                 let st = self.state.as_ref().expect("state built");
                 st.events[c].k0.record(&stream).call("cuEventRecord")?;
@@ -972,7 +1053,7 @@ impl<T: GpuReal> CudaSolver<T> {
             // The batch is untouched: the CPU reproduces its own error (on
             // the external boxes' values too, which the batch lacks).
             if let Some(boxes) = ext.as_deref() {
-                load_boxes(batch, boxes)?;
+                load_boxes(batch, boxes, probes)?;
             }
             let gpu_err = self.sweep_error(order);
             let e = input_error(&self.cpu, batch, dt, order, bad, courant, gpu_err);
@@ -1034,7 +1115,7 @@ impl<T: GpuReal> CudaSolver<T> {
             let flux: usize = chunks.iter().flat_map(|c| &c.flux_runs).map(|r| r.1).sum();
             let data: usize = if store {
                 let l = batch.layout();
-                l.interior_cells() as usize * l.ncomp() as usize
+                (l.interior_cells() as usize - self.ext_saved.1) * l.ncomp() as usize
             } else {
                 chunks
                     .iter()
@@ -1047,6 +1128,8 @@ impl<T: GpuReal> CudaSolver<T> {
             flux + data
         };
         let value = std::mem::size_of::<T>();
+        // Probes read from their parents' device copies crossed no bus.
+        let bytes_up = bytes_up - self.ext_saved.0 * batch.layout().ncomp() as usize;
         let tot = &mut self.totals;
         tot.gpu_secs += timing.total_ms * 1e-3;
         tot.upload_secs += timing.upload_ms * 1e-3;

@@ -1,7 +1,7 @@
 //! The CUDA backend: [`quilt_cuda::CudaSolver`] behind [`SolveBackend`].
 
 use quilt_cuda::{
-    CudaConfig, CudaError, CudaSolver, ExternalBox, GpuReal, SolveTotals, StepTiming,
+    CudaConfig, CudaError, CudaSolver, ExternalBox, ExternalProbe, GpuReal, SolveTotals, StepTiming,
 };
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_sweep::physics::Gas;
@@ -146,9 +146,6 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
-        // This backend does not claim `fills_probes`, so the integrator
-        // copied the probes already; any handed in go into the batch here.
-        super::load_probes(batch, boxes, probes)?;
         let staged = staged.and_then(StagedLayout::downcast::<quilt_cuda::StagedLayout<T>>);
         let mut ext: Vec<ExternalBox<'_, T>> = boxes
             .iter_mut()
@@ -158,9 +155,25 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
                 dst: &mut *b.new,
             })
             .collect();
+        let probes: Vec<ExternalProbe> = probes
+            .iter()
+            .map(|p| ExternalProbe {
+                desc: p.desc,
+                parent: p.parent,
+                offset: p.offset,
+            })
+            .collect();
         Ok(self
             .solver
-            .advance_external(batch, staged, &mut ext, dt, order)?)
+            .advance_external(batch, staged, &mut ext, &probes, dt, order)?)
+    }
+
+    /// Probes are read out of their parents' copies on the device (or,
+    /// where the boxes are not registered, copied through the batch).
+    /// `QUILT_DEVICE_PROBES=0` has the integrator copy them instead, to
+    /// compare.
+    fn fills_probes(&self) -> bool {
+        std::env::var("QUILT_DEVICE_PROBES").map_or(true, |v| v != "0")
     }
 
     fn solve_totals(&self) -> Option<SolveTotals> {

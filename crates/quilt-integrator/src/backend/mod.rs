@@ -269,15 +269,6 @@ pub fn load_in_place<T: Real>(
     for b in boxes {
         batch.load_patch(b.desc, b.old)?;
     }
-    load_probes(batch, boxes, probes)
-}
-
-/// The probes' half of [`load_in_place`].
-pub(crate) fn load_probes<T: Real>(
-    batch: &mut Batch<T>,
-    boxes: &[InPlaceBox<'_, T>],
-    probes: &[ProbeBox],
-) -> Result<(), SweepError> {
     for p in probes {
         let parent = boxes.get(p.parent).ok_or_else(|| {
             quilt_sweep::LayoutError::Access(format!(
@@ -287,18 +278,7 @@ pub(crate) fn load_probes<T: Real>(
                 boxes.len()
             ))
         })?;
-        let extent = batch
-            .layout()
-            .patches()
-            .get(parent.desc)
-            .map(|d| d.extent)
-            .ok_or_else(|| {
-                quilt_sweep::LayoutError::Access(format!(
-                    "parent descriptor {} of probe descriptor {}",
-                    parent.desc, p.desc
-                ))
-            })?;
-        batch.load_patch_from(p.desc, parent.old, extent, p.offset)?;
+        batch.load_patch_within(p.desc, parent.desc, parent.old, p.offset)?;
     }
     Ok(())
 }

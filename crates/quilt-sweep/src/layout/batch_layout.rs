@@ -175,22 +175,55 @@ impl BatchLayout {
         &self.patches
     }
 
+    /// The descriptor of patch `patch`; the error names the index.
+    fn desc(&self, patch: usize) -> Result<PatchDesc, LayoutError> {
+        self.patches.get(patch).copied().ok_or_else(|| {
+            LayoutError::Access(format!(
+                "patch index {patch} out of range ({} patches)",
+                self.patches.len()
+            ))
+        })
+    }
+
     /// The descriptor of patch `patch`, if a dense array of it (ghosts
     /// included, every component: `ncomp` times its extent's cells, as
     /// [`crate::Batch::load_patch`] takes) has `len` values; the error
     /// names the patch index or the lengths otherwise.
     pub fn dense_patch(&self, patch: usize, len: usize) -> Result<PatchDesc, LayoutError> {
-        let d = *self.patches.get(patch).ok_or_else(|| {
-            LayoutError::Access(format!(
-                "patch index {patch} out of range ({} patches)",
-                self.patches.len()
-            ))
-        })?;
+        let d = self.desc(patch)?;
         let ncomp = self.ncomp as usize;
         let want = ncomp * d.total_cells() as usize;
         if len != want {
             return Err(LayoutError::Access(format!(
                 "patch {}: dense array has {len} values, expected {want} ({ncomp} x {:?})",
+                d.id, d.extent
+            )));
+        }
+        Ok(d)
+    }
+
+    /// The descriptor of patch `patch`, if it is a part of a dense array
+    /// of `len` values holding a box of extent `src_extent` (ordered as
+    /// [`crate::Batch::load_patch`] takes, with the layout's components):
+    /// the patch's extent (ghosts included) from `offset` on lies inside
+    /// the box. The error names the patch, the box and the lengths
+    /// otherwise. [`crate::Batch::load_patch_from`] reads such a part.
+    pub fn dense_part(
+        &self,
+        patch: usize,
+        len: usize,
+        src_extent: [u32; 3],
+        offset: [u32; 3],
+    ) -> Result<PatchDesc, LayoutError> {
+        let d = self.desc(patch)?;
+        let ncomp = self.ncomp as usize;
+        let cells = src_extent.iter().map(|&e| e as usize).product::<usize>();
+        let fits = (0..3)
+            .all(|a| u64::from(offset[a]) + u64::from(d.extent[a]) <= u64::from(src_extent[a]));
+        if len != ncomp * cells || !fits {
+            return Err(LayoutError::Access(format!(
+                "patch {}: {:?} at {offset:?} of a box of {src_extent:?} with {len} values \
+                 ({ncomp} components)",
                 d.id, d.extent
             )));
         }
