@@ -4,7 +4,9 @@
 //! every patch's old ghosts are filled in place, as on a GPU node; the
 //! solve is the CPU backend's. Prints the prepare tasks' core-seconds per
 //! step, the figure that bounds the host-staged pipeline when the GPU
-//! waits for the CPU; run it under a profiler to see where they go.
+//! waits for the CPU, and the CPU-only phases outside the batch loop (CFL
+//! scan, reflux and restriction, regrid); run it under a profiler to see
+//! where they go.
 //!
 //! With `--backend-probes` after the step count the backend fills the
 //! probes of patches solved in place
@@ -42,8 +44,20 @@ fn main() -> Result<(), Box<dyn Error>> {
         let info = it.step()?;
         let p = &info.phases;
         println!(
-            "step {s}: prepare tasks {:.3} core-s, prepare wall {:.3} s, solve {:.3} s, close tasks {:.3} core-s, loop {:.3} s, regridded {}",
-            p.prepare_tasks, p.prepare, p.solve, p.close_tasks, p.batch_loop, info.regridded
+            "step {s}: prepare tasks {:.3} core-s, prepare wall {:.3} s, solve {:.3} s, close tasks {:.3} core-s, loop {:.3} s; CFL scan {:.3} s, reflux + restriction {:.3} s, regrid {:.3} s ({})",
+            p.prepare_tasks,
+            p.prepare,
+            p.solve,
+            p.close_tasks,
+            p.batch_loop,
+            p.other,
+            p.reflux_restrict,
+            p.regrid,
+            if info.regridded {
+                "regridded"
+            } else {
+                "no regrid"
+            }
         );
     }
     Ok(())

@@ -13,7 +13,11 @@
 //!    fluxes, the coarse cells next to fine patches are refluxed and every
 //!    level is restricted onto the one below, finest first; states swap;
 //! 5. every `regrid_interval` steps the hierarchy is rebuilt: ghost fill,
-//!    tagging, Berger–Rigoutsos clustering, regrid, re-packing.
+//!    tagging, Berger–Rigoutsos clustering, regrid, re-packing. A regrid
+//!    due after the run's last step (`run.max_steps`, `run.end_time`)
+//!    waits until another step is asked for, as it would serve none; a
+//!    checkpoint keeps it due, so a restart that extends the run takes it
+//!    first and continues bit for bit as the longer run would have.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -179,6 +183,9 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     patch_costs: Vec<f64>,
     /// This step's seconds by patch, the batch loop's scratch.
     step_secs: Vec<f64>,
+    /// A regrid fell due after the run's last step: it waits for the next
+    /// step asked for (a later end, or a restart that extends the run).
+    regrid_pending: bool,
     /// Whether runs over ranks go boundary-first ([`Integrator::set_halo_overlap`]).
     halo_overlap: bool,
 }
@@ -523,6 +530,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             ranks: None,
             patch_costs: Vec::new(),
             step_secs: Vec::new(),
+            regrid_pending: false,
             halo_overlap: true,
         };
         // Host-staged from the start: the ring's page-locked batches are
@@ -824,8 +832,20 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
 
     /// The CFL time step of the current state (errors name the first bad
     /// cell); in a run over ranks, of this rank's patches
-    /// ([`Integrator::step`] takes the minimum over all ranks).
-    pub fn cfl_dt(&self) -> Result<f64, IntegratorError> {
+    /// ([`Integrator::step`] takes the minimum over all ranks). A regrid
+    /// still due after what was the run's last step is taken first, so
+    /// that the time step is the one of the hierarchy the next step
+    /// solves.
+    pub fn cfl_dt(&mut self) -> Result<f64, IntegratorError> {
+        if let Some(secs) = self.pending_regrid()? {
+            self.totals.phases.regrid += secs;
+            self.totals.phases.wall += secs;
+        }
+        self.scan_dt()
+    }
+
+    /// [`Integrator::cfl_dt`] of the hierarchy as it is.
+    fn scan_dt(&self) -> Result<f64, IntegratorError> {
         let data = self.data.as_ref().ok_or_else(poisoned)?;
         let only = self.ranks.as_ref().map(Ranks::owned);
         let rate = cfl::max_rate(&self.h, data, &self.gas, only).map_err(|b| {
@@ -980,7 +1000,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let local = if idle {
             Ok(f64::INFINITY)
         } else {
-            self.cfl_dt()
+            self.scan_dt()
         };
         let mine = match &local {
             Ok(dt) => *dt,
@@ -1002,13 +1022,15 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// One coarse step with the CFL time step, shortened to land on
     /// `run.end_time`.
     pub fn step(&mut self) -> Result<StepInfo, IntegratorError> {
+        // The time step is the new hierarchy's.
+        let pending = self.pending_regrid()?;
         let t = Instant::now();
         let mut dt = if self.device_resident() {
             self.resident_dt()?
         } else if self.ranks.is_some() {
             self.ranks_dt()?
         } else {
-            self.cfl_dt()?
+            self.scan_dt()?
         };
         let end = self.deck.run.end_time;
         if end > self.time && self.time + dt > end {
@@ -1020,7 +1042,28 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         info.phases.wall += scan;
         self.totals.phases.other += scan;
         self.totals.phases.wall += scan;
+        if let Some(secs) = pending {
+            info.phases.regrid += secs;
+            info.phases.wall += secs;
+            self.totals.phases.regrid += secs;
+            self.totals.phases.wall += secs;
+        }
         Ok(info)
+    }
+
+    /// Takes a regrid that fell due after what was the run's last step
+    /// (see the module's step 5); its seconds, if there was one.
+    fn pending_regrid(&mut self) -> Result<Option<f64>, IntegratorError> {
+        if !self.regrid_pending {
+            return Ok(None);
+        }
+        let t = Instant::now();
+        self.regrid_now()?;
+        if self.device_resident() {
+            self.ensure_resident()?;
+        }
+        self.totals.regrids += 1;
+        Ok(Some(t.elapsed().as_secs_f64()))
     }
 
     /// Whether the deck's stop criteria (`run.end_time`, `run.max_steps`)
@@ -1034,6 +1077,10 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// One coarse step of `dt` (which the solver checks against its CFL
     /// limit).
     pub fn advance(&mut self, dt: f64) -> Result<StepInfo, IntegratorError> {
+        if let Some(secs) = self.pending_regrid()? {
+            self.totals.phases.regrid += secs;
+            self.totals.phases.wall += secs;
+        }
         if self.device_resident() {
             return self.advance_resident(dt);
         }
@@ -1394,7 +1441,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             // A bad cell, or no finite step: the host scan says which.
             _ => {
                 self.sync_host()?;
-                self.cfl_dt()
+                self.scan_dt()
             }
         }
     }
@@ -1470,7 +1517,10 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         );
         let bins = self.plan.layout.bins.len();
         let interval = self.deck.amr.regrid_interval;
-        let regridded = self.deck.amr.max_levels > 1 && interval > 0 && step % interval == 0;
+        let due = self.deck.amr.max_levels > 1 && interval > 0 && step % interval == 0;
+        // After the run's last step a regrid would serve no step.
+        self.regrid_pending = due && self.finished();
+        let regridded = due && !self.regrid_pending;
         let t = Instant::now();
         if regridded {
             self.regrid_now()?;
@@ -1513,8 +1563,16 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     }
 
     /// Rebuilds the hierarchy from the current old state: ghost fill,
-    /// tagging, clustering, regrid, new step plan.
+    /// tagging, clustering, regrid, new step plan. A regrid left due
+    /// after the run's last step is then done.
     pub fn regrid_now(&mut self) -> Result<(), IntegratorError> {
+        self.rebuild()?;
+        self.regrid_pending = false;
+        Ok(())
+    }
+
+    /// [`Integrator::regrid_now`]'s work.
+    fn rebuild(&mut self) -> Result<(), IntegratorError> {
         if self.ranks.is_some() {
             return self.regrid_ranks();
         }
@@ -1989,6 +2047,7 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
             ("batches", batches),
             ("regrids", t.regrids),
             ("hierarchy_version", self.version),
+            ("regrid_pending", u64::from(self.regrid_pending)),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -2044,6 +2103,7 @@ impl<T: Real + CheckpointReal, B: SolveBackend<T>> Integrator<T, B> {
         me.totals.batches = c("batches");
         me.totals.regrids = c("regrids");
         me.version = c("hierarchy_version");
+        me.regrid_pending = c("regrid_pending") != 0;
         if me.finished() {
             // A restart that would take no step is a mistake, not a run.
             let r = &deck.run;

@@ -127,3 +127,55 @@ fn a_restart_deck_that_contradicts_the_checkpoint_is_refused() {
     it.step().unwrap();
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A run that ends where a regrid falls due skips it (it would serve no
+/// step); a checkpoint written there keeps it due, so a restart with a
+/// later end takes it first and ends as the longer run does, bit for bit.
+#[test]
+fn a_regrid_due_at_the_end_waits_for_a_restart_that_extends_the_run() {
+    let mut deck = common::closed_box();
+    let dir = std::env::temp_dir().join(format!("quilt-restart-due-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ck.h5");
+    // Regrids every 5 steps: the short run ends on one.
+    deck.run.max_steps = 5;
+    let mut short = common::cpu(&deck);
+    let version = short.hierarchy_version();
+    while !short.finished() {
+        let info = short.step().unwrap();
+        assert!(!info.regridded, "step {}", info.step);
+    }
+    assert_eq!(short.steps(), 5);
+    assert_eq!(short.totals().regrids, 0);
+    assert_eq!(
+        short.hierarchy_version(),
+        version,
+        "no regrid after the last step"
+    );
+    short.write_checkpoint(&path).unwrap();
+    // Asking for the next time step takes the regrid first.
+    short.cfl_dt().unwrap();
+    assert_eq!(short.totals().regrids, 1);
+    assert_ne!(short.hierarchy_version(), version);
+    drop(short);
+
+    let mut longer = deck.clone();
+    longer.run.max_steps = 8;
+    let mut straight = common::cpu(&longer);
+    while !straight.finished() {
+        straight.step().unwrap();
+    }
+    let solver = longer.solver().unwrap();
+    let mut resumed =
+        Integrator::<f64, _>::restart(&path, Some(&longer), CpuBackend::new(solver)).unwrap();
+    while !resumed.finished() {
+        resumed.step().unwrap();
+    }
+    assert_eq!(straight.totals().regrids, 1);
+    assert_eq!(resumed.totals().regrids, straight.totals().regrids);
+    assert_eq!(resumed.hierarchy_version(), straight.hierarchy_version());
+    assert_eq!(resumed.time().to_bits(), straight.time().to_bits());
+    let (a, b) = (common::state_bits(&resumed), common::state_bits(&straight));
+    assert!(a == b, "states differ");
+    std::fs::remove_dir_all(&dir).ok();
+}
