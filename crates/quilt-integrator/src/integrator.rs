@@ -837,10 +837,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// that the time step is the one of the hierarchy the next step
     /// solves.
     pub fn cfl_dt(&mut self) -> Result<f64, IntegratorError> {
-        if let Some(secs) = self.pending_regrid()? {
-            self.totals.phases.regrid += secs;
-            self.totals.phases.wall += secs;
-        }
+        self.pending_regrid()?;
         self.scan_dt()
     }
 
@@ -1045,14 +1042,13 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         if let Some(secs) = pending {
             info.phases.regrid += secs;
             info.phases.wall += secs;
-            self.totals.phases.regrid += secs;
-            self.totals.phases.wall += secs;
         }
         Ok(info)
     }
 
     /// Takes a regrid that fell due after what was the run's last step
-    /// (see the module's step 5); its seconds, if there was one.
+    /// (see the module's step 5), counted in the run's totals; its
+    /// seconds, if there was one.
     fn pending_regrid(&mut self) -> Result<Option<f64>, IntegratorError> {
         if !self.regrid_pending {
             return Ok(None);
@@ -1062,8 +1058,12 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         if self.device_resident() {
             self.ensure_resident()?;
         }
-        self.totals.regrids += 1;
-        Ok(Some(t.elapsed().as_secs_f64()))
+        let secs = t.elapsed().as_secs_f64();
+        let totals = &mut self.totals;
+        totals.regrids += 1;
+        totals.phases.regrid += secs;
+        totals.phases.wall += secs;
+        Ok(Some(secs))
     }
 
     /// Whether the deck's stop criteria (`run.end_time`, `run.max_steps`)
@@ -1077,10 +1077,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// One coarse step of `dt` (which the solver checks against its CFL
     /// limit).
     pub fn advance(&mut self, dt: f64) -> Result<StepInfo, IntegratorError> {
-        if let Some(secs) = self.pending_regrid()? {
-            self.totals.phases.regrid += secs;
-            self.totals.phases.wall += secs;
-        }
+        self.pending_regrid()?;
         if self.device_resident() {
             return self.advance_resident(dt);
         }

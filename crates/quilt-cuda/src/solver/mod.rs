@@ -338,9 +338,6 @@ pub struct CudaSolver<T: GpuReal> {
     /// `(chunk, earlier chunk)`, sorted: the first waits for the copies
     /// the second's stream made.
     ext_waits: Vec<(u32, u32)>,
-    /// Cells of the current step's probes that crossed no bus (read from
-    /// their parents' device copies) and interior cells not stored.
-    ext_saved: (usize, usize),
     timing: StepTiming,
     totals: SolveTotals,
 }
@@ -402,7 +399,6 @@ impl<T: GpuReal> CudaSolver<T> {
             ext_reads: Vec::new(),
             ext_copies: Vec::new(),
             ext_waits: Vec::new(),
-            ext_saved: (0, 0),
             timing: StepTiming::default(),
             totals: SolveTotals::default(),
         })

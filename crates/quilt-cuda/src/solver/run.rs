@@ -772,8 +772,9 @@ impl<T: GpuReal> CudaSolver<T> {
     /// Fills the table of external boxes (per descriptor of the current
     /// layout the source's address, 0 for the bins, then the
     /// destination's, then the extent of the box read: see [`ExtTable`])
-    /// in pinned memory, for [`Self::begin_step`] to upload, and notes the
-    /// bytes the probes keep off the bus in `ext_saved`.
+    /// in pinned memory, for [`Self::begin_step`] to upload. Returns what
+    /// the probes keep off the bus: their cells not uploaded on their own
+    /// and their interior cells not stored.
     ///
     /// Unless `QUILT_CUDA_TRANSFER=mapped`, each source is first copied
     /// to device memory (`cuMemcpyHtoDAsync` from its registered pages,
@@ -788,7 +789,7 @@ impl<T: GpuReal> CudaSolver<T> {
         &mut self,
         boxes: &mut [ExternalBox<'_, T>],
         probes: &[ExternalProbe],
-    ) -> Result<(), CudaError> {
+    ) -> Result<(usize, usize), CudaError> {
         let st = self.state.as_ref().expect("state built");
         let n = st.plan.descs.len();
         let t = ExtTable::fit(self.ext_table.take(), &self.dev.ctx, 3 * n)?;
@@ -847,7 +848,6 @@ impl<T: GpuReal> CudaSolver<T> {
             }
             saved.1 += d.interior_cells() as usize;
         }
-        self.ext_saved = saved;
         if let Some(staging) = staging {
             // First readers, and the chunks on other streams that read a
             // box after them.
@@ -872,7 +872,7 @@ impl<T: GpuReal> CudaSolver<T> {
             self.ext_waits.dedup();
             self.ext_staging = Some(staging);
         }
-        Ok(())
+        Ok(saved)
     }
 
     /// Copies to device memory the sources of the external boxes that
@@ -954,10 +954,11 @@ impl<T: GpuReal> CudaSolver<T> {
                 e => e,
             });
         }
-        self.ext_saved = (0, 0);
+        // Probe cells that cross no bus, probe interiors not stored.
+        let mut saved = (0, 0);
         let ext_ptr = match ext.as_deref_mut() {
             Some(boxes) => {
-                self.fill_ext_table(boxes, probes)?;
+                saved = self.fill_ext_table(boxes, probes)?;
                 Some(self.ext_table.as_ref().expect("filled").d.at(0))
             }
             None => None,
@@ -1115,7 +1116,7 @@ impl<T: GpuReal> CudaSolver<T> {
             let flux: usize = chunks.iter().flat_map(|c| &c.flux_runs).map(|r| r.1).sum();
             let data: usize = if store {
                 let l = batch.layout();
-                (l.interior_cells() as usize - self.ext_saved.1) * l.ncomp() as usize
+                (l.interior_cells() as usize - saved.1) * l.ncomp() as usize
             } else {
                 chunks
                     .iter()
@@ -1129,7 +1130,7 @@ impl<T: GpuReal> CudaSolver<T> {
         };
         let value = std::mem::size_of::<T>();
         // Probes read from their parents' device copies crossed no bus.
-        let bytes_up = bytes_up - self.ext_saved.0 * batch.layout().ncomp() as usize;
+        let bytes_up = bytes_up - saved.0 * batch.layout().ncomp() as usize;
         let tot = &mut self.totals;
         tot.gpu_secs += timing.total_ms * 1e-3;
         tot.upload_secs += timing.upload_ms * 1e-3;
