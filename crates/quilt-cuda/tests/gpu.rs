@@ -872,15 +872,15 @@ fn same_bits<T: GpuReal>(a: &[T], b: &[T]) -> bool {
 /// Patches of the external case before its probes.
 const EXTERNAL_PATCHES: usize = 7;
 
+/// What [`external_case`] builds: batch, kept-out descriptors, probes,
+/// dense boxes and time step.
+type ExternalCase<T> = (Batch<T>, Vec<usize>, Vec<ExternalProbe>, Vec<Vec<T>>, f64);
+
 /// A packed batch of patches of different shapes, the descriptors to keep
 /// outside it (most, not all), their dense boxes, probes that are parts
 /// of the first three boxes (at their far corner, their origin and their
 /// middle; the batch holds those parts), and a time step.
-fn external_case<T: GpuReal>(
-    scheme: Scheme,
-    gas: Gas,
-    seed: u64,
-) -> (Batch<T>, Vec<usize>, Vec<ExternalProbe>, Vec<Vec<T>>, f64) {
+fn external_case<T: GpuReal>(scheme: Scheme, gas: Gas, seed: u64) -> ExternalCase<T> {
     let g = scheme.ghost_width();
     let mut shapes = shapes(EXTERNAL_PATCHES, g, 2 * g + 3, 2 * g + 14, seed);
     let external: Vec<usize> = (0..EXTERNAL_PATCHES).filter(|p| p % 3 != 1).collect();
@@ -941,10 +941,7 @@ fn probe_values<T: GpuReal>(batch: &Batch<T>, probes: &[ExternalProbe]) -> (u64,
     let cells = |f: fn(&quilt_sweep::PatchDesc) -> u64| {
         probes.iter().map(|p| f(&l.patches()[p.desc])).sum::<u64>() * u64::from(l.ncomp())
     };
-    (
-        cells(|d| u64::from(d.total_cells())),
-        cells(|d| u64::from(d.interior_cells())),
-    )
+    (cells(|d| d.total_cells()), cells(|d| d.interior_cells()))
 }
 
 /// `advance_external` against load_patch + `advance` + store_interior on
