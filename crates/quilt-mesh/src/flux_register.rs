@@ -97,9 +97,11 @@ impl<'a, T: Real> FaceFluxes<'a, T> {
         self.faces
     }
 
+    /// The values of component `c`, over the faces `x` fastest.
     #[inline]
-    fn get(&self, c: usize, f: &IntVect) -> T {
-        self.data[c * self.faces.num_cells() as usize + self.faces.offset(f)]
+    fn comp(&self, c: usize) -> &[T] {
+        let n = self.faces.num_cells() as usize;
+        &self.data[c * n..(c + 1) * n]
     }
 }
 
@@ -382,10 +384,21 @@ impl FluxRegister {
             self.coarse_matches(coarse_patch, axis, &share.blocks, &fluxes.faces)?
         {
             let ncell = b.cells.num_cells() as usize;
+            let nx = region.size().x as usize;
             for c in 0..self.ncomp {
-                for f in region.iter() {
-                    let at = b.offset - share.base + c * ncell + b.cells.offset(&(f + to_cell));
-                    acc[at] += weight * fluxes.get(c, &f).as_f64();
+                let src = fluxes.comp(c);
+                let dst = &mut acc[b.offset - share.base + c * ncell..][..ncell];
+                // Row by row, `x` fastest as `region.iter()` goes: each
+                // value gets its additions in the same order.
+                for z in region.lo.z..=region.hi.z {
+                    for y in region.lo.y..=region.hi.y {
+                        let f = iv(region.lo.x, y, z);
+                        let from = &src[fluxes.faces.offset(&f)..][..nx];
+                        let to = &mut dst[b.cells.offset(&(f + to_cell))..][..nx];
+                        for (a, v) in to.iter_mut().zip(from) {
+                            *a += weight * v.as_f64();
+                        }
+                    }
                 }
             }
             count += region.num_cells() as usize;
@@ -467,12 +480,32 @@ impl FluxRegister {
             }
             let ncell = b.cells.num_cells() as usize;
             let layer = b.cells.lo[axis];
+            let nx = region.size().x as usize;
+            // Along a row the block cell advances every `r` fine faces,
+            // from the phase of the row's first face; across the
+            // interface (`axis` 0) a row is one face.
+            let phase0 = region.lo.x.rem_euclid(self.ratio);
             for c in 0..self.ncomp {
-                for f in region.iter() {
-                    let mut q = coarsen_vect(&f, self.ratio);
-                    q[axis] = layer;
-                    let at = b.offset - share.base + c * ncell + b.cells.offset(&q);
-                    acc[at] -= scale * fluxes.get(c, &f).as_f64();
+                let src = fluxes.comp(c);
+                let dst = &mut acc[b.offset - share.base + c * ncell..][..ncell];
+                // Row by row, `x` fastest as `region.iter()` goes: each
+                // value gets its `r²` subtractions in the same order.
+                for z in region.lo.z..=region.hi.z {
+                    for y in region.lo.y..=region.hi.y {
+                        let f = iv(region.lo.x, y, z);
+                        let mut q = coarsen_vect(&f, self.ratio);
+                        q[axis] = layer;
+                        let mut at = b.cells.offset(&q);
+                        let mut phase = phase0;
+                        for v in &src[fluxes.faces.offset(&f)..][..nx] {
+                            dst[at] -= scale * v.as_f64();
+                            phase += 1;
+                            if phase == self.ratio {
+                                phase = 0;
+                                at += 1;
+                            }
+                        }
+                    }
                 }
             }
             count += region.num_cells() as usize;
@@ -644,12 +677,19 @@ impl FluxRegister {
             let b = &self.blocks[pc.block];
             let f = b.sign / self.dx[b.axis];
             let ncell = b.cells.num_cells() as usize;
+            let (cells, nx) = (&pc.cells, pc.cells.size().x as usize);
             for c in 0..self.ncomp {
-                for q in pc.cells.iter() {
-                    let d = self.acc[b.offset + c * ncell + b.cells.offset(&q)];
-                    let p = q - pc.shift;
-                    let v = data.get(c, &p).as_f64() + f * d;
-                    data.set(c, &p, T::from_f64(v));
+                let acc = &self.acc[b.offset + c * ncell..][..ncell];
+                for z in cells.lo.z..=cells.hi.z {
+                    for y in cells.lo.y..=cells.hi.y {
+                        let q = iv(cells.lo.x, y, z);
+                        let o = data.index(&(q - pc.shift));
+                        let from = &acc[b.cells.offset(&q)..][..nx];
+                        let to = &mut data.comp_mut(c)[o..o + nx];
+                        for (u, d) in to.iter_mut().zip(from) {
+                            *u = T::from_f64(u.as_f64() + f * d);
+                        }
+                    }
                 }
             }
         }
