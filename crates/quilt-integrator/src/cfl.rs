@@ -26,50 +26,80 @@ pub(crate) struct BadCell {
 }
 
 /// The largest signal rate over the old interiors of every patch (of
-/// those `only` marks, when given), or the first bad cell of the finest
-/// level that has one (patch order, then z, y, x). Restriction copies a
-/// bad fine value onto the levels below, so the finest occurrence is
-/// where it arose.
+/// those `only` marks, when given), or the first bad cell ([`reduce`]).
 pub(crate) fn max_rate<T: Real>(
     h: &Hierarchy,
     data: &HierarchyData<T>,
     gas: &Gas,
     only: Option<&[bool]>,
 ) -> Result<f64, BadCell> {
-    let rates: Vec<Result<f64, BadCell>> = (0..h.num_patches())
+    let rates: Vec<PatchRate> = (0..h.num_patches())
         .into_par_iter()
         .map(|i| {
-            if only.is_some_and(|o| !o[i]) {
-                return Ok(0.0);
+            let mut acc = PatchRate::default();
+            if only.is_none_or(|o| o[i]) {
+                let d = data.old(i);
+                let dx = level_dx(h, i);
+                for k in d.interior().lo.z..=d.interior().hi.z {
+                    acc.plane(d, i, k, dx, gas);
+                }
             }
-            let p = &h.patches()[i];
-            let dx = h
-                .level_geometry(p.level())
-                .map_or([1.0; 3], |g| [g.dx.x, g.dx.y, g.dx.z]);
-            patch_rate(data.old(i), i, dx, gas)
+            acc
         })
         .collect();
+    reduce(h, &rates)
+}
+
+/// The cell sizes of patch `i`'s level.
+pub(crate) fn level_dx(h: &Hierarchy, i: usize) -> [f64; 3] {
+    h.level_geometry(h.patches()[i].level())
+        .map_or([1.0; 3], |g| [g.dx.x, g.dx.y, g.dx.z])
+}
+
+/// The largest signal rate over patches' rates (hierarchy order), or the
+/// first bad cell of the finest level that has one (patch order, then z,
+/// y, x). Restriction copies a bad fine value onto the levels below, so
+/// the finest occurrence is where it arose.
+pub(crate) fn reduce(h: &Hierarchy, rates: &[PatchRate]) -> Result<f64, BadCell> {
     let mut best = 0.0f64;
     for l in (0..h.num_levels()).rev() {
         for r in &rates[h.level_range(l)] {
-            best = best.max((*r)?);
+            if let Some(b) = r.bad {
+                return Err(b);
+            }
+            best = best.max(r.best);
         }
     }
     Ok(best)
 }
 
-fn patch_rate<T: Real>(
-    d: &quilt_mesh::PatchData<T>,
-    index: usize,
-    dx: [f64; 3],
-    gas: &Gas,
-) -> Result<f64, BadCell> {
-    let b = d.interior();
-    let comps: [&[T]; 5] = std::array::from_fn(|c| d.comp(c));
-    let n = (b.hi.x - b.lo.x + 1).max(0) as usize;
-    let [_, sy, _] = d.strides();
-    let mut best = 0.0f64;
-    for k in b.lo.z..=b.hi.z {
+/// One patch's part of the scan, built plane after plane in ascending
+/// order: the largest rate of the planes so far, or the patch's first bad
+/// cell (after which later planes are not read).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PatchRate {
+    best: f64,
+    bad: Option<BadCell>,
+}
+
+impl PatchRate {
+    /// Adds the interior rows of plane `k` of patch `index`, whose old or
+    /// new state is `d`.
+    pub(crate) fn plane<T: Real>(
+        &mut self,
+        d: &quilt_mesh::PatchData<T>,
+        index: usize,
+        k: i32,
+        dx: [f64; 3],
+        gas: &Gas,
+    ) {
+        if self.bad.is_some() {
+            return;
+        }
+        let b = d.interior();
+        let comps: [&[T]; 5] = std::array::from_fn(|c| d.comp(c));
+        let n = (b.hi.x - b.lo.x + 1).max(0) as usize;
+        let [_, sy, _] = d.strides();
         // The next plane's rows, while this one is scanned (see
         // `quilt_mesh::prefetch`).
         if k < b.hi.z {
@@ -84,12 +114,14 @@ fn patch_rate<T: Real>(
             let row = plane + jn * sy;
             let cells: [&[T]; 5] = std::array::from_fn(|c| &comps[c][row..row + n]);
             match gas.max_signal_rate(cells, dx) {
-                Some(rate) => best = best.max(rate),
-                None => return Err(first_bad(cells, [b.lo.x, j, k], index, dx, gas)),
+                Some(rate) => self.best = self.best.max(rate),
+                None => {
+                    self.bad = Some(first_bad(cells, [b.lo.x, j, k], index, dx, gas));
+                    return;
+                }
             }
         }
     }
-    Ok(best)
 }
 
 /// The first cell of a row (starting at cell `first`) that

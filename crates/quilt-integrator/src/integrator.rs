@@ -4,7 +4,9 @@
 //!
 //! One step:
 //! 1. `dt = cfl / max (|v_d| + c_s) / dx_d` over the interiors of all
-//!    patches of all levels (the scan also rejects bad states);
+//!    patches of all levels (the scan also rejects bad states); after a
+//!    host step in one process the scan was made in step 4, as restriction
+//!    read each level for the last time;
 //! 2. the bins of the hierarchy packing (recomputed only after a regrid)
 //!    are batched by quilt-batch, adaptive or static;
 //! 3. each batch is prepared, solved by the [`SolveBackend`] and closed,
@@ -36,7 +38,9 @@ use quilt_mesh::locked::LockedArena;
 use quilt_mesh::regrid::{
     RegridOptions, build_hierarchy, new_level_boxes, transfer_in, transfer_with,
 };
-use quilt_mesh::restrict::{TimeLevel, restrict_hierarchy, restrict_level_where};
+use quilt_mesh::restrict::{
+    RestrictScratch, TimeLevel, restrict_hierarchy, restrict_level_scanned, restrict_level_where,
+};
 use quilt_mesh::{BufferPool, Hierarchy, HierarchyData, PatchSpec, Side};
 use quilt_mesh::{PatchId, iv};
 use quilt_sweep::physics::{FloorCounts, Gas, NCOMP};
@@ -188,6 +192,18 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     regrid_pending: bool,
     /// Whether runs over ranks go boundary-first ([`Integrator::set_halo_overlap`]).
     halo_overlap: bool,
+    /// The CFL scan of the state the last host step left, made while its
+    /// restriction read the levels ([`reflux_and_restrict`]); `None` once
+    /// anything else may have changed the state.
+    next_rate: Option<Result<f64, cfl::BadCell>>,
+    /// Scratch of the scan made with restriction.
+    rate_scratch: RateScratch<T>,
+}
+
+/// What the CFL scan made with restriction reuses from step to step.
+struct RateScratch<T> {
+    restrict: RestrictScratch<T>,
+    rates: Vec<cfl::PatchRate>,
 }
 
 fn limiter_of(i: Interpolation) -> Limiter {
@@ -532,6 +548,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             step_secs: Vec::new(),
             regrid_pending: false,
             halo_overlap: true,
+            next_rate: None,
+            rate_scratch: RateScratch {
+                restrict: RestrictScratch::default(),
+                rates: Vec::new(),
+            },
         };
         // Host-staged from the start: the ring's page-locked batches are
         // allocated while the caller builds the initial hierarchy.
@@ -591,6 +612,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             panic!("the resident state could not be copied back: {e}");
         }
         self.unload_resident();
+        self.next_rate = None;
         self.data
             .as_mut()
             .expect("data is present unless a regrid failed")
@@ -845,7 +867,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     fn scan_dt(&self) -> Result<f64, IntegratorError> {
         let data = self.data.as_ref().ok_or_else(poisoned)?;
         let only = self.ranks.as_ref().map(Ranks::owned);
-        let rate = cfl::max_rate(&self.h, data, &self.gas, only).map_err(|b| {
+        let rate = match self.next_rate {
+            Some(r) => r,
+            None => cfl::max_rate(&self.h, data, &self.gas, only),
+        };
+        let rate = rate.map_err(|b| {
             let p = &self.h.patches()[b.patch];
             IntegratorError::BadState {
                 step: self.step + 1,
@@ -1084,6 +1110,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let t_step = Instant::now();
         let step = self.step + 1;
         let order = SweepOrder::for_step(self.step);
+        self.next_rate = None;
         let mut data = self.data.take().ok_or_else(poisoned)?;
         if let Some(r) = self.ranks.as_mut() {
             r.begin_step();
@@ -1123,10 +1150,22 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         };
         average_costs(&mut self.patch_costs, &self.step_secs);
         let t = Instant::now();
-        let r = reflux_and_restrict(&self.h, &mut self.plan, &mut data, self.ranks.as_mut());
+        // Without ranks the next step's CFL scan is made as restriction
+        // reads each level.
+        let scan = self
+            .ranks
+            .is_none()
+            .then_some((&self.gas, &mut self.rate_scratch));
+        let r = reflux_and_restrict(
+            &self.h,
+            &mut self.plan,
+            &mut data,
+            self.ranks.as_mut(),
+            scan,
+        );
         data.swap_all();
         self.data = Some(data);
-        r?;
+        self.next_rate = r?;
         if let Some(ranks) = self.ranks.as_mut() {
             stats.report = ranks.combine_report(stats.report)?;
         }
@@ -1318,6 +1357,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// Switches the steps' residency (nothing may be resident).
     fn set_on_device(&mut self, on: bool) -> Result<(), IntegratorError> {
         self.on_device = on;
+        self.next_rate = None;
         if on {
             self.plan.drop_batches();
             self.ring.cancel_prefetch();
@@ -1371,6 +1411,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         }
         let data = self.data.as_mut().ok_or_else(poisoned)?;
         unpack_interiors(plan, &mut compact, data);
+        self.next_rate = None;
         self.resident_io = compact;
         self.host_current = true;
         Ok(())
@@ -1445,6 +1486,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
 
     /// [`Integrator::advance`] in device residency.
     fn advance_resident(&mut self, dt: f64) -> Result<StepInfo, IntegratorError> {
+        self.next_rate = None;
         let t_step = Instant::now();
         let step = self.step + 1;
         let order = SweepOrder::for_step(self.step);
@@ -1749,6 +1791,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         plan: StepPlan<T>,
     ) -> (Hierarchy, Option<HierarchyData<T>>, StepPlan<T>) {
         self.version += 1;
+        self.next_rate = None;
         self.patch_costs.clear();
         (
             std::mem::replace(&mut self.h, h),
@@ -2437,12 +2480,22 @@ fn initial_data<T: Real>(
 /// received first, and each rank accumulates only the register shares of
 /// fine patches next to its own coarse patches (the others' faces stay
 /// zero and reflux only patches it does not own).
+///
+/// With `scan` (one process), each level's new state is scanned for the
+/// next step's CFL time step while its restriction reads it, since
+/// nothing changes a level after that; level 0 is scanned last. Returns
+/// that scan's result ([`cfl::max_rate`]'s, bit for bit).
 fn reflux_and_restrict<T: Real>(
     h: &Hierarchy,
     plan: &mut StepPlan<T>,
     data: &mut HierarchyData<T>,
     mut ranks: Option<&mut Ranks>,
-) -> Result<(), IntegratorError> {
+    mut scan: Option<(&Gas, &mut RateScratch<T>)>,
+) -> Result<Option<Result<f64, cfl::BadCell>>, IntegratorError> {
+    if let Some((_, s)) = scan.as_mut() {
+        s.rates.clear();
+        s.rates.resize(h.num_patches(), cfl::PatchRate::default());
+    }
     if let Some(r) = ranks.as_deref_mut() {
         r.exchange_fluxes(&mut plan.fluxes)?;
     }
@@ -2491,8 +2544,24 @@ fn reflux_and_restrict<T: Real>(
         if let Some(r) = ranks.as_deref_mut() {
             r.post_restriction(h, l, data)?;
         }
-        restrict_level_where(h, data, l, TimeLevel::New, owned.as_deref())
-            .map_err(IntegratorError::mesh(format!("restricting level {l}")))?;
+        if let Some((gas, s)) = scan.as_mut() {
+            let range = h.level_range(l);
+            let dx = h
+                .level_geometry(l)
+                .map_or([1.0; 3], |g| [g.dx.x, g.dx.y, g.dx.z]);
+            restrict_level_scanned(
+                h,
+                data,
+                l,
+                TimeLevel::New,
+                &mut s.restrict,
+                &mut s.rates[range.clone()],
+                |n, fine, k, acc| acc.plane(fine, range.start + n, k, dx, gas),
+            )
+        } else {
+            restrict_level_where(h, data, l, TimeLevel::New, owned.as_deref())
+        }
+        .map_err(IntegratorError::mesh(format!("restricting level {l}")))?;
         if let Some(r) = ranks.as_deref_mut() {
             r.receive_restriction(h, l, data)?;
         }
@@ -2503,7 +2572,21 @@ fn reflux_and_restrict<T: Real>(
             t2.elapsed().as_secs_f64()
         );
     }
-    Ok(())
+    Ok(scan.map(|(gas, s)| {
+        let range = h.level_range(0);
+        s.rates[range.clone()]
+            .par_iter_mut()
+            .zip(&data.states()[range.clone()])
+            .enumerate()
+            .for_each(|(n, (acc, st))| {
+                let i = range.start + n;
+                let dx = cfl::level_dx(h, i);
+                for k in st.new.interior().lo.z..=st.new.interior().hi.z {
+                    acc.plane(&st.new, i, k, dx, gas);
+                }
+            });
+        cfl::reduce(h, &s.rates)
+    }))
 }
 
 /// Hands a probe's six faces to the register as the coarse fluxes of the

@@ -313,6 +313,152 @@ pub(crate) fn fine_ratio(h: &Hierarchy, fine_level: usize) -> Result<i32, MeshEr
         })
 }
 
+/// Reusable memory of [`restrict_level_scanned`]: the coarse means of
+/// every fine patch of a level, patch after patch. Keep one per run and
+/// hand it to every step, so that restriction allocates nothing once warm.
+#[derive(Debug, Default)]
+pub struct RestrictScratch<T> {
+    means: Vec<T>,
+    starts: Vec<usize>,
+}
+
+/// [`restrict_level`] (every patch of both levels) that also hands every
+/// interior plane of every fine patch to `scan` while the restriction
+/// reads it, so that a pass over the fine level's state that restriction
+/// makes anyway serves a second reader (the next step's CFL scan reads
+/// each level after its restriction) without reading the memory twice.
+///
+/// `scan(n, fine, k, acc)` is called for fine patch `n` of the level (its
+/// place on the level: hierarchy index less the level's first), with its
+/// data, for every interior plane `k` in ascending order, and `acc` the
+/// patch's entry of `results` (which must hold one per fine patch). The
+/// coarse values are bitwise those of [`restrict_level`]: each fine patch's
+/// coarse means go into `scratch` first, in parallel over fine patches,
+/// then into their coarse patches, in parallel over coarse patches and
+/// components.
+pub fn restrict_level_scanned<T: Real, R: Send>(
+    h: &Hierarchy,
+    data: &mut HierarchyData<T>,
+    fine_level: usize,
+    time: TimeLevel,
+    scratch: &mut RestrictScratch<T>,
+    results: &mut [R],
+    scan: impl Fn(usize, &PatchData<T>, i32, &mut R) + Sync,
+) -> Result<(), MeshError> {
+    data.check_layout(h)?;
+    let r = fine_ratio(h, fine_level)?;
+    let crange = h.level_range(fine_level - 1);
+    let frange = h.level_range(fine_level);
+    if results.len() != frange.len() {
+        return Err(MeshError::invalid(
+            "scanned restriction",
+            format!(
+                "{} results for the {} patches of level {fine_level}",
+                results.len(),
+                frange.len()
+            ),
+        ));
+    }
+    let ncomp = data.ncomp();
+    let fine_boxes = &h.patches()[frange.clone()];
+    let RestrictScratch { means, starts } = scratch;
+    starts.clear();
+    starts.push(0);
+    for p in fine_boxes {
+        let cells = covered_coarse_cells(&p.interior(), r).num_cells().max(0) as usize;
+        starts.push(starts[starts.len() - 1] + cells * ncomp);
+    }
+    let total = starts[starts.len() - 1];
+    if means.len() < total {
+        means.resize(total, T::zero());
+    }
+    let (lower, upper) = data.states_mut().split_at_mut(frange.start);
+    let fine = &upper[..frange.len()];
+    // Each fine patch: its planes scanned in order, its coarse planes
+    // restricted as soon as their fine planes have been scanned (they are
+    // then in cache).
+    let mut parts = Vec::with_capacity(fine.len());
+    let mut rest = &mut means[..total];
+    for w in starts.windows(2) {
+        let (part, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
+        parts.push(part);
+        rest = tail;
+    }
+    parts
+        .into_par_iter()
+        .zip(results.par_iter_mut())
+        .enumerate()
+        .for_each_init(Vec::new, |acc, (n, (out, res))| {
+            let fd = time.of(&fine[n]);
+            let interior = fd.interior();
+            let region = covered_coarse_cells(&interior, r);
+            let mut next = interior.lo.z;
+            if !region.is_empty() {
+                let (nx, ny) = (region.size().x as usize, region.size().y as usize);
+                let cells = region.num_cells() as usize;
+                acc.resize(nx, T::zero());
+                for kc in region.lo.z..=region.hi.z {
+                    while next < (kc + 1) * r {
+                        scan(n, fd, next, res);
+                        next += 1;
+                    }
+                    let plane = IndexBox::new(
+                        iv(region.lo.x, region.lo.y, kc),
+                        iv(region.hi.x, region.hi.y, kc),
+                    );
+                    let kz = (kc - region.lo.z) as usize;
+                    restrict_rows(fd, &plane, r, 0..ncomp, acc, |c, j, _, m| {
+                        let o = c * cells + (kz * ny + (j - region.lo.y) as usize) * nx;
+                        out[o..o + nx].copy_from_slice(m);
+                    });
+                }
+            }
+            while next <= interior.hi.z {
+                scan(n, fd, next, res);
+                next += 1;
+            }
+        });
+    let means = &means[..total];
+    let coarse = &mut lower[crange.clone()];
+    coarse.par_iter_mut().enumerate().for_each(|(n, cs)| {
+        let cpatch = &h.patches()[crange.start + n];
+        let under = cpatch.interior().refine(r);
+        let cd = time.of_mut(cs);
+        let (cdb, interior) = (cd.data_box(), cd.interior());
+        let fines = h.patches_intersecting(fine_level, &under);
+        // One task per component too: a coarse patch may lie under most
+        // of the finer level.
+        let len = cd.comp_len();
+        cd.as_mut_slice()
+            .par_chunks_mut(len)
+            .take(ncomp)
+            .enumerate()
+            .for_each(|(c, comp)| {
+                for &fi in &fines {
+                    let f = fi - frange.start;
+                    let cover = covered_coarse_cells(&fine_boxes[f].interior(), r);
+                    let region = cover.intersect(&interior);
+                    if region.is_empty() {
+                        continue;
+                    }
+                    let (nx, ny) = (cover.size().x as usize, cover.size().y as usize);
+                    let src = &means[starts[f] + c * cover.num_cells() as usize..];
+                    let row = region.size().x as usize;
+                    for k in region.lo.z..=region.hi.z {
+                        for j in region.lo.y..=region.hi.y {
+                            let from = ((k - cover.lo.z) as usize * ny + (j - cover.lo.y) as usize)
+                                * nx
+                                + (region.lo.x - cover.lo.x) as usize;
+                            let o = cdb.offset(&iv(region.lo.x, j, k));
+                            comp[o..o + row].copy_from_slice(&src[from..from + row]);
+                        }
+                    }
+                }
+            });
+    });
+    Ok(())
+}
+
 /// Restricts every level onto the one below, finest first.
 pub fn restrict_hierarchy<T: Real>(
     h: &Hierarchy,
@@ -363,6 +509,83 @@ mod tests {
             }
             assert_eq!(c.get(0, &iv(7, 7, 7)), -1.0);
             assert!(restrict_patch(&f, &mut c, 3).is_err());
+        }
+    }
+
+    #[test]
+    fn scanned_restriction_is_bitwise_the_restriction_and_sees_every_plane() {
+        use crate::synthetic::{SyntheticSpec, generate};
+        for (ratio, seed) in [(2, 3), (4, 5)] {
+            let h = generate(&SyntheticSpec {
+                patches: 30,
+                seed,
+                ratio,
+                domain_cells: 64,
+                base_patch: 32,
+                ..Default::default()
+            })
+            .unwrap();
+            assert!(
+                h.num_levels() > 2,
+                "ratio {ratio}: {} levels",
+                h.num_levels()
+            );
+            let filled = || {
+                let mut d = HierarchyData::<f64>::new(&h, 3).unwrap();
+                for (i, s) in d.states_mut().iter_mut().enumerate() {
+                    for c in 0..3 {
+                        s.new.fill_with(c, |p| {
+                            ((p.x * 7 + p.y * 13 - p.z * 3) as f64 * 0.1 + (i + c) as f64).sin()
+                        });
+                    }
+                }
+                d
+            };
+            let (mut plain, mut scanned) = (filled(), filled());
+            let mut scratch = RestrictScratch::default();
+            for l in (1..h.num_levels()).rev() {
+                restrict_level(&h, &mut plain, l, TimeLevel::New).unwrap();
+                let mut planes = vec![Vec::new(); h.level_range(l).len()];
+                restrict_level_scanned(
+                    &h,
+                    &mut scanned,
+                    l,
+                    TimeLevel::New,
+                    &mut scratch,
+                    &mut planes,
+                    |n, fine, k, seen: &mut Vec<i32>| {
+                        assert_eq!(
+                            fine.interior(),
+                            h.patches()[h.level_range(l).start + n].interior()
+                        );
+                        seen.push(k);
+                    },
+                )
+                .unwrap();
+                for (n, seen) in planes.iter().enumerate() {
+                    let b = h.patches()[h.level_range(l).start + n].interior();
+                    assert_eq!(*seen, (b.lo.z..=b.hi.z).collect::<Vec<_>>());
+                }
+                // A results slice of the wrong length is refused.
+                assert!(
+                    restrict_level_scanned(
+                        &h,
+                        &mut scanned,
+                        l,
+                        TimeLevel::New,
+                        &mut scratch,
+                        &mut [(); 1][..0],
+                        |_, _, _, _| {}
+                    )
+                    .is_err()
+                );
+            }
+            for (a, b) in plain.states().iter().zip(scanned.states()) {
+                let bits = |d: &PatchData<f64>| {
+                    d.as_slice().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                };
+                assert_eq!(bits(&a.new), bits(&b.new));
+            }
         }
     }
 
