@@ -39,7 +39,7 @@ pub(crate) fn max_rate<T: Real>(
             let mut acc = PatchRate::default();
             if only.is_none_or(|o| o[i]) {
                 let d = data.old(i);
-                let dx = level_dx(h, i);
+                let dx = level_dx(h, h.patches()[i].level());
                 for k in d.interior().lo.z..=d.interior().hi.z {
                     acc.plane(d, i, k, dx, gas);
                 }
@@ -50,9 +50,9 @@ pub(crate) fn max_rate<T: Real>(
     reduce(h, &rates)
 }
 
-/// The cell sizes of patch `i`'s level.
-pub(crate) fn level_dx(h: &Hierarchy, i: usize) -> [f64; 3] {
-    h.level_geometry(h.patches()[i].level())
+/// The cell sizes of level `level`.
+pub(crate) fn level_dx(h: &Hierarchy, level: usize) -> [f64; 3] {
+    h.level_geometry(level)
         .map_or([1.0; 3], |g| [g.dx.x, g.dx.y, g.dx.z])
 }
 

@@ -925,6 +925,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         ranks.set_overlap(self.halo_overlap);
         self.plan = plan;
         self.ranks = Some(ranks);
+        // Over ranks each rank scans its own patches.
+        self.next_rate = None;
         Ok(())
     }
 
@@ -2545,10 +2547,7 @@ fn reflux_and_restrict<T: Real>(
             r.post_restriction(h, l, data)?;
         }
         if let Some((gas, s)) = scan.as_mut() {
-            let range = h.level_range(l);
-            let dx = h
-                .level_geometry(l)
-                .map_or([1.0; 3], |g| [g.dx.x, g.dx.y, g.dx.z]);
+            let (range, dx) = (h.level_range(l), cfl::level_dx(h, l));
             restrict_level_scanned(
                 h,
                 data,
@@ -2573,16 +2572,14 @@ fn reflux_and_restrict<T: Real>(
         );
     }
     Ok(scan.map(|(gas, s)| {
-        let range = h.level_range(0);
+        let (range, dx) = (h.level_range(0), cfl::level_dx(h, 0));
         s.rates[range.clone()]
             .par_iter_mut()
             .zip(&data.states()[range.clone()])
             .enumerate()
             .for_each(|(n, (acc, st))| {
-                let i = range.start + n;
-                let dx = cfl::level_dx(h, i);
                 for k in st.new.interior().lo.z..=st.new.interior().hi.z {
-                    acc.plane(&st.new, i, k, dx, gas);
+                    acc.plane(&st.new, range.start + n, k, dx, gas);
                 }
             });
         cfl::reduce(h, &s.rates)
