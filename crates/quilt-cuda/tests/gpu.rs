@@ -9,14 +9,12 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use quilt_cuda::{
-    CudaConfig, CudaError, CudaSolver, ExternalBox, ExternalProbe, GpuReal, HostRegistry, Variant,
-};
+use quilt_cuda::{CudaConfig, CudaError, CudaSolver, ExternalBox, GpuReal, HostRegistry, Variant};
 use quilt_mesh::locked::{Mapping, PageLock};
 use quilt_sweep::exact::{ExactRiemann, State1d};
 use quilt_sweep::physics::{Gas, Primitive};
 use quilt_sweep::uniform::{Boundary, UniformGrid, even_cuts};
-use quilt_sweep::{Batch, HostAlloc, Real, Scheme, SweepError, SweepOrder, Workspace};
+use quilt_sweep::{Batch, BoxPart, HostAlloc, Real, Scheme, SweepError, SweepOrder, Workspace};
 
 const NEEDS_GPU: &str = "needs a CUDA GPU: run with --ignored on the GPU machine";
 
@@ -874,7 +872,7 @@ const EXTERNAL_PATCHES: usize = 7;
 
 /// What [`external_case`] builds: batch, kept-out descriptors, probes,
 /// dense boxes and time step.
-type ExternalCase<T> = (Batch<T>, Vec<usize>, Vec<ExternalProbe>, Vec<Vec<T>>, f64);
+type ExternalCase<T> = (Batch<T>, Vec<usize>, Vec<BoxPart>, Vec<Vec<T>>, f64);
 
 /// A packed batch of patches of different shapes, the descriptors to keep
 /// outside it (most, not all), their dense boxes, probes that are parts
@@ -892,7 +890,7 @@ fn external_case<T: GpuReal>(scheme: Scheme, gas: Gas, seed: u64) -> ExternalCas
             let room = s.extent[a] - extent[a];
             [room, 0, room / 2][parent]
         });
-        probes.push(ExternalProbe {
+        probes.push(BoxPart {
             desc: shapes.len(),
             parent,
             offset,
@@ -924,7 +922,7 @@ fn external_case<T: GpuReal>(scheme: Scheme, gas: Gas, seed: u64) -> ExternalCas
 fn load_probes<T: GpuReal>(
     batch: &mut Batch<T>,
     external: &[usize],
-    probes: &[ExternalProbe],
+    probes: &[BoxPart],
     dense: &[Vec<T>],
 ) {
     for p in probes {
@@ -936,7 +934,7 @@ fn load_probes<T: GpuReal>(
 }
 
 /// The values of the probes' cells and interiors, `ncomp` per cell.
-fn probe_values<T: GpuReal>(batch: &Batch<T>, probes: &[ExternalProbe]) -> (u64, u64) {
+fn probe_values<T: GpuReal>(batch: &Batch<T>, probes: &[BoxPart]) -> (u64, u64) {
     let l = batch.layout();
     let cells = |f: fn(&quilt_sweep::PatchDesc) -> u64| {
         probes.iter().map(|p| f(&l.patches()[p.desc])).sum::<u64>() * u64::from(l.ncomp())

@@ -45,7 +45,7 @@ mod tagging;
 pub mod timing;
 
 pub use backend::{
-    CpuBackend, CudaBackend, DeviceMemory, InPlaceBox, LayoutStage, ProbeBox, SolveBackend,
+    BoxPart, CpuBackend, CudaBackend, DeviceMemory, InPlaceBox, LayoutStage, SolveBackend,
     SolveError, StagedLayout, backend_for, load_in_place,
 };
 pub use error::IntegratorError;

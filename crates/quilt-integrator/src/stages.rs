@@ -21,7 +21,7 @@ use quilt_sweep::{Batch, BatchLayout, LayoutError, PatchShape};
 use rayon::prelude::*;
 
 use crate::Real;
-use crate::backend::{InPlaceBox, ProbeBox};
+use crate::backend::{BoxPart, InPlaceBox};
 use crate::error::IntegratorError;
 use crate::plan::{FluxStore, PlanLayout, Shelf};
 
@@ -56,7 +56,7 @@ pub(crate) struct StagedBatch<T> {
     /// The probes prepare left to the backend ([`crate::SolveBackend::fills_probes`]),
     /// `parent` counting the patches solved in place in
     /// [`CloseWork::in_place_boxes`]' order.
-    pub probes: Vec<ProbeBox>,
+    pub probes: Vec<BoxPart>,
 }
 
 /// Builds the layout of a batch made of the global bins `bins`, with the
@@ -208,7 +208,7 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     queues: &[Vec<Job>],
     work: &mut CloseWork<'_, T>,
     backend_probes: bool,
-    probes: &mut Vec<ProbeBox>,
+    probes: &mut Vec<BoxPart>,
 ) -> Result<Vec<f64>, IntegratorError> {
     let g = plan.ghost;
     // Patches and probes alike get a target: probes are written by the
@@ -285,7 +285,7 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
                 // A probe's ghost box lies in its coarse patch's.
                 let at = plan.probes[n].interior.grow(g).lo - h.patches()[job.patch].ghost_box().lo;
                 let offset = [at.x, at.y, at.z].map(|v| u32::try_from(v).unwrap_or(u32::MAX));
-                probes.push(ProbeBox {
+                probes.push(BoxPart {
                     desc: pd,
                     parent: parents,
                     offset,

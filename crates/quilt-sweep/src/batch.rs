@@ -7,6 +7,35 @@ use crate::layout::{BatchLayout, data_index};
 use crate::real::Real;
 use crate::storage::HostMemory;
 
+/// A patch of a batch that is a part of another patch's dense ghost box
+/// (a flux probe out of its coarse patch's filled box): the descriptor
+/// `desc`'s extent of box `boxes[parent]`, from `offset` (cells along x,
+/// y, z) on, as [`Batch::load_patch_within`] reads it. Backends that read
+/// patches where they live take these beside the boxes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BoxPart {
+    /// Index of the part's descriptor in the batch's layout.
+    pub desc: usize,
+    /// Index of the box it lies in, among the boxes handed along.
+    pub parent: usize,
+    /// Where the part's first cell (ghosts included) lies in that box.
+    pub offset: [u32; 3],
+}
+
+impl BoxPart {
+    /// The box the part lies in, of `boxes`; the error names both.
+    pub fn parent_in<'b, B>(&self, boxes: &'b [B]) -> Result<&'b B, LayoutError> {
+        boxes.get(self.parent).ok_or_else(|| {
+            LayoutError::Access(format!(
+                "probe descriptor {}: parent box {} of {}",
+                self.desc,
+                self.parent,
+                boxes.len()
+            ))
+        })
+    }
+}
+
 /// The values of one batch in THE layout: `layout.data_len()` cell values
 /// and `layout.flux_len()` flux values (see [`layout`](crate::layout) for
 /// both index functions), in memory the batch owns: a vector, or memory a

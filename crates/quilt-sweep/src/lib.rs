@@ -50,7 +50,7 @@ pub mod scheme;
 pub mod storage;
 pub mod uniform;
 
-pub use batch::Batch;
+pub use batch::{Batch, BoxPart};
 pub use driver::{Solver, StepReport, SweepOrder, Workspace};
 pub use error::{ConfigError, LayoutError, SweepError};
 pub use layout::{BatchLayout, PatchDesc, PatchShape};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::driver::CudaContext;
-use quilt_sweep::{Batch, BatchLayout, LayoutError, StepReport, SweepOrder};
+use quilt_sweep::{Batch, BatchLayout, BoxPart, LayoutError, StepReport, SweepOrder};
 
 use super::run::DtSpec;
 use super::{CudaSolver, StagedLayout};
@@ -34,22 +34,6 @@ pub struct ExternalBox<'a, T> {
     pub src: &'a [T],
     /// Where the new interior goes, as long as `src`.
     pub dst: &'a mut [T],
-}
-
-/// A patch of a batch that is a part of an external box's source: the
-/// descriptor `desc`'s extent (ghosts included) of `boxes[parent].src`,
-/// from `offset` (cells along x, y, z) on, as
-/// [`Batch::load_patch_from`] reads it. A flux probe of a coarse patch
-/// solved in place: the step reads it from the copy of its parent already
-/// on the device, and writes only its fluxes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ExternalProbe {
-    /// Index of the probe's descriptor in the batch's layout.
-    pub desc: usize,
-    /// Index of the box, among the step's external boxes, it lies in.
-    pub parent: usize,
-    /// Where the probe's first cell lies in that box.
-    pub offset: [u32; 3],
 }
 
 /// The store half's entry of a descriptor whose interior goes nowhere (a
@@ -110,7 +94,7 @@ impl ExtTable {
 pub(super) fn check_boxes<T>(
     layout: &BatchLayout,
     boxes: &[ExternalBox<'_, T>],
-    probes: &[ExternalProbe],
+    probes: &[BoxPart],
 ) -> Result<(), CudaError> {
     let mut seen = vec![false; layout.patches().len()];
     let mut named_once = |desc: usize, id: u64| {
@@ -127,7 +111,7 @@ pub(super) fn check_boxes<T>(
         named_once(b.desc, d.id)?;
     }
     for p in probes {
-        let parent = parent_of(boxes, p)?;
+        let parent = p.parent_in(boxes)?;
         let extent = layout.patches()[parent.desc].extent;
         let d = layout.dense_part(p.desc, parent.src.len(), extent, p.offset)?;
         named_once(p.desc, d.id)?;
@@ -135,33 +119,18 @@ pub(super) fn check_boxes<T>(
     Ok(())
 }
 
-/// The box `p` lies in.
-fn parent_of<'b, 'a, T>(
-    boxes: &'b [ExternalBox<'a, T>],
-    p: &ExternalProbe,
-) -> Result<&'b ExternalBox<'a, T>, LayoutError> {
-    boxes.get(p.parent).ok_or_else(|| {
-        LayoutError::Access(format!(
-            "probe descriptor {}: parent box {} of {}",
-            p.desc,
-            p.parent,
-            boxes.len()
-        ))
-    })
-}
-
 /// Copies every source box into its descriptor's place in `batch`
 /// (ghosts included), then every probe out of its parent's source.
 pub(super) fn load_boxes<T: GpuReal>(
     batch: &mut Batch<T>,
     boxes: &[ExternalBox<'_, T>],
-    probes: &[ExternalProbe],
+    probes: &[BoxPart],
 ) -> Result<(), CudaError> {
     for b in boxes {
         batch.load_patch(b.desc, b.src)?;
     }
     for p in probes {
-        let parent = parent_of(boxes, p)?;
+        let parent = p.parent_in(boxes)?;
         batch.load_patch_within(p.desc, parent.desc, parent.src, p.offset)?;
     }
     Ok(())
@@ -230,7 +199,7 @@ impl<T: GpuReal> CudaSolver<T> {
         batch: &mut Batch<T>,
         staged: Option<StagedLayout<T>>,
         boxes: &mut [ExternalBox<'_, T>],
-        probes: &[ExternalProbe],
+        probes: &[BoxPart],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
@@ -259,7 +228,7 @@ impl<T: GpuReal> CudaSolver<T> {
         &mut self,
         batch: &mut Batch<T>,
         boxes: &mut [ExternalBox<'_, T>],
-        probes: &[ExternalProbe],
+        probes: &[BoxPart],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, CudaError> {
@@ -379,7 +348,7 @@ mod tests {
         assert_eq!(e0, [12, 10, 11]);
         let mut p2 = Vec::new();
         let boxes = [bx(0, &parent, &mut p2)];
-        let probe = |desc, parent, offset| ExternalProbe {
+        let probe = |desc, parent, offset| BoxPart {
             desc,
             parent,
             offset,

@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use cudarc::driver::{CudaModule, CudaStream};
 use quilt_sweep::physics::Gas;
-use quilt_sweep::{Batch, Scheme, Solver, StepReport, SweepError, SweepOrder};
+use quilt_sweep::{Batch, BoxPart, Scheme, Solver, StepReport, SweepError, SweepOrder};
 
 use crate::device::{self, Device};
 use crate::error::{CudaError, DriverContext};
@@ -35,7 +35,7 @@ use crate::probe::DeviceInfo;
 use crate::real::GpuReal;
 use crate::source::KernelFile;
 
-pub use external::{ExternalBox, ExternalProbe};
+pub use external::ExternalBox;
 pub(crate) use kernels::BLOCK;
 pub use kernels::KernelInfo;
 pub use stager::{LayoutStager, StagedLayout};
@@ -551,7 +551,7 @@ impl<T: GpuReal> CudaSolver<T> {
         dt: DtSpec<'_>,
         order: SweepOrder,
         ext: Option<&mut [ExternalBox<'_, T>]>,
-        probes: &[ExternalProbe],
+        probes: &[BoxPart],
     ) -> Result<StepReport, CudaError> {
         self.resident = false;
         self.hierarchy = None;

@@ -4,10 +4,12 @@
 use std::time::Instant;
 
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
-use quilt_sweep::{Batch, BatchLayout, PatchDesc, Scheme, StepReport, SweepError, SweepOrder};
+use quilt_sweep::{
+    Batch, BatchLayout, BoxPart, PatchDesc, Scheme, StepReport, SweepError, SweepOrder,
+};
 use rayon::prelude::*;
 
-use super::external::{ExtTable, ExternalBox, ExternalProbe, NO_STORE, load_boxes, pack_extent};
+use super::external::{ExtTable, ExternalBox, NO_STORE, load_boxes, pack_extent};
 use super::report::{decode_sweep_error, input_error};
 use super::state::{ERROR_SLOTS, LayoutState};
 use super::{CudaSolver, Variant};
@@ -788,7 +790,7 @@ impl<T: GpuReal> CudaSolver<T> {
     fn fill_ext_table(
         &mut self,
         boxes: &mut [ExternalBox<'_, T>],
-        probes: &[ExternalProbe],
+        probes: &[BoxPart],
     ) -> Result<(usize, usize), CudaError> {
         let st = self.state.as_ref().expect("state built");
         let n = st.plan.descs.len();
@@ -931,7 +933,7 @@ impl<T: GpuReal> CudaSolver<T> {
         dt: DtSpec<'_>,
         order: SweepOrder,
         mut ext: Option<&mut [ExternalBox<'_, T>]>,
-        probes: &[ExternalProbe],
+        probes: &[BoxPart],
     ) -> Result<StepReport, CudaError> {
         self.cpu.check_layout(batch.layout())?;
         if ext.is_some() && !self.loads_in_place(batch) {

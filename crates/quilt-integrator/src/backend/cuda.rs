@@ -1,7 +1,7 @@
 //! The CUDA backend: [`quilt_cuda::CudaSolver`] behind [`SolveBackend`].
 
 use quilt_cuda::{
-    CudaConfig, CudaError, CudaSolver, ExternalBox, ExternalProbe, GpuReal, SolveTotals, StepTiming,
+    CudaConfig, CudaError, CudaSolver, ExternalBox, GpuReal, SolveTotals, StepTiming,
 };
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_sweep::physics::Gas;
@@ -9,7 +9,7 @@ use quilt_sweep::{Batch, BatchLayout, Scheme, StepReport, SweepOrder};
 use std::sync::Arc;
 
 use super::{
-    InPlaceBox, LayoutStage, ProbeBox, ResidentSolve, SolveBackend, SolveError, StagedLayout,
+    BoxPart, InPlaceBox, LayoutStage, ResidentSolve, SolveBackend, SolveError, StagedLayout,
 };
 use crate::resident::ResidentPlan;
 
@@ -142,7 +142,7 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
         batch: &mut Batch<T>,
         staged: Option<StagedLayout>,
         boxes: &mut [InPlaceBox<'_, T>],
-        probes: &[ProbeBox],
+        probes: &[BoxPart],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
@@ -155,17 +155,9 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
                 dst: &mut *b.new,
             })
             .collect();
-        let probes: Vec<ExternalProbe> = probes
-            .iter()
-            .map(|p| ExternalProbe {
-                desc: p.desc,
-                parent: p.parent,
-                offset: p.offset,
-            })
-            .collect();
         Ok(self
             .solver
-            .advance_external(batch, staged, &mut ext, &probes, dt, order)?)
+            .advance_external(batch, staged, &mut ext, probes, dt, order)?)
     }
 
     /// Probes are read out of their parents' copies on the device (or,

@@ -37,6 +37,7 @@ use std::sync::Arc;
 pub use quilt_cuda::SolveTotals;
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_mesh::locked::PageLock;
+pub use quilt_sweep::BoxPart;
 use quilt_sweep::physics::Gas;
 use quilt_sweep::{
     Batch, BatchLayout, HostAlloc, Real, StepReport, SweepError, SweepOrder, VecAlloc,
@@ -175,7 +176,7 @@ pub trait SolveBackend<T: Real>: Send {
         batch: &mut Batch<T>,
         staged: Option<StagedLayout>,
         boxes: &mut [InPlaceBox<'_, T>],
-        probes: &[ProbeBox],
+        probes: &[BoxPart],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
@@ -243,19 +244,6 @@ pub struct InPlaceBox<'a, T> {
     pub new: &'a mut [T],
 }
 
-/// A flux probe of a batch that is a part of a patch solved in place
-/// ([`SolveBackend::solve_in_place`]): its descriptor's extent of the
-/// box `boxes[parent]`'s old state, from `offset` (cells along x, y, z) on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProbeBox {
-    /// Index of the probe's descriptor in the batch's layout.
-    pub desc: usize,
-    /// Index of its coarse patch's box in the `boxes` handed along.
-    pub parent: usize,
-    /// Where the probe's first cell (ghosts included) lies in that box.
-    pub offset: [u32; 3],
-}
-
 /// Loads every box's old state into its patch's bins
 /// ([`Batch::load_patch`]) and every probe from its parent's old state
 /// ([`Batch::load_patch_from`]): the batch [`SolveBackend::solve_in_place`]
@@ -264,20 +252,13 @@ pub struct ProbeBox {
 pub fn load_in_place<T: Real>(
     batch: &mut Batch<T>,
     boxes: &[InPlaceBox<'_, T>],
-    probes: &[ProbeBox],
+    probes: &[BoxPart],
 ) -> Result<(), SweepError> {
     for b in boxes {
         batch.load_patch(b.desc, b.old)?;
     }
     for p in probes {
-        let parent = boxes.get(p.parent).ok_or_else(|| {
-            quilt_sweep::LayoutError::Access(format!(
-                "probe descriptor {}: parent box {} of {}",
-                p.desc,
-                p.parent,
-                boxes.len()
-            ))
-        })?;
+        let parent = p.parent_in(boxes)?;
         batch.load_patch_within(p.desc, parent.desc, parent.old, p.offset)?;
     }
     Ok(())
@@ -402,7 +383,7 @@ impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
         batch: &mut Batch<T>,
         staged: Option<StagedLayout>,
         boxes: &mut [InPlaceBox<'_, T>],
-        probes: &[ProbeBox],
+        probes: &[BoxPart],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use quilt_integrator::{
-    CpuBackend, InPlaceBox, ProbeBox, SolveBackend, SolveError, StagedLayout, load_in_place,
+    BoxPart, CpuBackend, InPlaceBox, SolveBackend, SolveError, StagedLayout, load_in_place,
 };
 use quilt_mesh::locked::PageLock;
 use quilt_sweep::{Batch, StepReport, SweepOrder};
@@ -82,7 +82,7 @@ impl SolveBackend<f64> for InPlace {
         batch: &mut Batch<f64>,
         staged: Option<StagedLayout>,
         boxes: &mut [InPlaceBox<'_, f64>],
-        probes: &[ProbeBox],
+        probes: &[BoxPart],
         dt: f64,
         order: SweepOrder,
     ) -> Result<StepReport, SolveError> {
