@@ -83,6 +83,11 @@ pub(crate) struct PatchRate {
 }
 
 impl PatchRate {
+    /// A patch's part whose largest rate someone else found.
+    pub(crate) fn of_max(best: f64) -> Self {
+        Self { best, bad: None }
+    }
+
     /// Adds the interior rows of plane `k` of patch `index`, whose old or
     /// new state is `d`.
     pub(crate) fn plane<T: Real>(

@@ -48,7 +48,7 @@ use quilt_sweep::{Solver, SweepOrder};
 use rayon::prelude::*;
 
 use crate::Real;
-use crate::backend::SolveBackend;
+use crate::backend::{BoxRate, Restricted, SolveBackend};
 use crate::calibration::{
     CalibrationReport, Calibrator, coefficient_path, load_coefficients, save_coefficients,
 };
@@ -204,6 +204,13 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
 struct RateScratch<T> {
     restrict: RestrictScratch<T>,
     rates: Vec<cfl::PatchRate>,
+    /// The level whose patches the backend restricts and scans as it
+    /// solves them this step ([`restricted_outputs`]), and what it found
+    /// per patch of that level.
+    given_level: Option<usize>,
+    given: Vec<BoxRate>,
+    /// Per patch of that level: whether its means and rate were given.
+    marks: Vec<bool>,
 }
 
 fn limiter_of(i: Interpolation) -> Limiter {
@@ -519,7 +526,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             data: Some(data),
             plan,
             ring: BatchRing::new(backend.host_alloc(), deck.batching.max_bins),
-            arena,
+            arena: arena.clone(),
             backend,
             model: OnlineModel::new(CostModel::new(coefficients)?, RefineOptions::default())?,
             calibrator,
@@ -550,8 +557,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             halo_overlap: true,
             next_rate: None,
             rate_scratch: RateScratch {
-                restrict: RestrictScratch::default(),
+                restrict: RestrictScratch::in_arena(arena.clone()),
                 rates: Vec::new(),
+                given_level: None,
+                given: Vec::new(),
+                marks: Vec::new(),
             },
         };
         // Host-staged from the start: the ring's page-locked batches are
@@ -1125,6 +1135,14 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let calibrated = self.calibrator.is_none();
         self.step_secs.clear();
         self.step_secs.resize(self.h.num_patches(), 0.0);
+        let wanted = self.ranks.is_none() && self.backend.fills_restricted();
+        let restricted = match restricted_outputs(&self.h, wanted, &mut self.rate_scratch) {
+            Ok(r) => r,
+            Err(e) => {
+                self.data = Some(data);
+                return Err(e);
+            }
+        };
         let res = run_batches(LoopInputs {
             h: &self.h,
             layout: &self.plan.layout,
@@ -1142,6 +1160,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             pipelined: self.pipelined,
             patch_secs: &mut self.step_secs,
             ranks: self.ranks.as_mut(),
+            restricted,
         });
         let mut stats = match res {
             Ok(s) => s,
@@ -2548,6 +2567,24 @@ fn reflux_and_restrict<T: Real>(
         }
         if let Some((gas, s)) = scan.as_mut() {
             let (range, dx) = (h.level_range(l), cfl::level_dx(h, l));
+            // Patches the backend restricted and scanned as it solved
+            // them: their means are in the scratch, their rates here. A
+            // bad one is scanned again to name its cell.
+            let given = (s.given_level == Some(l)).then(|| {
+                s.marks.clear();
+                for (n, g) in s.given.iter().enumerate() {
+                    let rate = match *g {
+                        BoxRate::Max(r) => r,
+                        BoxRate::Unset | BoxRate::Bad => {
+                            s.marks.push(false);
+                            continue;
+                        }
+                    };
+                    s.rates[range.start + n] = cfl::PatchRate::of_max(rate);
+                    s.marks.push(true);
+                }
+                &s.marks[..]
+            });
             restrict_level_scanned(
                 h,
                 data,
@@ -2555,7 +2592,8 @@ fn reflux_and_restrict<T: Real>(
                 TimeLevel::New,
                 &mut s.restrict,
                 &mut s.rates[range.clone()],
-                |n, fine, k, acc| acc.plane(fine, range.start + n, k, dx, gas),
+                given,
+                |n, fine, k, acc: &mut cfl::PatchRate| acc.plane(fine, range.start + n, k, dx, gas),
             )
         } else {
             restrict_level_where(h, data, l, TimeLevel::New, owned.as_deref())
@@ -2584,6 +2622,48 @@ fn reflux_and_restrict<T: Real>(
             });
         cfl::reduce(h, &s.rates)
     }))
+}
+
+/// Lays out, for a backend that fills them ([`SolveBackend::fills_restricted`],
+/// `wanted`), the restriction outputs of the finest level's patches: their
+/// parts of the restriction scratch and their rates, by hierarchy index
+/// (`None` for the other levels, and for a patch whose interior is not
+/// whole coarse cells). Empty when not wanted or with one level.
+fn restricted_outputs<'s, T: Real>(
+    h: &Hierarchy,
+    wanted: bool,
+    s: &'s mut RateScratch<T>,
+) -> Result<Vec<Option<Restricted<'s, T>>>, IntegratorError> {
+    s.given_level = None;
+    s.given.clear();
+    let levels = h.num_levels();
+    if !wanted || levels < 2 {
+        return Ok(Vec::new());
+    }
+    let l = levels - 1;
+    let ratio = h
+        .level_geometry(l)
+        .map(|g| g.ratio)
+        .ok_or_else(|| IntegratorError::Internal(format!("level {l} has no geometry")))?;
+    s.restrict
+        .lay_out(h, l, NCOMP)
+        .map_err(IntegratorError::mesh("restriction scratch"))?;
+    let range = h.level_range(l);
+    s.given.resize(range.len(), BoxRate::Unset);
+    s.given_level = Some(l);
+    let mut out: Vec<Option<Restricted<'s, T>>> = (0..h.num_patches()).map(|_| None).collect();
+    let parts = s.restrict.parts_mut().into_iter().zip(s.given.iter_mut());
+    for (n, (means, rate)) in parts.enumerate() {
+        let b = h.patches()[range.start + n].interior();
+        if quilt_mesh::restrict::covered_coarse_cells(&b, ratio).refine(ratio) == b {
+            out[range.start + n] = Some(Restricted {
+                ratio: ratio as u32,
+                means,
+                rate,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Hands a probe's six faces to the register as the coarse fluxes of the

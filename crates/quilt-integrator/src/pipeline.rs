@@ -17,18 +17,18 @@ use std::time::Instant;
 
 use quilt_batch::{CloseSample, OnlineModel, PatchWork, PrepareSample, SolveSample};
 use quilt_mesh::fill::OldData;
-use quilt_mesh::{Hierarchy, HierarchyData, PatchData, PatchId};
+use quilt_mesh::{Hierarchy, HierarchyData, PatchId};
 use quilt_sweep::{StepReport, SweepError, SweepOrder};
 
 use crate::Real;
-use crate::backend::{LayoutStage, SolveBackend, SolveError};
+use crate::backend::{LayoutStage, Restricted, SolveBackend, SolveError};
 use crate::calibration::Calibrator;
 use crate::error::IntegratorError;
 use crate::plan::{FluxStore, PlanLayout};
 use crate::ranks::Ranks;
 use crate::ring::BatchRing;
 use crate::schedule::{Pick, Scheduler};
-use crate::stages::{self, Checked, CloseWork, Job, PROBE_ID_BASE, StagedBatch};
+use crate::stages::{self, Checked, CloseWork, Job, NewState, PROBE_ID_BASE, StagedBatch};
 use crate::timing::EstimateErrors;
 
 /// What the batch loop of one step did.
@@ -77,6 +77,10 @@ pub(crate) struct LoopInputs<'a, T, B: ?Sized> {
     /// The ranks of a distributed run: the bins to batch first, and the
     /// flux blocks to post as their patches close.
     pub ranks: Option<&'a mut Ranks>,
+    /// Restriction outputs by hierarchy index, handed to the backend with
+    /// patches it solves in place (see [`InPlaceBox::restricted`]); empty
+    /// or shorter than the hierarchy where it hands none.
+    pub restricted: Vec<Option<Restricted<'a, T>>>,
 }
 
 /// The ring of batch buffers, shared by the tasks that prepare batches
@@ -172,7 +176,7 @@ fn stage<'d, T: Real, D: OldData<T> + Sync + ?Sized>(
 fn checkout_pick<'d, T: Real>(
     layout: &PlanLayout<T>,
     pick: &Pick,
-    news: &mut [Option<&'d mut PatchData<T>>],
+    news: &mut [Option<NewState<'d, T>>],
     fluxes: &mut FluxStore<T>,
 ) -> Result<Vec<Checked<'d, T>>, IntegratorError> {
     let patches = stages::patches_of(layout, &pick.bins, &pick.queues);
@@ -535,11 +539,21 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
         pipelined,
         patch_secs,
         mut ranks,
+        restricted,
     } = inp;
     let t_loop = Instant::now();
     let name = backend.name().to_string();
     let (olds, news) = data.split_old_new();
-    let mut news: Vec<Option<&mut PatchData<T>>> = news.into_iter().map(Some).collect();
+    let mut restricted = restricted.into_iter();
+    let mut news: Vec<Option<NewState<'_, T>>> = news
+        .into_iter()
+        .map(|data| {
+            Some(NewState {
+                data,
+                restricted: restricted.next().flatten(),
+            })
+        })
+        .collect();
     let mut books = Books {
         layout,
         model,

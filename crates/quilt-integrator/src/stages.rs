@@ -21,7 +21,7 @@ use quilt_sweep::{Batch, BatchLayout, LayoutError, PatchShape};
 use rayon::prelude::*;
 
 use crate::Real;
-use crate::backend::{BoxPart, InPlaceBox};
+use crate::backend::{BoxPart, InPlaceBox, Restricted};
 use crate::error::IntegratorError;
 use crate::plan::{FluxStore, PlanLayout, Shelf};
 
@@ -331,6 +331,13 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
     Ok(secs)
 }
 
+/// A patch's new state in the step, with where a backend may put what it
+/// derives from it ([`InPlaceBox::restricted`]).
+pub(crate) struct NewState<'d, T> {
+    pub data: &'d mut PatchData<T>,
+    pub restricted: Option<Restricted<'d, T>>,
+}
+
 /// A patch checked out of the step's state for its batch: its new state
 /// and its flux stores (and its probes'), owned by the batch from its
 /// prepare to the end of its close, so that batches run their stages at
@@ -339,6 +346,9 @@ pub(crate) struct Checked<'d, T> {
     /// Hierarchy index.
     pub patch: usize,
     pub new: &'d mut PatchData<T>,
+    /// The new state's restriction outputs, handed to the backend with the
+    /// patch if it is solved in place.
+    restricted: Option<Restricted<'d, T>>,
     /// Set by [`prepare`]: old and new state page-locked, the old one's
     /// ghosts filled in place.
     in_place: bool,
@@ -415,6 +425,11 @@ impl<'d, T: Real> CloseWork<'d, T> {
                     // old state any more this step.
                     old: old.as_slice(),
                     new: c.new.as_mut_slice(),
+                    restricted: c.restricted.as_mut().map(|r| Restricted {
+                        ratio: r.ratio,
+                        means: &mut *r.means,
+                        rate: &mut *r.rate,
+                    }),
                 })
             })
             .collect()
@@ -448,7 +463,7 @@ pub(crate) fn patches_of<T>(
 pub(crate) fn checkout<'d, T: Real>(
     plan: &PlanLayout<T>,
     patches: &[usize],
-    news: &mut [Option<&'d mut PatchData<T>>],
+    news: &mut [Option<NewState<'d, T>>],
     fluxes: &mut FluxStore<T>,
 ) -> Result<Vec<Checked<'d, T>>, IntegratorError> {
     patches
@@ -464,7 +479,8 @@ pub(crate) fn checkout<'d, T: Real>(
                 .collect();
             Ok(Checked {
                 patch: i,
-                new,
+                new: new.data,
+                restricted: new.restricted,
                 in_place: false,
                 flux,
                 probes,
@@ -476,11 +492,14 @@ pub(crate) fn checkout<'d, T: Real>(
 /// Puts what [`checkout`] took back into `news` and `fluxes`.
 pub(crate) fn checkin<'d, T: Real>(
     work: CloseWork<'d, T>,
-    news: &mut [Option<&'d mut PatchData<T>>],
+    news: &mut [Option<NewState<'d, T>>],
     fluxes: &mut FluxStore<T>,
 ) {
     for (.., c) in work.items {
-        news[c.patch] = Some(c.new);
+        news[c.patch] = Some(NewState {
+            data: c.new,
+            restricted: c.restricted,
+        });
         fluxes.fine[c.patch] = c.flux;
         for (n, pf) in c.probes {
             fluxes.probes[n] = pf;

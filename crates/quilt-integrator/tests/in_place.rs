@@ -31,17 +31,20 @@ fn states_solved_in_place_match_batches_in_bins_bit_for_bit() {
     let mut per_patch = packed.clone();
     per_patch.batching.layout = BatchLayoutKind::PerPatch;
     per_patch.batching.max_bins = 0;
-    // With and without the probes of in-place patches left to the backend.
-    for (pipelined, mode, n_fixed, deck, fills_probes) in [
-        (false, BatchMode::Adaptive, 1, &packed, true),
-        (true, BatchMode::Adaptive, 1, &packed, false),
-        (true, BatchMode::Static, 3, &packed, true),
-        (true, BatchMode::Static, 3, &per_patch, false),
+    // With and without the probes of in-place patches left to the backend,
+    // and the finest level's restriction and CFL rates.
+    for (pipelined, mode, n_fixed, deck, fills_probes, fills_restricted) in [
+        (false, BatchMode::Adaptive, 1, &packed, true, true),
+        (true, BatchMode::Adaptive, 1, &packed, false, true),
+        (true, BatchMode::Static, 3, &packed, true, false),
+        (true, BatchMode::Static, 3, &per_patch, false, true),
     ] {
         let mut plain = common::cpu(deck);
         let solver = deck.solver().expect("solver");
-        let backend = InPlace::new(CpuBackend::new(solver), true, fills_probes);
+        let mut backend = InPlace::new(CpuBackend::new(solver), true, fills_probes);
+        backend.fills_restricted = fills_restricted;
         let (boxes, probes) = (backend.boxes.clone(), backend.probes.clone());
+        let restricted = backend.restricted.clone();
         let mut locked = Integrator::new(deck, backend).expect("integrator");
         let d = locked.data();
         assert!(
@@ -53,8 +56,10 @@ fn states_solved_in_place_match_batches_in_bins_bit_for_bit() {
             it.configure(pipelined, mode, n_fixed);
         }
         for _ in 0..12 {
-            regrids += usize::from(plain.step().expect("plain step").regridded);
-            locked.step().expect("in-place step");
+            let a = plain.step().expect("plain step");
+            let b = locked.step().expect("in-place step");
+            regrids += usize::from(a.regridded);
+            assert_eq!(a.dt.to_bits(), b.dt.to_bits(), "time steps");
         }
         assert!(regrids >= 2, "the run must cross regrids ({regrids})");
         assert!(
@@ -65,6 +70,11 @@ fn states_solved_in_place_match_batches_in_bins_bit_for_bit() {
             probes.load(Ordering::Relaxed) > 0,
             fills_probes,
             "probes left to the backend"
+        );
+        assert_eq!(
+            restricted.load(Ordering::Relaxed) > 0,
+            fills_restricted,
+            "restriction outputs filled by the backend"
         );
         assert_eq!(
             bits(&plain),

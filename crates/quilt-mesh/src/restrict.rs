@@ -21,6 +21,7 @@ use crate::error::MeshError;
 use crate::geometry::check_ratio;
 use crate::hierarchy::{Hierarchy, HierarchyData};
 use crate::index::{IndexBox, iv};
+use crate::locked::{LockedArena, PatchBuf};
 use crate::patch_data::{PatchData, PatchState};
 use crate::real::Real;
 
@@ -316,10 +317,83 @@ pub(crate) fn fine_ratio(h: &Hierarchy, fine_level: usize) -> Result<i32, MeshEr
 /// Reusable memory of [`restrict_level_scanned`]: the coarse means of
 /// every fine patch of a level, patch after patch. Keep one per run and
 /// hand it to every step, so that restriction allocates nothing once warm.
+///
+/// A backend that has a fine patch's new interior at hand may compute its
+/// means itself (quilt-sweep's `Restricted` layout: component-major,
+/// `x` fastest, the coarse cells the interior covers) into the patch's
+/// part ([`RestrictScratch::parts_mut`] after
+/// [`RestrictScratch::lay_out`]); [`restrict_level_scanned`] then only
+/// copies them. With an arena ([`RestrictScratch::in_arena`]) the means
+/// live in page-locked memory a device writes directly.
 #[derive(Debug, Default)]
 pub struct RestrictScratch<T> {
-    means: Vec<T>,
+    means: PatchBuf<T>,
     starts: Vec<usize>,
+    arena: Option<LockedArena>,
+}
+
+impl<T: Real> RestrictScratch<T> {
+    /// Scratch whose means come from `arena` (page-locked) when given.
+    pub fn in_arena(arena: Option<LockedArena>) -> Self {
+        Self {
+            means: PatchBuf::default(),
+            starts: Vec::new(),
+            arena,
+        }
+    }
+
+    /// Whether the means live in page-locked memory.
+    pub fn is_page_locked(&self) -> bool {
+        self.means.is_page_locked()
+    }
+
+    /// Lays out the means of every fine patch of `fine_level` (`ncomp`
+    /// components each), keeping the memory where it is large enough.
+    pub fn lay_out(
+        &mut self,
+        h: &Hierarchy,
+        fine_level: usize,
+        ncomp: usize,
+    ) -> Result<(), MeshError> {
+        let r = fine_ratio(h, fine_level)?;
+        self.starts.clear();
+        self.starts.push(0);
+        for p in &h.patches()[h.level_range(fine_level)] {
+            let cells = covered_coarse_cells(&p.interior(), r).num_cells().max(0) as usize;
+            self.starts
+                .push(self.starts[self.starts.len() - 1] + cells * ncomp);
+        }
+        let total = self.starts[self.starts.len() - 1];
+        if self.means.capacity() >= total {
+            self.means = std::mem::take(&mut self.means)
+                .refit(total)
+                .ok_or_else(|| MeshError::invalid("restriction scratch", "refit lost room"))?;
+            return Ok(());
+        }
+        // A quarter more: the next regrids' levels are a little larger.
+        let room = (total * 5).div_ceil(4);
+        let fresh = match &self.arena {
+            Some(a) => a.alloc::<T>(room, "coarse means of restriction")?,
+            None => PatchBuf::from(vec![T::zero(); room]),
+        };
+        self.means = fresh.refit(total).ok_or_else(|| {
+            MeshError::invalid("restriction scratch", "a new buffer is too small")
+        })?;
+        Ok(())
+    }
+
+    /// The means of each fine patch of the level last laid out, in patch
+    /// order.
+    pub fn parts_mut(&mut self) -> Vec<&mut [T]> {
+        let mut parts = Vec::with_capacity(self.starts.len().saturating_sub(1));
+        let mut rest = &mut self.means.as_mut_slice()[..self.starts.last().copied().unwrap_or(0)];
+        for w in self.starts.windows(2) {
+            let (part, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
+            parts.push(part);
+            rest = tail;
+        }
+        parts
+    }
 }
 
 /// [`restrict_level`] (every patch of both levels) that also hands every
@@ -336,6 +410,11 @@ pub struct RestrictScratch<T> {
 /// coarse means go into `scratch` first, in parallel over fine patches,
 /// then into their coarse patches, in parallel over coarse patches and
 /// components.
+///
+/// `given` marks fine patches whose means `scratch` already holds, laid
+/// out for this level ([`RestrictScratch::lay_out`]) and computed by
+/// whoever solved them: those are neither read nor scanned.
+#[allow(clippy::too_many_arguments)]
 pub fn restrict_level_scanned<T: Real, R: Send>(
     h: &Hierarchy,
     data: &mut HierarchyData<T>,
@@ -343,6 +422,7 @@ pub fn restrict_level_scanned<T: Real, R: Send>(
     time: TimeLevel,
     scratch: &mut RestrictScratch<T>,
     results: &mut [R],
+    given: Option<&[bool]>,
     scan: impl Fn(usize, &PatchData<T>, i32, &mut R) + Sync,
 ) -> Result<(), MeshError> {
     data.check_layout(h)?;
@@ -359,35 +439,29 @@ pub fn restrict_level_scanned<T: Real, R: Send>(
             ),
         ));
     }
+    if given.is_some_and(|g| g.len() != frange.len()) {
+        return Err(MeshError::invalid(
+            "scanned restriction",
+            format!(
+                "patches given for the {} patches of level {fine_level}",
+                frange.len()
+            ),
+        ));
+    }
     let ncomp = data.ncomp();
     let fine_boxes = &h.patches()[frange.clone()];
-    let RestrictScratch { means, starts } = scratch;
-    starts.clear();
-    starts.push(0);
-    for p in fine_boxes {
-        let cells = covered_coarse_cells(&p.interior(), r).num_cells().max(0) as usize;
-        starts.push(starts[starts.len() - 1] + cells * ncomp);
-    }
-    let total = starts[starts.len() - 1];
-    if means.len() < total {
-        means.resize(total, T::zero());
-    }
+    scratch.lay_out(h, fine_level, ncomp)?;
+    let parts = scratch.parts_mut();
     let (lower, upper) = data.states_mut().split_at_mut(frange.start);
     let fine = &upper[..frange.len()];
     // Each fine patch: its planes scanned in order, its coarse planes
     // restricted as soon as their fine planes have been scanned (they are
     // then in cache).
-    let mut parts = Vec::with_capacity(fine.len());
-    let mut rest = &mut means[..total];
-    for w in starts.windows(2) {
-        let (part, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
-        parts.push(part);
-        rest = tail;
-    }
     parts
         .into_par_iter()
         .zip(results.par_iter_mut())
         .enumerate()
+        .filter(|(n, _)| !given.is_some_and(|g| g[*n]))
         .for_each_init(Vec::new, |acc, (n, (out, res))| {
             let fd = time.of(&fine[n]);
             let interior = fd.interior();
@@ -418,7 +492,8 @@ pub fn restrict_level_scanned<T: Real, R: Send>(
                 next += 1;
             }
         });
-    let means = &means[..total];
+    let RestrictScratch { means, starts, .. } = scratch;
+    let means = &means[..starts[starts.len() - 1]];
     let coarse = &mut lower[crange.clone()];
     coarse.par_iter_mut().enumerate().for_each(|(n, cs)| {
         let cpatch = &h.patches()[crange.start + n];
@@ -541,10 +616,33 @@ mod tests {
                 }
                 d
             };
-            let (mut plain, mut scanned) = (filled(), filled());
-            let mut scratch = RestrictScratch::default();
+            let (mut plain, mut scanned, mut given) = (filled(), filled(), filled());
+            let (mut scratch, mut other) = (RestrictScratch::default(), RestrictScratch::default());
             for l in (1..h.num_levels()).rev() {
                 restrict_level(&h, &mut plain, l, TimeLevel::New).unwrap();
+                // Every other fine patch's means computed by someone else,
+                // into its part of the scratch.
+                let range = h.level_range(l);
+                other.lay_out(&h, l, 3).unwrap();
+                let marks: Vec<bool> = (0..range.len()).map(|n| n % 2 == 0).collect();
+                for (n, part) in other.parts_mut().into_iter().enumerate() {
+                    if marks[n] {
+                        let fd = &given.states()[range.start + n].new;
+                        let region = covered_coarse_cells(&fd.interior(), ratio);
+                        restrict_into(fd, &region, ratio, part).unwrap();
+                    }
+                }
+                restrict_level_scanned(
+                    &h,
+                    &mut given,
+                    l,
+                    TimeLevel::New,
+                    &mut other,
+                    &mut vec![(); range.len()],
+                    Some(&marks),
+                    |n, _, _, _| assert!(!marks[n], "patch {n} was given"),
+                )
+                .unwrap();
                 let mut planes = vec![Vec::new(); h.level_range(l).len()];
                 restrict_level_scanned(
                     &h,
@@ -553,6 +651,7 @@ mod tests {
                     TimeLevel::New,
                     &mut scratch,
                     &mut planes,
+                    None,
                     |n, fine, k, seen: &mut Vec<i32>| {
                         assert_eq!(
                             fine.interior(),
@@ -575,16 +674,22 @@ mod tests {
                         TimeLevel::New,
                         &mut scratch,
                         &mut [(); 1][..0],
+                        None,
                         |_, _, _, _| {}
                     )
                     .is_err()
                 );
             }
-            for (a, b) in plain.states().iter().zip(scanned.states()) {
-                let bits = |d: &PatchData<f64>| {
-                    d.as_slice().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-                };
+            let bits =
+                |d: &PatchData<f64>| d.as_slice().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            for ((a, b), c) in plain
+                .states()
+                .iter()
+                .zip(scanned.states())
+                .zip(given.states())
+            {
                 assert_eq!(bits(&a.new), bits(&b.new));
+                assert_eq!(bits(&a.new), bits(&c.new));
             }
         }
     }

@@ -37,11 +37,11 @@ use std::sync::Arc;
 pub use quilt_cuda::SolveTotals;
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_mesh::locked::PageLock;
-pub use quilt_sweep::BoxPart;
 use quilt_sweep::physics::Gas;
 use quilt_sweep::{
     Batch, BatchLayout, HostAlloc, Real, StepReport, SweepError, SweepOrder, VecAlloc,
 };
+pub use quilt_sweep::{BoxPart, BoxRate, Restricted};
 
 use crate::resident::ResidentPlan;
 
@@ -200,6 +200,15 @@ pub trait SolveBackend<T: Real>: Send {
         false
     }
 
+    /// Whether [`SolveBackend::solve_in_place`] fills the
+    /// [`InPlaceBox::restricted`] outputs it is handed (a GPU backend
+    /// computes them from the new interiors while they are in device
+    /// memory). `false` (the default): the integrator hands none and
+    /// computes restriction and the next step's CFL rate itself.
+    fn fills_restricted(&self) -> bool {
+        false
+    }
+
     /// Where the solves' time went so far, for a backend that moves
     /// batches to a device (transfers, kernels, bytes over the bus);
     /// `None` for one that solves in host memory.
@@ -242,6 +251,12 @@ pub struct InPlaceBox<'a, T> {
     pub old: &'a [T],
     /// The new state: the step writes its interior.
     pub new: &'a mut [T],
+    /// Where a backend whose [`SolveBackend::fills_restricted`] holds
+    /// puts the new interior's coarse means and CFL rate
+    /// ([`Restricted::fill_from_box`] on `new` after the step, bit for
+    /// bit); `None` for a patch the integrator restricts and scans itself.
+    /// Unspecified after an error.
+    pub restricted: Option<Restricted<'a, T>>,
 }
 
 /// Loads every box's old state into its patch's bins
@@ -392,6 +407,10 @@ impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
 
     fn fills_probes(&self) -> bool {
         (**self).fills_probes()
+    }
+
+    fn fills_restricted(&self) -> bool {
+        (**self).fills_restricted()
     }
 
     fn solve_totals(&self) -> Option<SolveTotals> {

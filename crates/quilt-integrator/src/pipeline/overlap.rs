@@ -28,7 +28,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use quilt_mesh::PatchData;
 use quilt_mesh::fill::OldData;
 use quilt_sweep::{StepReport, SweepOrder};
 
@@ -39,7 +38,7 @@ use crate::error::IntegratorError;
 use crate::plan::FluxStore;
 use crate::ranks::Ranks;
 use crate::schedule::{Pick, Scheduler};
-use crate::stages::{self, Checked, CloseWork, StagedBatch};
+use crate::stages::{self, Checked, CloseWork, NewState, StagedBatch};
 
 /// Batches being prepared or prepared and not yet solving. A batch's
 /// prepare on all cores takes about as long as its solve on a GPU, and
@@ -103,7 +102,7 @@ pub(super) struct Flow<'a, 'b, 'd, T, B: ?Sized, D: ?Sized, F> {
     pub dt: f64,
     pub order: SweepOrder,
     pub backend: &'a mut B,
-    pub news: &'a mut Vec<Option<&'d mut PatchData<T>>>,
+    pub news: &'a mut Vec<Option<NewState<'d, T>>>,
     pub fluxes: &'a mut FluxStore<T>,
     pub scheduler: &'a mut Scheduler,
     pub ranks: Option<&'a mut Ranks>,

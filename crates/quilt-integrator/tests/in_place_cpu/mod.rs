@@ -39,6 +39,11 @@ pub struct InPlace {
     pub poison: bool,
     /// Whether the backend fills the probes of in-place patches itself.
     pub fills_probes: bool,
+    /// Whether the backend fills the restriction outputs of in-place
+    /// patches ([`SolveBackend::fills_restricted`]), and how many it
+    /// filled.
+    pub fills_restricted: bool,
+    pub restricted: Arc<AtomicUsize>,
 }
 
 impl InPlace {
@@ -51,6 +56,8 @@ impl InPlace {
             probes: Arc::new(AtomicUsize::new(0)),
             poison,
             fills_probes,
+            fills_restricted: false,
+            restricted: Arc::new(AtomicUsize::new(0)),
         }
     }
 }
@@ -101,13 +108,24 @@ impl SolveBackend<f64> for InPlace {
         }
         load_in_place(batch, boxes, probes)?;
         let r = self.cpu.solve_staged(batch, staged, dt, order)?;
+        let gas = self.cpu.solver().gas();
         for b in boxes.iter_mut() {
             batch.store_interior(b.desc, b.new).expect("store");
+            if let Some(r) = b.restricted.as_mut() {
+                let d = &batch.layout().patches()[b.desc];
+                r.fill_from_box(d, 5, b.new, &gas)
+                    .map_err(|e| SolveError::Sweep(e.into()))?;
+                self.restricted.fetch_add(1, Ordering::Relaxed);
+            }
         }
         Ok(r)
     }
 
     fn fills_probes(&self) -> bool {
         self.fills_probes
+    }
+
+    fn fills_restricted(&self) -> bool {
+        self.fills_restricted
     }
 }
