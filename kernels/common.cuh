@@ -703,6 +703,113 @@ __device__ __forceinline__ void store_body(const T* data, T* host, const u64* ex
 QUILT_STORE_KERNEL(float, store_f32, store_ext_f32)
 QUILT_STORE_KERNEL(double, store_f64, store_ext_f64)
 
+// ------------------------------------------------- restriction outputs ----
+// quilt_sweep::Restricted of the patches in external boxes that ask for
+// them, from their new interiors in the bins right after the sweeps: the
+// coarse means restriction writes onto the level below, straight into
+// the host's page-locked scratch, and the largest CFL rate of the
+// interior. `means` and `ratio` hold one entry per descriptor (address 0:
+// none). Grid and order as the store; the thread of a coarse cell's first
+// fine cell writes its means, each adding its fine cells in the host's
+// order (dz, dy, x) from zero. The rate is quilt_sweep's row scan
+// (Gas::max_signal_rate) cell by cell in f64, operation for operation:
+// `out` gets per descriptor the largest rate's bits (non-negative doubles
+// order as u64) and a bad-cell flag.
+template <class T>
+__device__ __forceinline__ void restrict_out_body(const T* data, const u64* means, const u64* ratio,
+                                                  const PatchDesc* descs, const u32* order,
+                                                  const ScanItem* items, u32 i0, int B, double gamma,
+                                                  u64* out) {
+    const ScanItem it = items[i0 + blockIdx.x];
+    const u32 p = order[it.q];
+    const u64 to = means[p];
+    if (!to) return;
+    T* m = (T*)to;
+    const int r = (int)ratio[p];
+    const PatchDesc d = descs[p];
+    const int ex = d.extent[0], ey = d.extent[1], ez = d.extent[2];
+    const int g = d.ghost;
+    const int plane = ex * ey;
+    const int end = min((int)it.first + QUILT_SCAN_CELLS, plane * ez);
+    const int cs = B * B * B;
+    const i64 base = (i64)d.bin * 5 * cs;
+    const int o0 = (d.offset[2] * B + d.offset[1]) * B + d.offset[0];
+    const int cx = (ex - 2 * g) / r, cy = (ey - 2 * g) / r, cz = (ez - 2 * g) / r;
+    const i64 coarse = (i64)cx * cy * cz;
+    const T inv = (T)(1.0 / (double)(r * r * r));
+    const double gm1 = gamma - 1.0;
+    double best = 0.0;
+    bool bad = false;
+    for (int t = (int)it.first + (int)threadIdx.x; t < end; t += (int)blockDim.x) {
+        const int k = t / plane;
+        const int rest = t - k * plane;
+        const int j = rest / ex;
+        const int i = rest - j * ex;
+        if (k < g || k >= ez - g || j < g || j >= ey - g || i < g || i >= ex - g) continue;
+        const i64 at = base + o0 + (k * B + j) * B + i;
+        const double rho = (double)data[at], m0 = (double)data[at + cs], m1 = (double)data[at + 2 * (i64)cs],
+                     m2 = (double)data[at + 3 * (i64)cs], e = (double)data[at + 4 * (i64)cs];
+        const double v0 = m0 / rho, v1 = m1 / rho, v2 = m2 / rho;
+        const double kinetic = 0.5 * (m0 * v0 + m1 * v1 + m2 * v2);
+        const double pr = gm1 * (e - kinetic);
+        const double sound = sqrt(gamma * pr / rho);
+        double rt = fmax(fmax((fabs(v0) + sound) / d.dx[0], (fabs(v1) + sound) / d.dx[1]),
+                         (fabs(v2) + sound) / d.dx[2]);
+        rt = fmax(0.0, rt);
+        const bool finite = isfinite(rho) && isfinite(m0) && isfinite(m1) && isfinite(m2) && isfinite(e) &&
+                            isfinite(rt);
+        if (finite && rho > 0.0 && pr > 0.0)
+            best = fmax(best, rt);
+        else
+            bad = true;
+        const int fi = i - g, fj = j - g, fk = k - g;
+        if (fi % r == 0 && fj % r == 0 && fk % r == 0) {
+            const i64 o = ((i64)(fk / r) * cy + fj / r) * cx + fi / r;
+            for (int v = 0; v < 5; ++v) {
+                T a = (T)0;
+                for (int dz = 0; dz < r; ++dz)
+                    for (int dy = 0; dy < r; ++dy)
+                        for (int dx = 0; dx < r; ++dx) a = a + data[at + (i64)v * cs + (dz * B + dy) * B + dx];
+                m[o + (i64)v * coarse] = a * inv;
+            }
+        }
+    }
+    __shared__ u64 s_bits[32];
+    __shared__ int s_bad[32];
+    u64 bits = (u64)__double_as_longlong(best);
+    for (int o = 16; o > 0; o >>= 1) {
+        u64 other = __shfl_xor_sync(0xffffffffu, bits, o);
+        bits = other > bits ? other : bits;
+    }
+    const int any_bad = __any_sync(0xffffffffu, bad);
+    const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    if ((threadIdx.x & 31) == 0) {
+        s_bits[warp] = bits;
+        s_bad[warp] = any_bad;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 mx = 0;
+        int b = 0;
+        for (int w = 0; w < nwarps; ++w) {
+            mx = s_bits[w] > mx ? s_bits[w] : mx;
+            b |= s_bad[w];
+        }
+        if (mx) atomicMax(out + 2 * p, mx);
+        if (b) atomicOr(out + 2 * p + 1, 1ull);
+    }
+}
+
+#define QUILT_RESTRICT_OUT_KERNEL(T, NAME)                                                                  \
+    extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                          \
+        NAME(const T* data, const u64* means, const u64* ratio, const PatchDesc* descs, const u32* order,    \
+             const ScanItem* items, u32 i0, int B, double gamma, u64* out) {                                \
+        restrict_out_body<T>(data, means, ratio, descs, order, items, i0, B, gamma, out);                  \
+    }
+
+QUILT_RESTRICT_OUT_KERNEL(float, restrict_out_f32)
+QUILT_RESTRICT_OUT_KERNEL(double, restrict_out_f64)
+
 // ------------------------------------------------------- ghost-box load ----
 // The batch straight from the host's page-locked memory: every cell of the
 // chunk's ghost boxes, read through the mapped (unified) address of the

@@ -14,7 +14,10 @@ use quilt_mesh::locked::{Mapping, PageLock};
 use quilt_sweep::exact::{ExactRiemann, State1d};
 use quilt_sweep::physics::{Gas, Primitive};
 use quilt_sweep::uniform::{Boundary, UniformGrid, even_cuts};
-use quilt_sweep::{Batch, BoxPart, HostAlloc, Real, Scheme, SweepError, SweepOrder, Workspace};
+use quilt_sweep::{
+    Batch, BoxPart, BoxRate, HostAlloc, PatchShape, Real, Restricted, Scheme, SweepError,
+    SweepOrder, Workspace,
+};
 
 const NEEDS_GPU: &str = "needs a CUDA GPU: run with --ignored on the GPU machine";
 
@@ -814,6 +817,7 @@ impl<T: GpuReal> BoxStore<T> {
                 desc,
                 src: &*src,
                 dst,
+                restricted: None,
             })
             .collect()
     }
@@ -1080,6 +1084,110 @@ fn external_boxes_give_the_copy_paths_results_bit_for_bit() {
             check_external::<f32>(scheme, 51 + n as u64, memory);
         }
     }
+}
+
+/// Restriction outputs of external boxes (the new interior's coarse
+/// means and CFL rate): computed by the device where the means are
+/// registered, by the host otherwise, and bit for bit what
+/// [`Restricted::fill_from_box`] gives on the CPU's new interior.
+fn check_restricted<T: GpuReal>(scheme: Scheme, seed: u64) {
+    let gas = Gas::ideal(1.4);
+    let g = scheme.ghost_width();
+    let interiors = [[8, 6, 4], [4, 4, 4], [6, 10, 8], [2, 2, 2], [8, 8, 4]];
+    let ratios: [u32; 5] = [2, 2, 2, 2, 4];
+    let shapes: Vec<PatchShape> = interiors
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| PatchShape::new(10 + i as u64, n, g, [0.05, 0.05, 0.05]))
+        .collect();
+    let input = fill::<T>(packed(&shapes), &gas, seed, false);
+    let layout = input.layout().clone();
+    let external: Vec<usize> = (0..shapes.len()).collect();
+    let dense: Vec<Vec<T>> = external
+        .iter()
+        .map(|&p| {
+            let mut v = vec![T::zero(); 5 * layout.patches()[p].total_cells() as usize];
+            input.store_patch(p, &mut v).unwrap();
+            v
+        })
+        .collect();
+    let cpu = quilt_sweep::Solver::new(scheme, gas).unwrap();
+    let dt = cpu.max_dt(&input, 0.8 * cpu.cfl_limit()).unwrap();
+    let order = SweepOrder::Zyx;
+    let (stepped, _) = cpu_step(scheme, gas, &input, dt, order);
+    let zeros: Vec<Vec<T>> = external
+        .iter()
+        .map(|&p| {
+            let n = layout.patches()[p].interior_cells() as usize / ratios[p].pow(3) as usize;
+            vec![T::zero(); 5 * n]
+        })
+        .collect();
+    let want: Vec<(Vec<T>, BoxRate)> = external
+        .iter()
+        .map(|&p| {
+            let mut new = destination_of(&dense[p]);
+            stepped.store_interior(p, &mut new).unwrap();
+            let (mut means, mut rate) = (zeros[p].clone(), BoxRate::Unset);
+            Restricted {
+                ratio: ratios[p],
+                means: &mut means,
+                rate: &mut rate,
+            }
+            .fill_from_box(&layout.patches()[p], 5, &new, &gas)
+            .unwrap();
+            (means, rate)
+        })
+        .collect();
+    for registered in [true, false] {
+        let name = format!(
+            "restricted {} {} registered {registered}",
+            scheme.name(),
+            T::NAME
+        );
+        let mut gpu = CudaSolver::<T>::new(scheme, gas, CudaConfig::default()).unwrap();
+        let reg = gpu.page_lock();
+        let mut batch = page_locked_copy(&gpu, &input);
+        let mut store = BoxStore::new(&dense, Some(reg.clone()));
+        let mut outs = BoxStore::new(&zeros, registered.then(|| reg.clone()));
+        let mut rates = vec![BoxRate::Unset; external.len()];
+        {
+            let mut boxes = store.boxes(&external);
+            let means = outs.slices();
+            for ((b, m), (rate, &ratio)) in boxes
+                .iter_mut()
+                .zip(means)
+                .zip(rates.iter_mut().zip(&ratios))
+            {
+                b.restricted = Some(Restricted {
+                    ratio,
+                    means: m,
+                    rate,
+                });
+            }
+            assert!(gpu.external_in_place(&batch, &boxes), "{name}: in place");
+            gpu.advance_external(&mut batch, None, &mut boxes, &[], dt, order)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        let on_device = gpu.totals().restricted_on_device;
+        assert_eq!(on_device, if registered { 5 } else { 0 }, "{name}");
+        let (means, _) = outs.values();
+        for (p, (m, r)) in want.iter().enumerate() {
+            assert!(same_bits(&means[p], m), "{name}: means of patch {p}");
+            assert!(matches!(r, BoxRate::Max(v) if *v > 0.0), "{name}: {r:?}");
+            assert_eq!(rates[p], *r, "{name}: rate of patch {p}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --ignored on the GPU machine"]
+fn restriction_outputs_of_external_boxes_are_the_hosts_bit_for_bit() {
+    if !gpu() {
+        return;
+    }
+    check_restricted::<f64>(Scheme::rtvd(), 61);
+    check_restricted::<f32>(Scheme::rtvd(), 62);
+    check_restricted::<f64>(Scheme::tvd(), 63);
 }
 
 /// Bad input in an external box: the copy path's error, no source and no

@@ -8,7 +8,9 @@ mod common;
 use quilt_integrator::deck::{BackendChoice, Deck, Precision};
 use quilt_integrator::{Integrator, Real, SolveBackend, backend_for};
 
-fn run<T: Real>(deck: &Deck, steps: usize) -> (Vec<u64>, Vec<String>, String) {
+/// The final state's bits, the patches, the backend's name and the
+/// patches whose restriction outputs the device computed.
+fn run<T: Real>(deck: &Deck, steps: usize) -> (Vec<u64>, Vec<String>, String, u64) {
     let backend = backend_for::<T>(deck).expect("backend");
     let name = backend.name().to_string();
     let mut it: Integrator<T, Box<dyn SolveBackend<T>>> =
@@ -29,7 +31,11 @@ fn run<T: Real>(deck: &Deck, steps: usize) -> (Vec<u64>, Vec<String>, String) {
             }
         }
     }
-    (bits, boxes, name)
+    let restricted = it
+        .backend()
+        .solve_totals()
+        .map_or(0, |t| t.restricted_on_device);
+    (bits, boxes, name, restricted)
 }
 
 fn cpu_and_gpu_agree<T: Real>(precision: Precision) {
@@ -37,10 +43,12 @@ fn cpu_and_gpu_agree<T: Real>(precision: Precision) {
     deck.run.precision = precision;
     deck.run.residency = quilt_integrator::deck::Residency::Host;
     deck.run.backend = BackendChoice::Cpu;
-    let (cpu, cpu_boxes, n0) = run::<T>(&deck, 12);
+    let (cpu, cpu_boxes, n0, _) = run::<T>(&deck, 12);
     deck.run.backend = BackendChoice::Cuda;
-    let (gpu, gpu_boxes, n1) = run::<T>(&deck, 12);
+    let (gpu, gpu_boxes, n1, restricted) = run::<T>(&deck, 12);
     assert_eq!((n0.as_str(), n1.as_str()), ("cpu", "cuda"));
+    // The finest level's means and CFL rates came from the device.
+    assert!(restricted > 0, "no patch restricted on the device");
     assert!(cpu_boxes.iter().any(|b| b.starts_with("1 ")), "no level 1");
     assert_eq!(cpu_boxes, gpu_boxes, "hierarchies differ");
     let diff = cpu.iter().zip(&gpu).filter(|(a, b)| a != b).count();
@@ -66,7 +74,7 @@ fn resident_gpu_matches_host_cpu<T: Real>(mut deck: Deck, steps: usize) {
     use quilt_integrator::deck::Residency;
     deck.run.backend = BackendChoice::Cpu;
     deck.run.residency = Residency::Host;
-    let (cpu, cpu_boxes, _) = run::<T>(&deck, steps);
+    let (cpu, cpu_boxes, ..) = run::<T>(&deck, steps);
     deck.run.backend = BackendChoice::Cuda;
     deck.run.residency = Residency::Device;
     let backend = backend_for::<T>(&deck).expect("backend");
@@ -132,7 +140,7 @@ fn auto_residency_on_the_gpu_follows_the_memory_budget() {
     let mut deck = common::closed_box();
     deck.run.backend = BackendChoice::Cpu;
     deck.run.residency = Residency::Host;
-    let (cpu, cpu_boxes, _) = run::<f64>(&deck, steps);
+    let (cpu, cpu_boxes, ..) = run::<f64>(&deck, steps);
     deck.run.backend = BackendChoice::Cuda;
     // Where the state lived after every step, the resident bytes, and the
     // step of the first regrid.
@@ -171,7 +179,7 @@ fn auto_residency_on_the_gpu_follows_the_memory_budget() {
             1 => assert!(places.iter().all(|&p| p == Residency::Host), "{what}"),
             _ => assert_ne!(places[0], places[first], "{what}: no switch"),
         }
-        let (gpu, boxes, _) = run::<f64>(&deck, steps);
+        let (gpu, boxes, ..) = run::<f64>(&deck, steps);
         assert_eq!(cpu_boxes, boxes, "{what}: hierarchies differ");
         let diff = cpu.iter().zip(&gpu).filter(|(a, b)| a != b).count();
         assert_eq!(diff, 0, "{what}: {diff} of {} values differ", cpu.len());

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::driver::CudaContext;
-use quilt_sweep::{Batch, BatchLayout, BoxPart, LayoutError, StepReport, SweepOrder};
+use quilt_sweep::{Batch, BatchLayout, BoxPart, LayoutError, Restricted, StepReport, SweepOrder};
 
 use super::run::DtSpec;
 use super::{CudaSolver, StagedLayout};
@@ -34,7 +34,15 @@ pub struct ExternalBox<'a, T> {
     pub src: &'a [T],
     /// Where the new interior goes, as long as `src`.
     pub dst: &'a mut [T],
+    /// Outputs derived from the new interior, if wanted: filled bit for
+    /// bit as [`Restricted::fill_from_box`] on `dst` after the step would
+    /// (on the device where the means are page-locked by this solver's
+    /// registry, else on the host). Unspecified after an error.
+    pub restricted: Option<Restricted<'a, T>>,
 }
+
+/// Parts of the external table, of one entry per descriptor each.
+pub(super) const EXT_PARTS: usize = 5;
 
 /// The store half's entry of a descriptor whose interior goes nowhere (a
 /// probe: `QUILT_NO_STORE` in the kernels).
@@ -47,12 +55,14 @@ pub(super) fn pack_extent(e: [u32; 3]) -> u64 {
 }
 
 /// The table the load and store kernels read external boxes from, in
-/// three parts of one entry per descriptor: the address the load reads
+/// [`EXT_PARTS`] parts of one entry per descriptor: the address the load reads
 /// the source from (its copy in device memory, or the host box itself
 /// with `QUILT_CUDA_TRANSFER=mapped`; for a probe, its first cell in its
 /// parent's; 0 for a patch in the bins), the host address the store
-/// writes the interior to ([`NO_STORE`] for a probe), and the extent of
-/// the box read ([`pack_extent`]). Filled on the host in pinned memory
+/// writes the interior to ([`NO_STORE`] for a probe), the extent of
+/// the box read ([`pack_extent`]), and the host address and ratio of the
+/// box's restriction outputs (0: none on the device). The same type holds
+/// the restriction kernel's outputs, two values per descriptor. Filled on the host in pinned memory
 /// and uploaded with the step's constants, so that the kernels read it
 /// from device memory (one read per block).
 pub(super) struct ExtTable {
@@ -91,7 +101,7 @@ impl ExtTable {
 /// part are the ones [`Batch::load_patch`] and [`Batch::load_patch_from`]
 /// return ([`BatchLayout::dense_patch`], [`BatchLayout::dense_part`]),
 /// boxes before probes, as [`load_boxes`] meets them.
-pub(super) fn check_boxes<T>(
+pub(super) fn check_boxes<T: quilt_sweep::Real>(
     layout: &BatchLayout,
     boxes: &[ExternalBox<'_, T>],
     probes: &[BoxPart],
@@ -109,6 +119,9 @@ pub(super) fn check_boxes<T>(
         let d = layout.dense_patch(b.desc, b.src.len())?;
         layout.dense_patch(b.desc, b.dst.len())?;
         named_once(b.desc, d.id)?;
+        if let Some(r) = &b.restricted {
+            r.coarse_cells(&d, layout.ncomp() as usize)?;
+        }
     }
     for p in probes {
         let parent = p.parent_in(boxes)?;
@@ -246,8 +259,13 @@ impl<T: GpuReal> CudaSolver<T> {
         self.totals.host_secs += t.elapsed().as_secs_f64();
         let report = self.timed_io(batch, dt, order, None, &[])?;
         let t = Instant::now();
+        let (gas, ncomp) = (self.cpu.gas(), batch.layout().ncomp() as usize);
         for b in boxes.iter_mut() {
             batch.store_interior(b.desc, b.dst)?;
+            if let Some(r) = b.restricted.as_mut() {
+                let d = batch.layout().patches()[b.desc];
+                r.fill_from_box(&d, ncomp, b.dst, &gas)?;
+            }
         }
         self.totals.host_secs += t.elapsed().as_secs_f64();
         Ok(report)
@@ -276,7 +294,12 @@ mod tests {
     fn bx<'a>(desc: usize, src: &'a [f64], dst: &'a mut Vec<f64>) -> ExternalBox<'a, f64> {
         dst.clear();
         dst.extend_from_slice(src);
-        ExternalBox { desc, src, dst }
+        ExternalBox {
+            desc,
+            src,
+            dst,
+            restricted: None,
+        }
     }
 
     #[test]
@@ -313,6 +336,7 @@ mod tests {
             desc: 1,
             src: &good,
             dst: &mut short_dst,
+            restricted: None,
         }];
         assert_eq!(check_boxes(&l, &boxes, &[]).unwrap_err().to_string(), want);
 

@@ -102,6 +102,9 @@ pub(crate) struct Kernels {
     pub store_ext: CudaFunction,
     /// [`Kernels::load`] with a table of external boxes.
     pub load_ext: CudaFunction,
+    /// Coarse means and CFL rates of external boxes' new interiors
+    /// (`quilt_sweep::Restricted`).
+    pub restrict_out: CudaFunction,
 }
 
 impl Kernels {
@@ -127,6 +130,7 @@ impl Kernels {
             load: function(module, &format!("load_{}", T::NAME))?,
             store_ext: function(module, &format!("store_ext_{}", T::NAME))?,
             load_ext: function(module, &format!("load_ext_{}", T::NAME))?,
+            restrict_out: function(module, &format!("restrict_out_{}", T::NAME))?,
         })
     }
 

@@ -251,8 +251,11 @@ pub struct SolveTotals {
     pub download_secs: f64,
     /// Bytes copied host to device.
     pub bytes_up: u64,
-    /// Bytes copied device to host (states and fluxes).
+    /// Bytes copied device to host (states, fluxes and coarse means).
     pub bytes_down: u64,
+    /// Patches whose coarse means and CFL rate the device computed
+    /// (`quilt_sweep::Restricted`, see [`ExternalBox::restricted`]).
+    pub restricted_on_device: u64,
 }
 
 impl SolveTotals {
@@ -338,6 +341,11 @@ pub struct CudaSolver<T: GpuReal> {
     /// `(chunk, earlier chunk)`, sorted: the first waits for the copies
     /// the second's stream made.
     ext_waits: Vec<(u32, u32)>,
+    /// The external boxes whose restriction outputs the device computes
+    /// this step, and the outputs' device and host buffers (two values per
+    /// descriptor: the largest rate's bits and a bad-cell flag).
+    ext_restricted: Vec<usize>,
+    restrict_out: Option<external::ExtTable>,
     timing: StepTiming,
     totals: SolveTotals,
 }
@@ -399,6 +407,8 @@ impl<T: GpuReal> CudaSolver<T> {
             ext_reads: Vec::new(),
             ext_copies: Vec::new(),
             ext_waits: Vec::new(),
+            ext_restricted: Vec::new(),
+            restrict_out: None,
             timing: StepTiming::default(),
             totals: SolveTotals::default(),
         })

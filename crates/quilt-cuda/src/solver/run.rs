@@ -5,11 +5,11 @@ use std::time::Instant;
 
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use quilt_sweep::{
-    Batch, BatchLayout, BoxPart, PatchDesc, Scheme, StepReport, SweepError, SweepOrder,
+    Batch, BatchLayout, BoxPart, BoxRate, PatchDesc, Scheme, StepReport, SweepError, SweepOrder,
 };
 use rayon::prelude::*;
 
-use super::external::{ExtTable, ExternalBox, NO_STORE, load_boxes, pack_extent};
+use super::external::{EXT_PARTS, ExtTable, ExternalBox, NO_STORE, load_boxes, pack_extent};
 use super::report::{decode_sweep_error, input_error};
 use super::state::{ERROR_SLOTS, LayoutState};
 use super::{CudaSolver, Variant};
@@ -313,6 +313,13 @@ impl<T: GpuReal> CudaSolver<T> {
         if ext {
             let t = self.ext_table.as_ref().expect("external table filled");
             t.d.upload(0, t.h.as_slice(), s0)?;
+            if !self.ext_restricted.is_empty() {
+                let out = self
+                    .restrict_out
+                    .as_ref()
+                    .expect("restriction outputs sized");
+                out.d.fill_bytes(0, out.d.len(), 0, s0)?;
+            }
         }
         st.d_rates.fill_bytes(0, st.d_rates.len(), 0, s0)?;
         st.d_bad.fill_bytes(0, st.d_bad.len(), 0, s0)?;
@@ -492,6 +499,92 @@ impl<T: GpuReal> CudaSolver<T> {
             None => &[],
         };
         self.launch_host_copy(f, name, c, host as u64, table, ext.map(|e| e.1), stream)
+    }
+
+    /// The restriction outputs of chunk `c`'s external boxes that ask for
+    /// them on the device (`tables`: the device addresses of the table's
+    /// means and ratio parts), on `stream`, behind the sweeps.
+    fn launch_restrict_out(
+        &self,
+        c: usize,
+        tables: (u64, u64),
+        stream: &CudaStream,
+    ) -> Result<(), CudaError> {
+        let Some((i0, cfg)) = self.item_launch(c) else {
+            return Ok(());
+        };
+        let st = self.state.as_ref().expect("state built");
+        let (data, descs, order) = (st.d_data.at(0), st.d_descs.at(0), st.d_order.at(0));
+        let scan = st.d_scan.at(0);
+        let b = st.plan.bin_edge as i32;
+        let gamma = self.cpu.gas().gamma;
+        let out = self
+            .restrict_out
+            .as_ref()
+            .expect("restriction outputs sized");
+        let out = out.d.at(0);
+        let mut l = stream.launch_builder(&self.kernels.restrict_out);
+        l.arg(&data)
+            .arg(&tables.0)
+            .arg(&tables.1)
+            .arg(&descs)
+            .arg(&order)
+            .arg(&scan)
+            .arg(&i0)
+            .arg(&b)
+            .arg(&gamma)
+            .arg(&out);
+        // SAFETY: arguments match `restrict_out_T`'s signature; every
+        // address in the means part is a registered slice of the size its
+        // descriptor's interior needs at its ratio (checked by
+        // `check_boxes`), alive and untouched by the host until the step
+        // synchronises; `out` holds two values per descriptor.
+        unsafe { l.launch(cfg) }.call("cuLaunchKernel(restrict_out)")?;
+        Ok(())
+    }
+
+    /// After a successful step: the rates of the boxes restricted on the
+    /// device from their outputs, and the other boxes' restriction
+    /// outputs computed on the host from their new interiors.
+    fn finish_restricted(
+        &mut self,
+        layout: &BatchLayout,
+        boxes: &mut [ExternalBox<'_, T>],
+    ) -> Result<(), CudaError> {
+        let mut on_device = vec![false; boxes.len()];
+        if !self.ext_restricted.is_empty() {
+            let out = self
+                .restrict_out
+                .as_mut()
+                .expect("restriction outputs sized");
+            let s0 = &self.streams[0];
+            let n = out.h.as_slice().len();
+            out.d.download(0, &mut out.h.as_mut_slice()[..n], s0)?;
+            s0.synchronize().call("cuStreamSynchronize")?;
+            let h = out.h.as_slice();
+            let value = std::mem::size_of::<T>() as u64;
+            for &k in &self.ext_restricted {
+                let means = boxes[k].restricted.as_ref().map_or(0, |r| r.means.len());
+                self.totals.bytes_down += means as u64 * value;
+                self.totals.restricted_on_device += 1;
+                let b = &mut boxes[k];
+                let r = b.restricted.as_mut().expect("listed with outputs");
+                *r.rate = if h[2 * b.desc + 1] != 0 {
+                    BoxRate::Bad
+                } else {
+                    BoxRate::Max(f64::from_bits(h[2 * b.desc]))
+                };
+                on_device[k] = true;
+            }
+        }
+        let gas = self.cpu.gas();
+        let ncomp = layout.ncomp() as usize;
+        for (b, done) in boxes.iter_mut().zip(on_device) {
+            if let (Some(r), false) = (b.restricted.as_mut(), done) {
+                r.fill_from_box(&layout.patches()[b.desc], ncomp, b.dst, &gas)?;
+            }
+        }
+        Ok(())
     }
 
     /// Reads chunk `c`'s ghost boxes from `host`, the page-locked batch
@@ -773,7 +866,9 @@ impl<T: GpuReal> CudaSolver<T> {
 
     /// Fills the table of external boxes (per descriptor of the current
     /// layout the source's address, 0 for the bins, then the
-    /// destination's, then the extent of the box read: see [`ExtTable`])
+    /// destination's, then the extent of the box read, then the address
+    /// and ratio of restriction outputs the device computes: see
+    /// [`ExtTable`])
     /// in pinned memory, for [`Self::begin_step`] to upload. Returns what
     /// the probes keep off the bus: their cells not uploaded on their own
     /// and their interior cells not stored.
@@ -794,12 +889,27 @@ impl<T: GpuReal> CudaSolver<T> {
     ) -> Result<(usize, usize), CudaError> {
         let st = self.state.as_ref().expect("state built");
         let n = st.plan.descs.len();
-        let t = ExtTable::fit(self.ext_table.take(), &self.dev.ctx, 3 * n)?;
+        let t = ExtTable::fit(self.ext_table.take(), &self.dev.ctx, EXT_PARTS * n)?;
         let t = self.ext_table.insert(t);
         let h = t.h.as_mut_slice();
         h.fill(0);
         let (load, rest) = h.split_at_mut(n);
-        let (store, geom) = rest.split_at_mut(n);
+        let (store, rest) = rest.split_at_mut(n);
+        let (geom, rest) = rest.split_at_mut(n);
+        let (means, ratio) = rest.split_at_mut(n);
+        // Restriction outputs the kernel writes: page-locked means only.
+        self.ext_restricted.clear();
+        let on_device = std::env::var("QUILT_DEVICE_RESTRICT").map_or(true, |v| v != "0");
+        let registry = self.registry.get();
+        for (k, b) in boxes.iter().enumerate() {
+            if let Some(r) = &b.restricted {
+                if on_device && registry.is_some_and(|g| g.contains_slice(r.means)) {
+                    means[b.desc] = r.means.as_ptr() as u64;
+                    ratio[b.desc] = u64::from(r.ratio);
+                    self.ext_restricted.push(k);
+                }
+            }
+        }
         let descs = &st.plan.descs;
         self.ext_reads.clear();
         self.ext_reads.resize(n, None);
@@ -965,12 +1075,21 @@ impl<T: GpuReal> CudaSolver<T> {
             }
             None => None,
         };
-        // The table's parts: the destinations, then the extents read.
+        // The table's parts: the destinations, the extents read, the
+        // restriction outputs' addresses and ratios.
         let part = |i: usize| {
             let n = self.state.as_ref().expect("state built").plan.descs.len();
             ext_ptr.map(|p| p + (i * n * std::mem::size_of::<u64>()) as u64)
         };
         let (ext_store, ext_geom) = (part(1), part(2));
+        let ext_restrict = (!self.ext_restricted.is_empty())
+            .then(|| part(3).zip(part(4)))
+            .flatten();
+        if ext_restrict.is_some() {
+            let n = self.state.as_ref().expect("state built").plan.descs.len();
+            let out = ExtTable::fit(self.restrict_out.take(), &self.dev.ctx, 2 * n)?;
+            self.restrict_out = Some(out);
+        }
         let ext_load = ext_ptr.zip(ext_geom).map(|(a, b)| [a, b]);
         let mode = transfer_mode();
         let direct = batch.page_locked() && !mode.staged;
@@ -1031,6 +1150,9 @@ impl<T: GpuReal> CudaSolver<T> {
                 // step loses nothing it would need.
                 let (_, data, flux) = batch.buffers_mut();
                 self.launch_store(c, data.as_mut_ptr(), Some((table, STORE_BOXES)), &stream)?;
+                if let Some(tables) = ext_restrict {
+                    self.launch_restrict_out(c, tables, &stream)?;
+                }
                 let st = self.state.as_ref().expect("state built");
                 st.d_flux
                     .download_runs(&st.plan.chunks[c].flux_runs, flux, &stream)?;
@@ -1110,6 +1232,11 @@ impl<T: GpuReal> CudaSolver<T> {
                 });
                 host_ms += t.elapsed().as_secs_f64() * 1e3;
             }
+        }
+        if let Some(boxes) = ext {
+            let t = Instant::now();
+            self.finish_restricted(batch.layout(), boxes)?;
+            host_ms += t.elapsed().as_secs_f64() * 1e3;
         }
         let mut timing = self.collect_timing(true, host_ms)?;
         let bytes_down: usize = {

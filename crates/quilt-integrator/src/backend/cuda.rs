@@ -153,11 +153,24 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
                 desc: b.desc,
                 src: b.old,
                 dst: &mut *b.new,
+                restricted: b.restricted.as_mut().map(|r| quilt_sweep::Restricted {
+                    ratio: r.ratio,
+                    means: &mut *r.means,
+                    rate: &mut *r.rate,
+                }),
             })
             .collect();
         Ok(self
             .solver
             .advance_external(batch, staged, &mut ext, probes, dt, order)?)
+    }
+
+    /// The finest level's coarse means and CFL rates come from the device
+    /// as it stores the new interiors (`QUILT_DEVICE_RESTRICT=0` has them
+    /// computed on the host from the stored interiors instead, to
+    /// compare); the integrator restricts and scans the other levels.
+    fn fills_restricted(&self) -> bool {
+        true
     }
 
     /// Probes are read out of their parents' copies on the device (or,
