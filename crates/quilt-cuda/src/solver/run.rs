@@ -899,11 +899,10 @@ impl<T: GpuReal> CudaSolver<T> {
         let (means, ratio) = rest.split_at_mut(n);
         // Restriction outputs the kernel writes: page-locked means only.
         self.ext_restricted.clear();
-        let on_device = std::env::var("QUILT_DEVICE_RESTRICT").map_or(true, |v| v != "0");
         let registry = self.registry.get();
         for (k, b) in boxes.iter().enumerate() {
             if let Some(r) = &b.restricted {
-                if on_device && registry.is_some_and(|g| g.contains_slice(r.means)) {
+                if registry.is_some_and(|g| g.contains_slice(r.means)) {
                     means[b.desc] = r.means.as_ptr() as u64;
                     ratio[b.desc] = u64::from(r.ratio);
                     self.ext_restricted.push(k);

@@ -166,11 +166,11 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
     }
 
     /// The finest level's coarse means and CFL rates come from the device
-    /// as it stores the new interiors (`QUILT_DEVICE_RESTRICT=0` has them
-    /// computed on the host from the stored interiors instead, to
-    /// compare); the integrator restricts and scans the other levels.
+    /// as it stores the new interiors; the integrator restricts and scans
+    /// the other levels. `QUILT_DEVICE_RESTRICT=0` leaves every level to
+    /// the integrator, to compare.
     fn fills_restricted(&self) -> bool {
-        true
+        std::env::var("QUILT_DEVICE_RESTRICT").map_or(true, |v| v != "0")
     }
 
     /// Probes are read out of their parents' copies on the device (or,
