@@ -298,6 +298,7 @@ fn write_summary_json<T: Real, B: SolveBackend<T>>(
             "download_s": g.download_secs,
             "bytes_up": g.bytes_up,
             "bytes_down": g.bytes_down,
+            "restricted_on_device": g.restricted_on_device,
             "bus_gb_per_s": g.bus_rate() / 1e9,
             "upload_gb_per_s": g.upload_rate() / 1e9,
         })
