@@ -64,4 +64,4 @@ pub use select::{
 pub use store::{
     CoefficientFile, FORMAT_VERSION, Provenance, coefficient_file_name, load_or_default,
 };
-pub use work::{BinTotals, BinWork, MAX_EXTENT, PatchWork};
+pub use work::{BinTotals, BinWork, MAX_EXTENT, PatchWork, Preparation};

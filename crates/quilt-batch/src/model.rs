@@ -7,7 +7,7 @@
 
 use crate::coeffs::Coefficients;
 use crate::error::Result;
-use crate::work::{BinWork, PatchWork};
+use crate::work::{BinWork, PatchWork, Preparation};
 
 /// Solve features: `[Nx, Ny, Nz, cells, transfer bytes, batches]`.
 pub type SolveFeatures = [f64; 6];
@@ -54,13 +54,15 @@ where
     f
 }
 
-/// Prepare features of one patch (eq. 3 plus the per-patch overhead).
+/// Prepare features of one patch (eq. 3 plus the per-patch overhead): the
+/// cells it interpolates and copies on the host
+/// ([`PatchWork::copied_cells`]: a patch prepared in place copies no
+/// interior), none for one the device prepares.
 pub fn patch_prepare_features(p: &PatchWork) -> PrepareFeatures {
-    [
-        p.ghost_interpolated as f64,
-        (p.ghost_copied + p.interior_cells()) as f64,
-        1.0,
-    ]
+    if p.preparation == Preparation::OnDevice {
+        return [0.0; 3];
+    }
+    [p.ghost_interpolated as f64, p.copied_cells() as f64, 1.0]
 }
 
 /// Close features of one patch.

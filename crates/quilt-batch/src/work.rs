@@ -15,6 +15,21 @@ use crate::error::{BatchError, Result};
 /// inside `u64`, so the totals need no overflow handling downstream.
 pub const MAX_EXTENT: u32 = 1 << 20;
 
+/// How a patch is prepared for its solve, which decides the cells its
+/// prepare writes on the host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Preparation {
+    /// Into its bin: interior and ghost cells copied (the paper's prepare).
+    #[default]
+    IntoBin,
+    /// In its own page-locked state: only its ghost cells are written; the
+    /// device reads the interior where it lies.
+    InPlace,
+    /// Nothing on the host: a flux probe the device cuts out of its
+    /// parent's box.
+    OnDevice,
+}
+
 /// The work one patch brings to a batch.
 ///
 /// Counts are in cells of the patch's own level. The interior is the extent
@@ -33,6 +48,9 @@ pub struct PatchWork {
     pub ghost_copied: u64,
     /// Interior boundary faces whose fluxes go into flux registers at close.
     pub flux_faces: u64,
+    /// How its prepare runs.
+    #[serde(default)]
+    pub preparation: Preparation,
 }
 
 impl PatchWork {
@@ -45,6 +63,23 @@ impl PatchWork {
             ghost_interpolated: 0,
             ghost_copied: 0,
             flux_faces: 0,
+            preparation: Preparation::IntoBin,
+        }
+    }
+
+    /// Sets how the patch is prepared.
+    pub fn prepared(mut self, preparation: Preparation) -> Self {
+        self.preparation = preparation;
+        self
+    }
+
+    /// Cells the prepare copies on the host: the copied ghosts, and the
+    /// interior too when the patch goes into its bin.
+    pub fn copied_cells(&self) -> u64 {
+        match self.preparation {
+            Preparation::IntoBin => self.ghost_copied + self.interior_cells(),
+            Preparation::InPlace => self.ghost_copied,
+            Preparation::OnDevice => 0,
         }
     }
 
@@ -230,5 +265,20 @@ impl BinWork {
     /// Transfer size in bytes.
     pub fn bytes(&self) -> u64 {
         self.totals.bytes
+    }
+
+    /// The same bin with patch `k` prepared as `preparation(k)` says (the
+    /// totals do not depend on it).
+    pub fn prepared_as(&self, preparation: impl Fn(usize) -> Preparation) -> Self {
+        Self {
+            patches: self
+                .patches
+                .iter()
+                .enumerate()
+                .map(|(k, p)| p.prepared(preparation(k)))
+                .collect(),
+            bytes_per_cell: self.bytes_per_cell,
+            totals: self.totals,
+        }
     }
 }

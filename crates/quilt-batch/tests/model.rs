@@ -1,7 +1,7 @@
 //! The cost model against hand-computed eqs. 1–3, and work validation.
 
 use quilt_batch::{
-    BatchError, BinWork, CloseCoeffs, Coefficients, CostModel, MAX_EXTENT, PatchWork,
+    BatchError, BinWork, CloseCoeffs, Coefficients, CostModel, MAX_EXTENT, PatchWork, Preparation,
     PrepareCoeffs, SolveCoeffs,
 };
 
@@ -79,6 +79,13 @@ fn estimates_follow_equations_1_to_3() {
     let prep_b = 2.0 * (98.0 + 27.0) + 11.0;
     assert_eq!(m.patch_prepare(&a), prep_a);
     assert_eq!(m.bin_prepare(&bin1), prep_a + prep_b);
+    // In place only the ghosts are written; a probe the device cuts out
+    // costs the host nothing.
+    let in_place = a.prepared(Preparation::InPlace);
+    assert_eq!(m.patch_prepare(&in_place), 3.0 * 100.0 + 2.0 * 50.0 + 11.0);
+    assert_eq!(m.patch_prepare(&b.prepared(Preparation::OnDevice)), 0.0);
+    let mixed = BinWork::new(vec![in_place, b.prepared(Preparation::OnDevice)], 40).unwrap();
+    assert_eq!(m.bin_prepare(&mixed), 3.0 * 100.0 + 2.0 * 50.0 + 11.0);
 
     // Close: K3 interior + flux faces + per patch.
     let close_a = 0.25 * 48.0 + 4.0 * 20.0 + 13.0;

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use quilt_batch::{Coefficients, CostModel, OnlineModel, RefineOptions};
+use quilt_batch::{Coefficients, CostModel, OnlineModel, Preparation, RefineOptions};
 use quilt_io::{
     AmrOutput, CellFields, CheckpointReal, RunState, euler_output, read_checkpoint,
     write_checkpoint,
@@ -56,7 +56,7 @@ use crate::cfl;
 use crate::deck::{BatchMode, Deck, FloorAction, Interpolation, Residency};
 use crate::error::IntegratorError;
 use crate::pipeline::{LoopInputs, run_batches, solve_error};
-use crate::plan::{Probe, StepPlan};
+use crate::plan::{Preparations, Probe, StepPlan};
 use crate::problem::{DeckProblem, Faces, Problem, Refinement, host_only};
 use crate::ranks::Ranks;
 use crate::residency::{self, RegridMove};
@@ -564,12 +564,40 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 marks: Vec::new(),
             },
         };
+        me.plan.set_preparation(me.preparations());
         // Host-staged from the start: the ring's page-locked batches are
         // allocated while the caller builds the initial hierarchy.
         if deck.run.residency == Residency::Host {
             me.prefetch_batches();
         }
         Ok(me)
+    }
+
+    /// How a host-staged step prepares patches and their flux probes: in
+    /// place when the states live in page-locked memory (only ghost cells
+    /// written), and the probes of those on the device when the backend
+    /// fills them ([`SolveBackend::fills_probes`]); into the bins
+    /// otherwise. The cost model's prepare estimates follow it
+    /// (`QUILT_PREPARE_FEATURES=bins` has them count every patch as
+    /// prepared into its bin, the paper's eq. 3 as it reads, to compare).
+    fn preparations(&self) -> Preparations {
+        if std::env::var("QUILT_PREPARE_FEATURES").is_ok_and(|v| v == "bins") {
+            return Preparations::default();
+        }
+        let in_place = self.arena.is_some();
+        let on_device = in_place && self.backend.fills_probes();
+        Preparations {
+            patches: if in_place {
+                Preparation::InPlace
+            } else {
+                Preparation::IntoBin
+            },
+            probes: if on_device {
+                Preparation::OnDevice
+            } else {
+                Preparation::IntoBin
+            },
+        }
     }
 
     /// Starts allocating the batches the step loop keeps alive (see
@@ -934,6 +962,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let mut ranks = Ranks::new(transport, dist, &self.h, &plan.layout)?;
         ranks.set_overlap(self.halo_overlap);
         self.plan = plan;
+        self.plan.set_preparation(self.preparations());
         self.ranks = Some(ranks);
         // Over ranks each rank scans its own patches.
         self.next_rate = None;
@@ -1814,6 +1843,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         self.version += 1;
         self.next_rate = None;
         self.patch_costs.clear();
+        let mut plan = plan;
+        plan.set_preparation(self.preparations());
         (
             std::mem::replace(&mut self.h, h),
             std::mem::replace(&mut self.data, data),
@@ -1845,7 +1876,15 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     ) -> Result<(Vec<quilt_mesh::tag::TagBox>, [f64; 2]), IntegratorError> {
         let step = self.step;
         let t0 = Instant::now();
-        fill_old_ghosts(&self.plan.layout.fill, data, self.time, only)?;
+        // Only tagged patches read their ghost cells here: the regrid's
+        // transfer reads interiors, and the next step fills every ghost.
+        // The levels that are not tagged (the finest a deck allows) hold
+        // most of the ghost cells.
+        let max_levels = self.deck.amr.max_levels;
+        let tagged: Vec<bool> = (0..self.h.num_patches())
+            .map(|i| self.h.patches()[i].level() + 1 < max_levels && only.is_none_or(|o| o[i]))
+            .collect();
+        fill_old_ghosts(&self.plan.layout.fill, data, self.time, Some(&tagged))?;
         let t_fill = t0.elapsed().as_secs_f64();
         let tags = tag_patches(
             &self.h,

@@ -21,7 +21,7 @@
 
 use std::mem::size_of;
 
-use quilt_batch::{BinWork, PatchWork};
+use quilt_batch::{BinWork, PatchWork, Preparation};
 use quilt_mesh::fill::{BoundaryConditions, GhostFill};
 use quilt_mesh::flux_register::FluxRegister;
 use quilt_mesh::interp::Limiter;
@@ -125,6 +125,17 @@ pub(crate) struct PlanLayout<T> {
     /// Whether `work`, `patch_work`, `probe_work` and the flux blocks are
     /// built (host-staged steps need them).
     pub batches: bool,
+    /// How the step prepares patches and probes, which the work
+    /// descriptions (and so the cost model's prepare estimates) follow
+    /// ([`StepPlan::set_preparation`]).
+    pub preparation: Preparations,
+}
+
+/// How a step prepares its patches and their flux probes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Preparations {
+    pub patches: Preparation,
+    pub probes: Preparation,
 }
 
 /// Per-step flux blocks, written by close.
@@ -209,7 +220,10 @@ impl<T: Real> StepPlan<T> {
         let ((w, shelved), fluxes) = rayon::join(
             || {
                 rayon::join(
-                    || Self::work(h, &l.fill, &l.bins, &l.probes, &l.probes_of),
+                    || {
+                        let prep = l.preparation;
+                        Self::work(h, &l.fill, &l.bins, &l.probes, &l.probes_of, prep)
+                    },
                     || shelves(&l.bins, &l.probes, &l.probes_of, l.ghost, l.bin_edge),
                 )
             },
@@ -221,6 +235,36 @@ impl<T: Real> StepPlan<T> {
         self.fluxes = fluxes;
         l.batches = true;
         Ok(())
+    }
+
+    /// Has the work descriptions say how the step prepares patches and
+    /// probes (their copied cells are then what the prepare copies; see
+    /// `quilt_batch::Preparation`), now and when they are rebuilt.
+    pub fn set_preparation(&mut self, preparation: Preparations) {
+        let l = &mut self.layout;
+        if l.preparation == preparation {
+            return;
+        }
+        l.preparation = preparation;
+        if !l.batches {
+            return;
+        }
+        for w in &mut l.patch_work {
+            *w = w.prepared(preparation.patches);
+        }
+        for w in &mut l.probe_work {
+            *w = w.prepared(preparation.probes);
+        }
+        for (w, b) in l.work.iter_mut().zip(&l.bins) {
+            let n = b.patches.len();
+            *w = w.prepared_as(|k| {
+                if k < n {
+                    preparation.patches
+                } else {
+                    preparation.probes
+                }
+            });
+        }
     }
 
     /// Drops the work descriptions and flux blocks of host-staged batches
@@ -291,6 +335,7 @@ impl<T: Real> StepPlan<T> {
                 shelves: Vec::new(),
                 fill_ratio,
                 batches: false,
+                preparation: Preparations::default(),
             },
             fluxes: FluxStore::empty(),
             registers,
@@ -371,6 +416,7 @@ impl<T: Real> StepPlan<T> {
         bins: &[BinPlan],
         probes: &[Probe],
         probes_of: &[Vec<usize>],
+        prep: Preparations,
     ) -> Result<(Vec<BinWork>, Vec<PatchWork>, Vec<PatchWork>), IntegratorError> {
         let ghost = h.ghost();
         let g = side_u32(ghost);
@@ -391,13 +437,16 @@ impl<T: Real> StepPlan<T> {
                     counts.copied.max(0) as u64,
                 )
                 .with_flux_faces(faces.max(0) as u64)
+                .prepared(prep.patches)
         };
         let probe_work = |q: &Probe| -> PatchWork {
             let e = size_of_box(&q.interior.grow(ghost));
             let all: u64 = e.iter().map(|&v| u64::from(v)).product();
             let inner = q.interior.num_cells().max(0) as u64;
             // A probe is a plain copy of its coarse patch's prepared cells.
-            PatchWork::new(e, g).with_ghost_fill(0, all - inner)
+            PatchWork::new(e, g)
+                .with_ghost_fill(0, all - inner)
+                .prepared(prep.probes)
         };
         let patch_work: Vec<PatchWork> = (0..h.num_patches())
             .into_par_iter()
@@ -585,6 +634,50 @@ mod tests {
             assert_eq!(b.patches, vec![(i, [0; 3])]);
         }
         assert!(per_patch.layout.fill_ratio < full.layout.fill_ratio);
+    }
+
+    /// The work descriptions follow the preparation set, in every bin
+    /// (patches first, then probes) and after a rebuild.
+    #[test]
+    fn work_descriptions_follow_the_preparation() {
+        let h = two_level();
+        let mut plan = StepPlan::<f64>::new(
+            &h,
+            BoundaryConditions::outflow().with_vector([1, 2, 3]),
+            Limiter::default(),
+            64,
+            true,
+        )
+        .unwrap();
+        let before: Vec<_> = plan.layout.work.clone();
+        let prep = Preparations {
+            patches: Preparation::InPlace,
+            probes: Preparation::OnDevice,
+        };
+        let check = |plan: &StepPlan<f64>| {
+            let l = &plan.layout;
+            assert!(l.patch_work.iter().all(|w| w.preparation == prep.patches));
+            assert!(l.probe_work.iter().all(|w| w.preparation == prep.probes));
+            for (w, b) in l.work.iter().zip(&l.bins) {
+                for (k, p) in w.patches().iter().enumerate() {
+                    let want = if k < b.patches.len() {
+                        prep.patches
+                    } else {
+                        prep.probes
+                    };
+                    assert_eq!(p.preparation, want, "bin patch {k}");
+                }
+            }
+        };
+        plan.set_preparation(prep);
+        check(&plan);
+        assert!(plan.layout.work.iter().any(|w| w.patches().len() > 1));
+        for (a, b) in plan.layout.work.iter().zip(&before) {
+            assert_eq!(a.totals(), b.totals());
+        }
+        plan.drop_batches();
+        plan.ensure_batches(&h).unwrap();
+        check(&plan);
     }
 
     #[test]
