@@ -578,14 +578,16 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// written), and the probes of those on the device when the backend
     /// fills them ([`SolveBackend::fills_probes`]); into the bins
     /// otherwise. The cost model's prepare estimates follow it
-    /// (`QUILT_PREPARE_FEATURES=bins` has them count every patch as
-    /// prepared into its bin, the paper's eq. 3 as it reads, to compare).
+    /// (`QUILT_PREPARE_FEATURES=bins` has them count every patch and probe
+    /// as prepared into its bin, the paper's eq. 3 as it reads, and
+    /// `=probes` only the patches, to compare).
     fn preparations(&self) -> Preparations {
-        if std::env::var("QUILT_PREPARE_FEATURES").is_ok_and(|v| v == "bins") {
+        let features = std::env::var("QUILT_PREPARE_FEATURES").unwrap_or_default();
+        if features == "bins" {
             return Preparations::default();
         }
-        let in_place = self.arena.is_some();
-        let on_device = in_place && self.backend.fills_probes();
+        let in_place = self.arena.is_some() && features != "probes";
+        let on_device = self.arena.is_some() && self.backend.fills_probes();
         Preparations {
             patches: if in_place {
                 Preparation::InPlace
