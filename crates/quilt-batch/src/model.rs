@@ -56,8 +56,7 @@ where
 
 /// Prepare features of one patch (eq. 3 plus the per-patch overhead): the
 /// cells it interpolates and copies on the host
-/// ([`PatchWork::copied_cells`]: a patch prepared in place copies no
-/// interior), none for one the device prepares.
+/// ([`PatchWork::copied_cells`]), none for one the device prepares.
 pub fn patch_prepare_features(p: &PatchWork) -> PrepareFeatures {
     if p.preparation == Preparation::OnDevice {
         return [0.0; 3];

@@ -15,16 +15,17 @@ use crate::error::{BatchError, Result};
 /// inside `u64`, so the totals need no overflow handling downstream.
 pub const MAX_EXTENT: u32 = 1 << 20;
 
-/// How a patch is prepared for its solve, which decides the cells its
-/// prepare writes on the host.
+/// Where a patch is prepared for its solve, which decides whether its
+/// prepare costs the host anything.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Preparation {
-    /// Into its bin: interior and ghost cells copied (the paper's prepare).
+    /// On the host: its ghost cells filled and its interior copied into its
+    /// bin, or its ghosts filled where its page-locked state lies (paper
+    /// eq. 3 either way: measured on the large sphere, the in-place fill's
+    /// time follows the interior and copied ghosts as the copy's does,
+    /// better than the ghost cells alone).
     #[default]
-    IntoBin,
-    /// In its own page-locked state: only its ghost cells are written; the
-    /// device reads the interior where it lies.
-    InPlace,
+    Host,
     /// Nothing on the host: a flux probe the device cuts out of its
     /// parent's box.
     OnDevice,
@@ -63,7 +64,7 @@ impl PatchWork {
             ghost_interpolated: 0,
             ghost_copied: 0,
             flux_faces: 0,
-            preparation: Preparation::IntoBin,
+            preparation: Preparation::Host,
         }
     }
 
@@ -73,12 +74,11 @@ impl PatchWork {
         self
     }
 
-    /// Cells the prepare copies on the host: the copied ghosts, and the
-    /// interior too when the patch goes into its bin.
+    /// Cells the prepare copies on the host (eq. 3's `S_copied +
+    /// V_interior`; none on the device).
     pub fn copied_cells(&self) -> u64 {
         match self.preparation {
-            Preparation::IntoBin => self.ghost_copied + self.interior_cells(),
-            Preparation::InPlace => self.ghost_copied,
+            Preparation::Host => self.ghost_copied + self.interior_cells(),
             Preparation::OnDevice => 0,
         }
     }

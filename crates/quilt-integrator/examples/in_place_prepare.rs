@@ -11,11 +11,14 @@
 //! With `--backend-probes` after the step count the backend fills the
 //! probes of patches solved in place
 //! ([`quilt_integrator::SolveBackend::fills_probes`]),
-//! so that prepare copies none.
+//! so that prepare copies none; with `--backend-restricts` it also fills
+//! the finest level's restriction outputs
+//! ([`quilt_integrator::SolveBackend::fills_restricted`]), as the CUDA
+//! backend does.
 //!
 //! ```text
 //! cargo run --release -p quilt-integrator --example in_place_prepare -- \
-//!     examples/decks/sphere_large.toml 3 [--backend-probes]
+//!     examples/decks/sphere_large.toml 3 [--backend-probes] [--backend-restricts]
 //! ```
 
 use std::error::Error;
@@ -37,8 +40,10 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     let steps: usize = args.next().map_or(Ok(3), |s| s.parse())?;
     let deck = Deck::from_file(&path)?;
-    let probes = args.next().is_some_and(|a| a == "--backend-probes");
-    let backend = InPlace::new(CpuBackend::new(deck.solver()?), false, probes);
+    let flags: Vec<String> = args.collect();
+    let probes = flags.iter().any(|a| a == "--backend-probes");
+    let mut backend = InPlace::new(CpuBackend::new(deck.solver()?), false, probes);
+    backend.fills_restricted = flags.iter().any(|a| a == "--backend-restricts");
     let mut it = Integrator::new(&deck, backend)?;
     for s in 0..steps {
         let info = it.step()?;

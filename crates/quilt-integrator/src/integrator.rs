@@ -573,31 +573,21 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         Ok(me)
     }
 
-    /// How a host-staged step prepares patches and their flux probes: in
-    /// place when the states live in page-locked memory (only ghost cells
-    /// written), and the probes of those on the device when the backend
-    /// fills them ([`SolveBackend::fills_probes`]); into the bins
-    /// otherwise. The cost model's prepare estimates follow it
-    /// (`QUILT_PREPARE_FEATURES=bins` has them count every patch and probe
-    /// as prepared into its bin, the paper's eq. 3 as it reads, and
-    /// `=probes` only the patches, to compare).
+    /// Where a host-staged step prepares patches and their flux probes:
+    /// every patch on the host, and the probes on the device when the
+    /// states are page-locked and the backend fills the probes of patches
+    /// solved in place ([`SolveBackend::fills_probes`]). The cost model's
+    /// prepare estimates follow it (`QUILT_PREPARE_FEATURES=bins` has them
+    /// charge the probes too, as before, to compare).
     fn preparations(&self) -> Preparations {
-        let features = std::env::var("QUILT_PREPARE_FEATURES").unwrap_or_default();
-        if features == "bins" {
-            return Preparations::default();
-        }
-        let in_place = self.arena.is_some() && features != "probes";
-        let on_device = self.arena.is_some() && self.backend.fills_probes();
+        let charged = std::env::var("QUILT_PREPARE_FEATURES").is_ok_and(|v| v == "bins");
+        let on_device = !charged && self.arena.is_some() && self.backend.fills_probes();
         Preparations {
-            patches: if in_place {
-                Preparation::InPlace
-            } else {
-                Preparation::IntoBin
-            },
+            patches: Preparation::Host,
             probes: if on_device {
                 Preparation::OnDevice
             } else {
-                Preparation::IntoBin
+                Preparation::Host
             },
         }
     }

@@ -125,13 +125,13 @@ pub(crate) struct PlanLayout<T> {
     /// Whether `work`, `patch_work`, `probe_work` and the flux blocks are
     /// built (host-staged steps need them).
     pub batches: bool,
-    /// How the step prepares patches and probes, which the work
+    /// Where the step prepares patches and probes, which the work
     /// descriptions (and so the cost model's prepare estimates) follow
     /// ([`StepPlan::set_preparation`]).
     pub preparation: Preparations,
 }
 
-/// How a step prepares its patches and their flux probes.
+/// Where a step prepares its patches and their flux probes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Preparations {
     pub patches: Preparation,
@@ -237,9 +237,9 @@ impl<T: Real> StepPlan<T> {
         Ok(())
     }
 
-    /// Has the work descriptions say how the step prepares patches and
-    /// probes (their copied cells are then what the prepare copies; see
-    /// `quilt_batch::Preparation`), now and when they are rebuilt.
+    /// Has the work descriptions say where the step prepares patches and
+    /// probes (see `quilt_batch::Preparation`), now and when they are
+    /// rebuilt.
     pub fn set_preparation(&mut self, preparation: Preparations) {
         let l = &mut self.layout;
         if l.preparation == preparation {
@@ -651,7 +651,7 @@ mod tests {
         .unwrap();
         let before: Vec<_> = plan.layout.work.clone();
         let prep = Preparations {
-            patches: Preparation::InPlace,
+            patches: Preparation::Host,
             probes: Preparation::OnDevice,
         };
         let check = |plan: &StepPlan<f64>| {
