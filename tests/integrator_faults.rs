@@ -72,6 +72,7 @@ fn a_fault_leaves_checkpoint_and_outputs_usable() {
         )
     };
     it.data_mut()
+        .unwrap()
         .get_mut(index)
         .unwrap()
         .old

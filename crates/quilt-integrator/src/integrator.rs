@@ -634,18 +634,14 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// residency the backend's state is copied back first and dropped, so
     /// that the next step starts from what the caller leaves here.
     ///
-    /// # Panics
-    /// After a failed regrid, or when the backend cannot hand its resident
-    /// state back.
-    pub fn data_mut(&mut self) -> &mut HierarchyData<T> {
-        if let Err(e) = self.sync_host() {
-            panic!("the resident state could not be copied back: {e}");
-        }
+    /// # Errors
+    /// When the backend cannot hand its resident state back (the error of
+    /// the copy), or after a failed regrid, which consumed the data.
+    pub fn data_mut(&mut self) -> Result<&mut HierarchyData<T>, IntegratorError> {
+        self.sync_host()?;
         self.unload_resident();
         self.next_rate = None;
-        self.data
-            .as_mut()
-            .expect("data is present unless a regrid failed")
+        self.data.as_mut().ok_or_else(poisoned)
     }
 
     /// Simulated time.

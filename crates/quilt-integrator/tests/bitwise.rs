@@ -97,7 +97,7 @@ fn the_scan_made_with_restriction_is_the_full_scan() {
         for _ in 0..6 {
             it.step().unwrap();
             let with_restriction = it.cfl_dt().unwrap();
-            let _ = it.data_mut();
+            it.data_mut().unwrap();
             let full = it.cfl_dt().unwrap();
             assert_eq!(with_restriction.to_bits(), full.to_bits());
         }

@@ -20,6 +20,7 @@ fn negative_density_in_the_state_is_reported_at_the_next_step() {
         (i, p.level(), p.id(), p.interior().lo + iv(2, 3, 1))
     };
     it.data_mut()
+        .unwrap()
         .get_mut(index)
         .unwrap()
         .old
@@ -200,7 +201,7 @@ fn an_overflowing_signal_speed_names_its_cell() {
         (i, p.level(), p.id(), p.interior().lo + iv(1, 2, 3))
     };
     {
-        let old = &mut it.data_mut().get_mut(index).unwrap().old;
+        let old = &mut it.data_mut().unwrap().get_mut(index).unwrap().old;
         old.set(0, &cell, 1e-300);
         for c in 1..4 {
             old.set(c, &cell, 0.0);
