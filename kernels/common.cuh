@@ -464,6 +464,35 @@ struct ScanItem {
     u32 first;  // first cell, x fastest over the patch with its ghosts
 };
 
+// A block's largest rate and bad-cell flag, valid in thread 0: the
+// non-negative doubles' bits (which order as the values) reduced by warp
+// shuffles, then across the block's warps. Every thread of the block must
+// call it (it synchronises the block).
+__device__ __forceinline__ void block_rate(double best, bool bad, u64& max_bits, int& any_bad) {
+    __shared__ u64 s_bits[32];
+    __shared__ int s_bad[32];
+    u64 bits = (u64)__double_as_longlong(best);
+    for (int o = 16; o > 0; o >>= 1) {
+        u64 other = __shfl_xor_sync(0xffffffffu, bits, o);
+        bits = other > bits ? other : bits;
+    }
+    const int warp_bad = __any_sync(0xffffffffu, bad);
+    const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    if ((threadIdx.x & 31) == 0) {
+        s_bits[warp] = bits;
+        s_bad[warp] = warp_bad;
+    }
+    __syncthreads();
+    max_bits = 0;
+    any_bad = 0;
+    if (threadIdx.x == 0) {
+        for (int w = 0; w < nwarps; ++w) {
+            max_bits = s_bits[w] > max_bits ? s_bits[w] : max_bits;
+            any_bad |= s_bad[w];
+        }
+    }
+}
+
 // The arithmetic of the scan: f64, as on the CPU, except for f32 data on
 // the fast path, where f32 with the approximate reciprocal and square root
 // skips f64's division and square-root sequences (the rate is then within
@@ -578,29 +607,11 @@ __device__ __forceinline__ void scan_body(const T* data, const PatchDesc* descs,
         for (int m = 0; m < QUILT_SCAN_BATCH; ++m)
             if (live[m]) scan_cell<T, C>(u[m], interior[m], (C)gamma, gm1, inv_dx, best, is_bad);
     }
-    // Block maximum (non-negative doubles order as u64) and flag, then one
-    // atomic per block.
-    __shared__ u64 s_bits[32];
-    __shared__ int s_bad[32];
-    u64 bits = (u64)__double_as_longlong((double)best);
-    for (int o = 16; o > 0; o >>= 1) {
-        u64 other = __shfl_xor_sync(0xffffffffu, bits, o);
-        bits = other > bits ? other : bits;
-    }
-    int any_bad = __any_sync(0xffffffffu, is_bad);
-    const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    if ((threadIdx.x & 31) == 0) {
-        s_bits[warp] = bits;
-        s_bad[warp] = any_bad;
-    }
-    __syncthreads();
+    // Block maximum and flag, then one atomic per block.
+    u64 m;
+    int b;
+    block_rate((double)best, is_bad, m, b);
     if (threadIdx.x == 0) {
-        u64 m = 0;
-        int b = 0;
-        for (int w = 0; w < nwarps; ++w) {
-            m = s_bits[w] > m ? s_bits[w] : m;
-            b |= s_bad[w];
-        }
         if (m) atomicMax(rate + q, m);
         if (b) atomicOr(bad + q, 1u);
     }
@@ -774,27 +785,10 @@ __device__ __forceinline__ void restrict_out_body(const T* data, const u64* mean
             }
         }
     }
-    __shared__ u64 s_bits[32];
-    __shared__ int s_bad[32];
-    u64 bits = (u64)__double_as_longlong(best);
-    for (int o = 16; o > 0; o >>= 1) {
-        u64 other = __shfl_xor_sync(0xffffffffu, bits, o);
-        bits = other > bits ? other : bits;
-    }
-    const int any_bad = __any_sync(0xffffffffu, bad);
-    const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    if ((threadIdx.x & 31) == 0) {
-        s_bits[warp] = bits;
-        s_bad[warp] = any_bad;
-    }
-    __syncthreads();
+    u64 mx;
+    int b;
+    block_rate(best, bad, mx, b);
     if (threadIdx.x == 0) {
-        u64 mx = 0;
-        int b = 0;
-        for (int w = 0; w < nwarps; ++w) {
-            mx = s_bits[w] > mx ? s_bits[w] : mx;
-            b |= s_bad[w];
-        }
         if (mx) atomicMax(out + 2 * p, mx);
         if (b) atomicOr(out + 2 * p + 1, 1ull);
     }

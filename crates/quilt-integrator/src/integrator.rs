@@ -65,7 +65,7 @@ use crate::resident::{
 };
 use crate::ring::BatchRing;
 use crate::schedule::Scheduler;
-use crate::tagging::{check_fields, flat_criteria, tag_patches};
+use crate::tagging::{check_fields, flat_criteria, tag_patches, tagged_level};
 use crate::timing::{EstimateErrors, PhaseTimes};
 use quilt_dist::{Balancer, Distribution, Rebalance, Transport, inherited_costs};
 
@@ -1855,8 +1855,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     }
 
     /// Fills the old ghosts of the patches `only` marks (every patch
-    /// without it) and tags them, the others getting empty fields; returns
-    /// the tags and the seconds of the fill and of the tagging.
+    /// without it) on the levels a regrid tags, and tags them, the others
+    /// getting empty fields; returns the tags and the seconds of the fill
+    /// and of the tagging.
     fn fill_and_tag(
         &self,
         data: &mut HierarchyData<T>,
@@ -1870,7 +1871,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         // most of the ghost cells.
         let max_levels = self.deck.amr.max_levels;
         let tagged: Vec<bool> = (0..self.h.num_patches())
-            .map(|i| self.h.patches()[i].level() + 1 < max_levels && only.is_none_or(|o| o[i]))
+            .map(|i| {
+                tagged_level(self.h.patches()[i].level(), max_levels) && only.is_none_or(|o| o[i])
+            })
             .collect();
         fill_old_ghosts(&self.plan.layout.fill, data, self.time, Some(&tagged))?;
         let t_fill = t0.elapsed().as_secs_f64();

@@ -425,11 +425,7 @@ impl<'d, T: Real> CloseWork<'d, T> {
                     // old state any more this step.
                     old: old.as_slice(),
                     new: c.new.as_mut_slice(),
-                    restricted: c.restricted.as_mut().map(|r| Restricted {
-                        ratio: r.ratio,
-                        means: &mut *r.means,
-                        rate: &mut *r.rate,
-                    }),
+                    restricted: c.restricted.as_mut().map(Restricted::reborrow),
                 })
             })
             .collect()

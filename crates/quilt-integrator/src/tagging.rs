@@ -54,6 +54,12 @@ pub(crate) fn check_fields<T>(criteria: &[Refinement<T>], ncomp: usize) -> Resul
     Ok(())
 }
 
+/// Whether a regrid tags the patches of `level` (never those of the
+/// finest level `max_levels` allows).
+pub(crate) fn tagged_level(level: usize, max_levels: usize) -> bool {
+    level + 1 < max_levels
+}
+
 /// Interiors are tagged in z slabs of about this many cells, in parallel:
 /// a base-level patch of millions of cells would otherwise be one task that
 /// every other waits for.
@@ -96,7 +102,7 @@ fn tag_in_slabs<T: Real>(
     let mut items: Vec<(usize, i32, i32)> = Vec::with_capacity(h.num_patches());
     for (i, p) in h.patches().iter().enumerate() {
         let b = p.interior();
-        if p.level() + 1 >= max_levels
+        if !tagged_level(p.level(), max_levels)
             || criteria.is_empty()
             || b.is_empty()
             || only.is_some_and(|o| !o[i])

@@ -42,6 +42,18 @@ pub struct Restricted<'a, T> {
     pub rate: &'a mut BoxRate,
 }
 
+impl<T> Restricted<'_, T> {
+    /// The same outputs, borrowed for a shorter time (to hand them on
+    /// while keeping them).
+    pub fn reborrow(&mut self) -> Restricted<'_, T> {
+        Restricted {
+            ratio: self.ratio,
+            means: &mut *self.means,
+            rate: &mut *self.rate,
+        }
+    }
+}
+
 impl<T: Real> Restricted<'_, T> {
     /// The coarse cells per axis of descriptor `d`'s interior, if the
     /// outputs fit it: an interior that is whole coarse cells along every

@@ -401,16 +401,28 @@ impl<T: GpuReal> CudaSolver<T> {
         ))
     }
 
+    /// What every kernel over scan items reads: the device addresses of
+    /// the data, the descriptors, the patch order and the items, and the
+    /// bin edge.
+    fn item_tables(&self) -> (u64, u64, u64, u64, i32) {
+        let st = self.state.as_ref().expect("state built");
+        (
+            st.d_data.at(0),
+            st.d_descs.at(0),
+            st.d_order.at(0),
+            st.d_scan.at(0),
+            st.plan.bin_edge as i32,
+        )
+    }
+
     /// The input scan of chunk `c`.
     fn launch_scan(&self, c: usize, stream: &CudaStream) -> Result<(), CudaError> {
         let Some((i0, cfg)) = self.item_launch(c) else {
             return Ok(());
         };
         let st = self.state.as_ref().expect("state built");
-        let (data, descs, order) = (st.d_data.at(0), st.d_descs.at(0), st.d_order.at(0));
+        let (data, descs, order, scan, b) = self.item_tables();
         let (rates, bad) = (st.d_rates.at(0), st.d_bad.at(0));
-        let scan = st.d_scan.at(0);
-        let b = st.plan.bin_edge as i32;
         let gamma = self.cpu.gas().gamma;
         let mut l = stream.launch_builder(&self.kernels.scan);
         l.arg(&data)
@@ -451,10 +463,7 @@ impl<T: GpuReal> CudaSolver<T> {
         let Some((i0, cfg)) = self.item_launch(c) else {
             return Ok(());
         };
-        let st = self.state.as_ref().expect("state built");
-        let (data, descs, order) = (st.d_data.at(0), st.d_descs.at(0), st.d_order.at(0));
-        let scan = st.d_scan.at(0);
-        let b = st.plan.bin_edge as i32;
+        let (data, descs, order, scan, b) = self.item_tables();
         let mut l = stream.launch_builder(func);
         l.arg(&data).arg(&host);
         for part in ext {
@@ -513,10 +522,7 @@ impl<T: GpuReal> CudaSolver<T> {
         let Some((i0, cfg)) = self.item_launch(c) else {
             return Ok(());
         };
-        let st = self.state.as_ref().expect("state built");
-        let (data, descs, order) = (st.d_data.at(0), st.d_descs.at(0), st.d_order.at(0));
-        let scan = st.d_scan.at(0);
-        let b = st.plan.bin_edge as i32;
+        let (data, descs, order, scan, b) = self.item_tables();
         let gamma = self.cpu.gas().gamma;
         let out = self
             .restrict_out
@@ -551,7 +557,6 @@ impl<T: GpuReal> CudaSolver<T> {
         layout: &BatchLayout,
         boxes: &mut [ExternalBox<'_, T>],
     ) -> Result<(), CudaError> {
-        let mut on_device = vec![false; boxes.len()];
         if !self.ext_restricted.is_empty() {
             let out = self
                 .restrict_out
@@ -561,28 +566,30 @@ impl<T: GpuReal> CudaSolver<T> {
             let n = out.h.as_slice().len();
             out.d.download(0, &mut out.h.as_mut_slice()[..n], s0)?;
             s0.synchronize().call("cuStreamSynchronize")?;
-            let h = out.h.as_slice();
-            let value = std::mem::size_of::<T>() as u64;
-            for &k in &self.ext_restricted {
-                let means = boxes[k].restricted.as_ref().map_or(0, |r| r.means.len());
-                self.totals.bytes_down += means as u64 * value;
-                self.totals.restricted_on_device += 1;
-                let b = &mut boxes[k];
-                let r = b.restricted.as_mut().expect("listed with outputs");
-                *r.rate = if h[2 * b.desc + 1] != 0 {
-                    BoxRate::Bad
-                } else {
-                    BoxRate::Max(f64::from_bits(h[2 * b.desc]))
-                };
-                on_device[k] = true;
-            }
         }
-        let gas = self.cpu.gas();
-        let ncomp = layout.ncomp() as usize;
-        for (b, done) in boxes.iter_mut().zip(on_device) {
-            if let (Some(r), false) = (b.restricted.as_mut(), done) {
+        let h = self
+            .restrict_out
+            .as_ref()
+            .map_or(&[][..], |o| o.h.as_slice());
+        let (gas, ncomp) = (self.cpu.gas(), layout.ncomp() as usize);
+        let value = std::mem::size_of::<T>() as u64;
+        // `ext_restricted` lists box indices in ascending order.
+        let mut on_device = self.ext_restricted.iter().copied().peekable();
+        for (k, b) in boxes.iter_mut().enumerate() {
+            let Some(r) = b.restricted.as_mut() else {
+                continue;
+            };
+            if on_device.next_if_eq(&k).is_none() {
                 r.fill_from_box(&layout.patches()[b.desc], ncomp, b.dst, &gas)?;
+                continue;
             }
+            self.totals.bytes_down += r.means.len() as u64 * value;
+            self.totals.restricted_on_device += 1;
+            *r.rate = if h[2 * b.desc + 1] != 0 {
+                BoxRate::Bad
+            } else {
+                BoxRate::Max(f64::from_bits(h[2 * b.desc]))
+            };
         }
         Ok(())
     }

@@ -153,11 +153,7 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
                 desc: b.desc,
                 src: b.old,
                 dst: &mut *b.new,
-                restricted: b.restricted.as_mut().map(|r| quilt_sweep::Restricted {
-                    ratio: r.ratio,
-                    means: &mut *r.means,
-                    rate: &mut *r.rate,
-                }),
+                restricted: b.restricted.as_mut().map(quilt_sweep::Restricted::reborrow),
             })
             .collect();
         Ok(self
