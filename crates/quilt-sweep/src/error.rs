@@ -163,8 +163,9 @@ pub enum SweepError {
     /// The solver configuration is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// The batch does not hold the Euler components.
-    #[error("batch has {found} components, the Euler schemes need {required}")]
+    /// The batch does not hold the Euler components (passive scalars, if
+    /// any, follow them).
+    #[error("batch has {found} components, the Euler schemes need at least {required}")]
     Components {
         /// Components in the batch layout.
         found: u32,

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use crate::batch::Batch;
 use crate::error::SweepError;
 use crate::layout::{PatchDesc, data_index};
-use crate::physics::{Gas, NOT_FINITE};
+use crate::physics::{Gas, NCOMP, NOT_FINITE};
 use crate::real::Real;
 
 /// Fastest signal rate of one patch and where it occurs.
@@ -62,6 +62,14 @@ fn scan_patch<T: Real>(batch: &Batch<T>, gas: &Gas, d: &PatchDesc) -> Result<Rat
                 let start = data_index(b, nc, d.bin as usize, v, [o[0], o[1] + j, o[2] + k]);
                 &data[start..start + e[0]]
             });
+            for v in NCOMP..nc {
+                let start = data_index(b, nc, d.bin as usize, v, [o[0], o[1] + j, o[2] + k]);
+                let row = &data[start..start + e[0]];
+                if let Some(i) = row.iter().position(|x| !x.is_finite()) {
+                    let what = super::column::scalar_not_finite(v - NCOMP);
+                    return Err(bad(d, [i, j, k], what, row[i].as_f64()));
+                }
+            }
             let interior_row = (g..e[1] - g).contains(&j) && (g..e[2] - g).contains(&k);
             for i in 0..e[0] {
                 let u: [f64; 5] = std::array::from_fn(|v| rows[v][i].as_f64());

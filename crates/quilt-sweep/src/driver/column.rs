@@ -9,7 +9,7 @@ use super::plan::{ColumnGroup, Pass};
 use super::shared::Shared;
 use crate::error::SweepError;
 use crate::layout::{BatchLayout, data_index, face_offset, transverse_axes};
-use crate::physics::{FloorCounts, NOT_FINITE, column_components};
+use crate::physics::{FloorCounts, NCOMP, NOT_FINITE, column_components};
 use crate::real::Real;
 use crate::scheme::ColumnBuf;
 
@@ -35,6 +35,11 @@ pub(crate) struct Column {
     pub fstride: usize,
     /// Column index of the face before the first interior cell.
     pub face_lo: usize,
+    /// Data index of column cell 0 of the first passive scalar (component
+    /// [`NCOMP`]); scalar `k` lies `k * comp_len` further.
+    pub scalar0: usize,
+    /// Data-index distance between components.
+    pub comp_len: usize,
 }
 
 impl Column {
@@ -51,6 +56,7 @@ impl Column {
         let cell = [0, 1, 2].map(|x| d.offset[x] as usize + first[x]);
         let comps = column_components(axis);
         let base = comps.map(|c| data_index(bs, nc, d.bin as usize, c, cell));
+        let comp_len = bs * bs * bs;
         let stride = [1, bs, bs * bs][axis];
         let n = d.interior();
         let gh = d.ghost;
@@ -71,7 +77,105 @@ impl Column {
             faces,
             fstride: (n[a] * n[b]) as usize,
             face_lo: pass.read_halo as usize - 1,
+            scalar0: base[0] + NCOMP * comp_len,
+            comp_len,
         }
+    }
+
+    /// Data index of passive scalar `k` at column cell `i`.
+    #[inline(always)]
+    fn scalar_at(&self, k: usize, i: usize) -> usize {
+        self.scalar0 + k * self.comp_len + i * self.stride
+    }
+
+    /// Copies passive scalar `k` of the column into `dst`.
+    #[inline(always)]
+    pub(crate) fn load_scalar<T: Real>(&self, src: &Shared<'_, T>, k: usize, dst: &mut [T]) {
+        for (i, x) in dst[..self.len].iter_mut().enumerate() {
+            // SAFETY: as for `load_x`: no column of this pass writes the
+            // cells this column reads.
+            *x = unsafe { src.get(self.scalar_at(k, i)) };
+        }
+    }
+
+    /// Stores `s[i] + du[i]` for cells `lo .. hi` into passive scalar `k`
+    /// of the column; returns the first non-finite value's cell instead of
+    /// storing, if any.
+    #[inline(always)]
+    pub(crate) fn store_scalar<T: Real>(
+        &self,
+        dst: &Shared<'_, T>,
+        k: usize,
+        lo: usize,
+        hi: usize,
+        s: &[T],
+        du: &[T],
+    ) -> Result<(), (usize, f64)> {
+        if let Some(i) = (lo..hi).find(|&i| !(s[i] + du[i]).is_finite()) {
+            return Err((i, (s[i] + du[i]).as_f64()));
+        }
+        for i in lo..hi {
+            // SAFETY: cells lo..hi of this column are written by it only.
+            unsafe { dst.set(self.scalar_at(k, i), s[i] + du[i]) };
+        }
+        Ok(())
+    }
+
+    /// Adds `du[i]` for cells `lo .. hi` to passive scalar `k` of the
+    /// column in `acc` (or stores it, if `!add`).
+    #[inline(always)]
+    pub(crate) fn accumulate_scalar<T: Real>(
+        &self,
+        acc: &Shared<'_, T>,
+        k: usize,
+        lo: usize,
+        hi: usize,
+        du: &[T],
+        add: bool,
+    ) {
+        for (i, &d) in du.iter().enumerate().take(hi).skip(lo) {
+            let at = self.scalar_at(k, i);
+            // SAFETY: cells lo..hi of this column are accessed by it only.
+            unsafe { acc.set(at, if add { acc.get(at) + d } else { d }) };
+        }
+    }
+
+    /// The TVD stage combination of passive scalar `k` on cells `lo .. hi`
+    /// (see `tvd::stage_one` / `tvd::stage_two`, without floors): stage 1
+    /// writes `s^n + (acc + du)` into `stage`, stage 2 writes
+    /// `(s^n + (s* + (acc + du))) / 2` into `data`. Returns the first
+    /// non-finite value's cell instead of finishing, if any.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn combine_scalar<T: Real>(
+        &self,
+        second: bool,
+        data: &Shared<'_, T>,
+        stage: &Shared<'_, T>,
+        acc: &Shared<'_, T>,
+        k: usize,
+        lo: usize,
+        hi: usize,
+        du: &[T],
+    ) -> Result<(), (usize, f64)> {
+        let half = T::from_f64(0.5);
+        for (i, &d) in du.iter().enumerate().take(hi).skip(lo) {
+            let at = self.scalar_at(k, i);
+            // SAFETY: cells lo..hi of this column are accessed by it only
+            // during the pass.
+            unsafe {
+                let inc = acc.get(at) + d;
+                let (w, dst) = if second {
+                    (half * (data.get(at) + (stage.get(at) + inc)), data)
+                } else {
+                    (data.get(at) + inc, stage)
+                };
+                if !w.is_finite() {
+                    return Err((i, w.as_f64()));
+                }
+                dst.set(at, w);
+            }
+        }
+        Ok(())
     }
 
     /// Data index of column component `v` at column cell `i`.
@@ -176,6 +280,65 @@ impl Column {
             }
         }
     }
+}
+
+impl Column {
+    /// Records `weight * flux` (or adds it, if `add`) of passive scalar
+    /// `k` at the two interior faces of the column, if it has them.
+    #[inline(always)]
+    pub(crate) fn record_scalar<T: Real>(
+        &self,
+        flux_buf: &Shared<'_, T>,
+        k: usize,
+        flux: &[T],
+        weight: T,
+        add: bool,
+    ) {
+        let Some(faces) = self.faces else { return };
+        let n = self.len - 2 * (self.face_lo + 1);
+        for (side, f) in [(0, self.face_lo), (1, self.face_lo + n)] {
+            let idx = faces[side] + (NCOMP + k) * self.fstride;
+            let val = weight * flux[f];
+            // SAFETY: as in `record`.
+            unsafe {
+                let old = if add { flux_buf.get(idx) } else { T::zero() };
+                flux_buf.set(idx, if add { old + val } else { val });
+            }
+        }
+    }
+
+    /// The error for a non-finite value `value` of passive scalar `k` at
+    /// column cell `i`.
+    pub(crate) fn bad_scalar(
+        &self,
+        layout: &BatchLayout,
+        axis: usize,
+        k: usize,
+        (i, value): (usize, f64),
+        stage: &'static str,
+    ) -> SweepError {
+        SweepError::BadState {
+            patch: layout.patches()[self.patch].id,
+            cell: self.rel(layout, axis, i),
+            what: scalar_not_finite(k),
+            value,
+            stage,
+        }
+    }
+}
+
+/// What an error says of passive scalar `k` that is not finite.
+pub(crate) fn scalar_not_finite(k: usize) -> &'static str {
+    const NAMED: [&str; 4] = [
+        "passive scalar 0 is not finite",
+        "passive scalar 1 is not finite",
+        "passive scalar 2 is not finite",
+        "passive scalar 3 is not finite",
+    ];
+    NAMED
+        .get(k)
+        .copied()
+        .unwrap_or("a passive scalar is not finite")
 }
 
 /// The first (in a thread-independent order) error found by any worker.

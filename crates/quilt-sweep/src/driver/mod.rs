@@ -130,10 +130,11 @@ impl Solver {
         self.scheme.cfl_limit()
     }
 
-    /// Checks that a layout suits this solver: Euler components and enough
-    /// ghost layers in every patch.
+    /// Checks that a layout suits this solver: the Euler components (any
+    /// further components are passive scalars, see [`crate::scheme::scalar`])
+    /// and enough ghost layers in every patch.
     pub fn check_layout(&self, layout: &BatchLayout) -> Result<(), SweepError> {
-        if layout.ncomp() as usize != NCOMP {
+        if (layout.ncomp() as usize) < NCOMP {
             return Err(SweepError::Components {
                 found: layout.ncomp(),
                 required: NCOMP as u32,

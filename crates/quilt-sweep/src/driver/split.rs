@@ -10,9 +10,10 @@ use super::plan::{Pass, build_groups};
 use super::shared::Shared;
 use crate::batch::Batch;
 use crate::error::SweepError;
-use crate::physics::{FloorCounts, GasConsts};
+use crate::physics::{FloorCounts, GasConsts, NCOMP};
 use crate::real::Real;
 use crate::scheme::rtvd::{self, RtvdScratch};
+use crate::scheme::scalar::{ScalarScratch, scalar_column};
 use crate::scheme::waf::{self, WafScratch};
 use crate::scheme::{ColumnBuf, RtvdLimiter, WafLimiter};
 
@@ -22,6 +23,8 @@ pub(crate) trait SplitKernel<T: Real>: Sync {
     const REACH: usize;
     fn scratch(&self, cap: usize) -> Self::Scratch;
     fn state(s: &mut Self::Scratch) -> &mut ColumnBuf<T>;
+    /// The column state the sweep started from (unchanged by `run`).
+    fn input(s: &Self::Scratch) -> &ColumnBuf<T>;
     fn output(s: &Self::Scratch) -> &ColumnBuf<T>;
     fn flux(s: &Self::Scratch) -> &ColumnBuf<T>;
     fn run(&self, dtdx: T, len: usize, s: &mut Self::Scratch, floors: &mut FloorCounts);
@@ -40,6 +43,9 @@ impl<T: Real> SplitKernel<T> for Rtvd<T> {
     }
     fn state(s: &mut Self::Scratch) -> &mut ColumnBuf<T> {
         &mut s.u
+    }
+    fn input(s: &Self::Scratch) -> &ColumnBuf<T> {
+        &s.u
     }
     fn output(s: &Self::Scratch) -> &ColumnBuf<T> {
         &s.next
@@ -65,6 +71,9 @@ impl<T: Real> SplitKernel<T> for Waf<T> {
     }
     fn state(s: &mut Self::Scratch) -> &mut ColumnBuf<T> {
         &mut s.u
+    }
+    fn input(s: &Self::Scratch) -> &ColumnBuf<T> {
+        &s.u
     }
     fn output(s: &Self::Scratch) -> &ColumnBuf<T> {
         &s.next
@@ -95,6 +104,7 @@ pub(crate) fn step<T: Real, K: SplitKernel<T>>(
     let tally = FloorTally::default();
     let (layout, data, flux) = batch.buffers_mut();
     let cap = layout.bin_edge() as usize;
+    let scalars = layout.ncomp() as usize - NCOMP;
     let data = Shared::new(data);
     let flux = Shared::new(flux);
     for s in 0..3 {
@@ -115,8 +125,15 @@ pub(crate) fn step<T: Real, K: SplitKernel<T>>(
         let along_x = axis == 0;
         let max_lanes = if along_x { 1 } else { LANES };
         ws.groups.par_iter().enumerate().for_each_init(
-            || (kernel.scratch(cap), Block::new(cap)),
-            |(scratch, block), (gi, g)| {
+            || {
+                let sc_cap = if scalars > 0 { cap } else { 0 };
+                (
+                    kernel.scratch(cap),
+                    Block::new(cap),
+                    ScalarScratch::new(sc_cap),
+                )
+            },
+            |(scratch, block, sc), (gi, g)| {
                 let mut floors = FloorCounts::default();
                 let mut ta = g.ta_lo;
                 while ta < g.ta_hi {
@@ -149,6 +166,30 @@ pub(crate) fn step<T: Real, K: SplitKernel<T>>(
                             return;
                         }
                         col.record(&flux, K::flux(scratch), T::from_f64(dt[col.patch]), false);
+                        for k in 0..scalars {
+                            col.load_scalar(&data, k, &mut sc.s);
+                            scalar_column(
+                                &K::input(scratch).0[0],
+                                &K::flux(scratch).0[0],
+                                dtdx[col.patch][axis],
+                                true,
+                                col.len,
+                                lo..hi,
+                                sc,
+                            );
+                            if let Err(bad) = col.store_scalar(&data, k, lo, hi, &sc.s, &sc.du) {
+                                let err = col.bad_scalar(layout, axis, k, bad, AFTER_SWEEP[axis]);
+                                errors.offer((col.patch, gi, bad.0), err);
+                                return;
+                            }
+                            col.record_scalar(
+                                &flux,
+                                k,
+                                &sc.flux,
+                                T::from_f64(dt[col.patch]),
+                                false,
+                            );
+                        }
                     }
                     if !along_x {
                         block.store(&data, &col0, lanes, lo, hi);

@@ -10,9 +10,10 @@ use super::plan::{Pass, build_groups};
 use super::shared::Shared;
 use crate::batch::Batch;
 use crate::error::SweepError;
-use crate::physics::NOT_FINITE;
 use crate::physics::{FloorCounts, GasConsts};
+use crate::physics::{NCOMP, NOT_FINITE};
 use crate::real::Real;
+use crate::scheme::scalar::{ScalarScratch, scalar_column};
 use crate::scheme::tvd::{self, TvdScratch};
 use crate::scheme::{SlopeLimiter, TvdFlux};
 
@@ -39,6 +40,7 @@ pub(crate) fn step<T: Real>(
     ws.stage.resize(n, T::zero());
     ws.acc.resize(n, T::zero());
     let cap = layout.bin_edge() as usize;
+    let scalars = layout.ncomp() as usize - NCOMP;
     let data = Shared::new(data);
     let flux = Shared::new(flux);
     let stage_buf = Shared::new(&mut ws.stage);
@@ -62,8 +64,15 @@ pub(crate) fn step<T: Real>(
             let (dtdx, dt) = (&ws.dtdx, &ws.dt);
             let max_lanes = if axis == 0 { 1 } else { LANES };
             ws.groups.par_iter().enumerate().for_each_init(
-                || (TvdScratch::new(cap), Block::new(cap)),
-                |(scr, block), (gi, g)| {
+                || {
+                    let sc_cap = if scalars > 0 { cap } else { 0 };
+                    (
+                        TvdScratch::new(cap),
+                        Block::new(cap),
+                        ScalarScratch::new(sc_cap),
+                    )
+                },
+                |(scr, block, sc), (gi, g)| {
                     let mut floors = FloorCounts::default();
                     let mut ta = g.ta_lo;
                     while ta < g.ta_hi {
@@ -89,6 +98,44 @@ pub(crate) fn step<T: Real>(
                                 T::from_f64(0.5 * dt[col.patch]),
                                 stage == 1,
                             );
+                            for k in 0..scalars {
+                                col.load_scalar(&src, k, &mut sc.s);
+                                scalar_column(
+                                    &scr.u.0[0],
+                                    &scr.flux.0[0],
+                                    dtdx[col.patch][axis],
+                                    false,
+                                    col.len,
+                                    lo..hi,
+                                    sc,
+                                );
+                                col.record_scalar(
+                                    &flux,
+                                    k,
+                                    &sc.flux,
+                                    T::from_f64(0.5 * dt[col.patch]),
+                                    stage == 1,
+                                );
+                                if s < 2 {
+                                    col.accumulate_scalar(&acc, k, lo, hi, &sc.du, s == 1);
+                                    continue;
+                                }
+                                let done = col.combine_scalar(
+                                    stage == 1,
+                                    &data,
+                                    &stage_buf,
+                                    &acc,
+                                    k,
+                                    lo,
+                                    hi,
+                                    &sc.du,
+                                );
+                                if let Err(bad) = done {
+                                    let err = col.bad_scalar(layout, axis, k, bad, after_stage);
+                                    errors.offer((col.patch, gi, bad.0), err);
+                                    return;
+                                }
+                            }
                         }
                         // Combine the differences of the lanes with the
                         // batch-sized arrays (x-contiguous runs of lanes).

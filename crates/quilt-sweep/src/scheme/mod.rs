@@ -16,6 +16,7 @@
 mod limiter;
 mod names;
 pub mod rtvd;
+pub mod scalar;
 mod scratch;
 pub mod tvd;
 mod update;
