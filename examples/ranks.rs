@@ -98,7 +98,7 @@ struct Summary {
     rank: usize,
     overlap: bool,
     digest: u64,
-    totals: [f64; 5],
+    totals: Vec<f64>,
     fresh: u64,
 }
 

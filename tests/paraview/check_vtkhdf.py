@@ -13,6 +13,7 @@ come from the command line or from a JSON sidecar (command-line values win):
       "levels": 3,                       # number of AMR levels
       "blocks": [2, 2, 1],               # blocks (patches) per level
       "density_range": [lo, hi],         # min/max of `density` over all cells
+      "array_ranges": {"name": [lo, hi]},  # optional: min/max of other cell arrays
       "tolerance": 1e-12,                # relative tolerance on ranges
       "time": 0.25,                      # series only: time step to check
       "times": [0.0, 0.25],              # series only: expected time steps
@@ -140,6 +141,7 @@ def check_amr(args, exp, tol, amr, failures, check):
     # or HIDDENCELL (older blanking); either counts as covered.
     hidden = vtkDataSetAttributes.HIDDENCELL | getattr(vtkDataSetAttributes, "REFINEDCELL", 0)
     lo, hi = math.inf, -math.inf
+    others = {name: [math.inf, -math.inf] for name in exp.get("array_ranges", {})}
     lin = exp.get("density_linear")
     worst_lin = 0.0
     covered = []
@@ -177,6 +179,13 @@ def check_amr(args, exp, tol, amr, failures, check):
                   "level %d block %d: %d density values for %d cells"
                   % (l, b, rho.shape[0], grid.GetNumberOfCells()))
             lo, hi = min(lo, float(rho.min())), max(hi, float(rho.max()))
+            for name, r in others.items():
+                other = grid.GetCellData().GetArray(name)
+                if other is None:
+                    failures.append("level %d block %d: no cell array `%s`" % (l, b, name))
+                    continue
+                values = vtk_to_numpy(other)
+                r[0], r[1] = min(r[0], float(values.min())), max(r[1], float(values.max()))
             ghosts = grid.GetCellData().GetArray("vtkGhostType")
             if ghosts is not None:
                 ncovered += int(((vtk_to_numpy(ghosts) & hidden) != 0).sum())
@@ -202,6 +211,11 @@ def check_amr(args, exp, tol, amr, failures, check):
     want = exp["density_range"]
     check(close(lo, want[0], tol) and close(hi, want[1], tol),
           "density range: ParaView has [%r, %r], expected [%r, %r]" % (lo, hi, want[0], want[1]))
+    for name, (a_lo, a_hi) in others.items():
+        print("%s range: [%r, %r]" % (name, a_lo, a_hi))
+        w_lo, w_hi = exp["array_ranges"][name]
+        check(close(a_lo, w_lo, tol) and close(a_hi, w_hi, tol),
+              "%s range: ParaView has [%r, %r], expected [%r, %r]" % (name, a_lo, a_hi, w_lo, w_hi))
     if lin is not None:
         print("density vs analytic at cell centres: max relative error %.3g" % worst_lin)
         check(worst_lin <= tol, "density differs from c0 + grad.x at cell centres by %.3g "

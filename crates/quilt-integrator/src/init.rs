@@ -119,6 +119,14 @@ impl InitialCondition {
 
     /// [`Self::primitive`] with the Sedov deposit's pressure given.
     fn primitive_with(&self, x: [f64; 3], sedov_p: f64) -> [f64; 5] {
+        self.state_at(x, sedov_p).0
+    }
+
+    /// [`Self::primitive_with`] and whether `x` holds the *marked* gas,
+    /// which the deck's passive scalars follow: inside the sphere or the
+    /// Sedov deposit, the Riemann problem's left state, everywhere for a
+    /// uniform state.
+    fn state_at(&self, x: [f64; 3], sedov_p: f64) -> ([f64; 5], bool) {
         let i = &self.deck.initial;
         let dist = |c: [f64; 3]| {
             ((x[0] - c[0]).powi(2) + (x[1] - c[1]).powi(2) + (x[2] - c[2]).powi(2)).sqrt()
@@ -127,31 +135,35 @@ impl InitialCondition {
             InitialKind::Sphere => {
                 let s = &i.sphere;
                 if dist(s.center) <= s.radius {
-                    [s.rho_in, 0.0, 0.0, 0.0, s.p_in]
+                    ([s.rho_in, 0.0, 0.0, 0.0, s.p_in], true)
                 } else {
-                    [s.rho_out, 0.0, 0.0, 0.0, s.p_out]
+                    ([s.rho_out, 0.0, 0.0, 0.0, s.p_out], false)
                 }
             }
             InitialKind::Sedov => {
                 let s = &i.sedov;
                 let d2 = std::array::from_fn(|a| offset2(x[a], s.center[a]));
                 if within(d2, s.radius) {
-                    [s.rho, 0.0, 0.0, 0.0, sedov_p]
+                    ([s.rho, 0.0, 0.0, 0.0, sedov_p], true)
                 } else {
-                    [s.rho, 0.0, 0.0, 0.0, s.p_ambient]
+                    ([s.rho, 0.0, 0.0, 0.0, s.p_ambient], false)
                 }
             }
             InitialKind::Riemann => {
                 let s = &i.riemann;
                 let a = s.axis.index();
-                let st = if x[a] < s.x0 { s.left } else { s.right };
+                let left = x[a] < s.x0;
+                let st = if left { s.left } else { s.right };
                 let mut v = [0.0; 3];
                 v[a] = st[1];
-                [st[0], v[0], v[1], v[2], st[2]]
+                ([st[0], v[0], v[1], v[2], st[2]], left)
             }
             InitialKind::Uniform => {
                 let s = &i.uniform;
-                [s.rho, s.velocity[0], s.velocity[1], s.velocity[2], s.p]
+                (
+                    [s.rho, s.velocity[0], s.velocity[1], s.velocity[2], s.p],
+                    true,
+                )
             }
         }
     }
@@ -173,6 +185,18 @@ impl InitialCondition {
 
     /// Cell average of the conserved state over cell `p` of level `lg`.
     pub fn cell_average(&self, lg: &LevelGeometry, p: &quilt_mesh::IntVect) -> [f64; 5] {
+        self.cell_average_marked(lg, p).0
+    }
+
+    /// [`Self::cell_average`] and the cell average of the marked gas's
+    /// density (see `state_at`): the partial density the deck's passive
+    /// scalars start with. It equals the cell's density bit for bit where
+    /// the whole cell is marked.
+    pub fn cell_average_marked(
+        &self,
+        lg: &LevelGeometry,
+        p: &quilt_mesh::IntVect,
+    ) -> ([f64; 5], f64) {
         let sedov_p = match self.kind {
             InitialKind::Sedov => self.sedov_pressure(self.sedov_volume(lg)),
             _ => 0.0,
@@ -187,25 +211,32 @@ impl InitialCondition {
             ]
         };
         let mut sum = [0.0; 5];
+        let mut marked = 0.0;
         let last = SAMPLES - 1;
+        let n = (SAMPLES * SAMPLES * SAMPLES) as f64;
         if self.uniform_between(sample(0, 0, 0), sample(last, last, last)) {
             // Every sample has the state of the first: the same sums as
             // below, bit for bit, without evaluating each sample.
-            let u = self.to_conserved(self.primitive_with(sample(0, 0, 0), sedov_p));
-            return repeated_average(u);
+            let (w, inside) = self.state_at(sample(0, 0, 0), sedov_p);
+            let avg = repeated_average(self.to_conserved(w));
+            return (avg, if inside { avg[0] } else { 0.0 });
         } else {
             for k in 0..SAMPLES {
                 for j in 0..SAMPLES {
                     for i in 0..SAMPLES {
-                        let u = self.to_conserved(self.primitive_with(sample(i, j, k), sedov_p));
+                        let (w, inside) = self.state_at(sample(i, j, k), sedov_p);
+                        let u = self.to_conserved(w);
                         for c in 0..5 {
                             sum[c] += u[c];
+                        }
+                        if inside {
+                            marked += u[0];
                         }
                     }
                 }
             }
         }
-        sum.map(|s| s / (SAMPLES * SAMPLES * SAMPLES) as f64)
+        (sum.map(|s| s / n), marked / n)
     }
 
     /// Whether the initial state is certainly the same at every point of

@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use quilt_batch::{Coefficients, CostModel, OnlineModel, Preparation, RefineOptions};
 use quilt_io::{
-    AmrOutput, CellFields, CheckpointReal, RunState, euler_output, read_checkpoint,
+    AmrOutput, CellFields, CheckpointReal, RunState, euler_output_with, read_checkpoint,
     write_checkpoint,
 };
 use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill};
@@ -368,7 +368,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .map_err(IntegratorError::mesh("base level"))?;
         let arena = state_arena(&backend, deck);
         let mut pool = BufferPool::with_arena(arena.clone());
-        let data = initial_data(&h, problem.as_ref(), &mut pool)?;
+        let data = initial_data(&h, problem.as_ref(), &mut pool, deck.ncomp())?;
         drop(pool);
         let mut me = Self::assemble(deck, problem, h, data, (0.0, 0), backend, arena)?;
         // Level by level: tag the current hierarchy, cluster, and set the
@@ -396,7 +396,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             // faults of fresh pages.
             let mut pool = BufferPool::with_arena(me.arena.clone());
             pool.reclaim(data);
-            let data = initial_data(&new_h, me.problem.as_ref(), &mut pool)?;
+            let data = initial_data(&new_h, me.problem.as_ref(), &mut pool, me.deck.ncomp())?;
             drop(pool);
             let plan = me.step_plan(&new_h)?;
             log::info!(
@@ -451,10 +451,12 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         check_deck_matches(deck, &hierarchy, "the given hierarchy")?;
         data.check_layout(&hierarchy)
             .map_err(IntegratorError::mesh("state"))?;
-        if data.ncomp() != NCOMP {
+        if data.ncomp() != deck.ncomp() {
             return Err(IntegratorError::Config(format!(
-                "the state has {} components, the Euler equations {NCOMP}",
-                data.ncomp()
+                "the state has {} components; the Euler equations with the deck's {} passive scalars have {}",
+                data.ncomp(),
+                deck.hydro.scalars.len(),
+                deck.ncomp()
             )));
         }
         let solver = deck
@@ -469,9 +471,19 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             )));
         }
         let criteria = problem.refinement()?;
-        check_fields(&criteria, NCOMP).map_err(IntegratorError::Config)?;
+        check_fields(&criteria, deck.ncomp()).map_err(IntegratorError::Config)?;
         let faces = problem.faces()?;
-        let host_only = host_only(&criteria, &faces);
+        backend.solves_components(deck.ncomp()).map_err(|why| {
+            IntegratorError::Config(format!(
+                "the {} backend cannot solve hydro.scalars {:?}: {why}",
+                backend.name(),
+                deck.hydro.scalars
+            ))
+        })?;
+        let host_only = host_only(&criteria, &faces).or_else(|| {
+            (deck.ncomp() > NCOMP)
+                .then(|| "passive scalars are solved in host-staged steps only".to_string())
+        });
         let bc = boundary_conditions(faces, hierarchy.geometry())?;
         let limiter = limiter_of(deck.amr.interpolation);
         let mut backend = backend;
@@ -601,7 +613,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             1
         };
         self.ring
-            .prefetch(alive, self.deck.batching.bin_edge, NCOMP);
+            .prefetch(alive, self.deck.batching.bin_edge, self.deck.ncomp());
     }
 
     /// The deck the integrator was built from.
@@ -775,14 +787,15 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         self.totals.phases.wall += seconds;
     }
 
-    /// Volume integrals of the five conserved components over the domain:
-    /// the level-0 sums (finer levels are restricted onto them). A run over
-    /// ranks needs [`Integrator::global_totals`], which gathers them.
-    pub fn conserved_totals(&self) -> Result<[f64; NCOMP], IntegratorError> {
+    /// Volume integrals of the conserved components over the domain (the
+    /// Euler five, then the passive scalars): the level-0 sums (finer
+    /// levels are restricted onto them). A run over ranks needs
+    /// [`Integrator::global_totals`], which gathers them.
+    pub fn conserved_totals(&self) -> Result<Vec<f64>, IntegratorError> {
         if self.ranks.is_some() {
             return Err(over_ranks("conserved_totals", "global_totals"));
         }
-        let mut out = [0.0; NCOMP];
+        let mut out = vec![0.0; self.deck.ncomp()];
         for (c, o) in out.iter_mut().enumerate() {
             *o = self
                 .data()
@@ -796,26 +809,29 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// rank's level-0 patch sums are gathered and added in patch order, as
     /// a serial run adds them, so the totals do not depend on the rank
     /// count. Every rank must call it at the same point.
-    pub fn global_totals(&mut self) -> Result<[f64; NCOMP], IntegratorError> {
+    pub fn global_totals(&mut self) -> Result<Vec<f64>, IntegratorError> {
+        let nc = self.deck.ncomp();
         let Some(ranks) = self.ranks.as_mut() else {
             return self.conserved_totals();
         };
         let data = self.data.as_ref().ok_or_else(poisoned)?;
         let range = self.h.level_range(0);
-        let sums = ranks.gather_patch_values(range.clone(), NCOMP, |i, out| {
-            out.extend((0..NCOMP).map(|c| data.old(i).interior_sum(c)));
+        let sums = ranks.gather_patch_values(range.clone(), nc, |i, out| {
+            out.extend((0..nc).map(|c| data.old(i).interior_sum(c)));
         })?;
         let volume = self
             .h
             .level_geometry(0)
             .map_or(1.0, quilt_mesh::LevelGeometry::cell_volume);
-        Ok(std::array::from_fn(|c| {
-            let s: f64 = range
-                .clone()
-                .map(|i| sums[(i - range.start) * NCOMP + c])
-                .sum();
-            s * volume
-        }))
+        Ok((0..nc)
+            .map(|c| {
+                let s: f64 = range
+                    .clone()
+                    .map(|i| sums[(i - range.start) * nc + c])
+                    .sum();
+                s * volume
+            })
+            .collect())
     }
 
     /// In a run over ranks, gathers every patch's old interior onto rank
@@ -838,8 +854,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     }
 
     /// The ParaView output of the current state: density, velocity,
-    /// pressure, total energy and patch ids of every patch interior
-    /// ([`quilt_io::euler_output`]). In a run over ranks every rank must
+    /// pressure, total energy, the mass fraction of each passive scalar
+    /// (named as in `hydro.scalars`) and patch ids of every patch interior
+    /// ([`quilt_io::euler_output_with`]). In a run over ranks every rank must
     /// call it at the same point: the state is gathered onto rank 0, which
     /// alone gets `Some`, so a run writes one file whatever its rank count.
     pub fn output(&mut self) -> Result<Option<AmrOutput>, IntegratorError> {
@@ -859,7 +876,22 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             }
         };
         let data = self.data.as_ref().ok_or_else(poisoned)?;
-        let out = euler_output(&self.h, |i| data.old(i), self.time, self.step, fields)?;
+        let names: Vec<&str> = self.deck.hydro.scalars.iter().map(String::as_str).collect();
+        // A passive scalar is shown as its mass fraction `s / rho`.
+        let fractions = |u: &[T], out: &mut [f64]| {
+            let rho = u[0].as_f64();
+            for (o, s) in out.iter_mut().zip(&u[NCOMP..]) {
+                *o = s.as_f64() / rho;
+            }
+        };
+        let out = euler_output_with(
+            &self.h,
+            |i| data.old(i),
+            (self.time, self.step),
+            fields,
+            &names,
+            fractions,
+        )?;
         Ok(Some(out))
     }
 
@@ -1153,13 +1185,14 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         self.step_secs.clear();
         self.step_secs.resize(self.h.num_patches(), 0.0);
         let wanted = self.ranks.is_none() && self.backend.fills_restricted();
-        let restricted = match restricted_outputs(&self.h, wanted, &mut self.rate_scratch) {
-            Ok(r) => r,
-            Err(e) => {
-                self.data = Some(data);
-                return Err(e);
-            }
-        };
+        let restricted =
+            match restricted_outputs(&self.h, self.deck.ncomp(), wanted, &mut self.rate_scratch) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.data = Some(data);
+                    return Err(e);
+                }
+            };
         let res = run_batches(LoopInputs {
             h: &self.h,
             layout: &self.plan.layout,
@@ -1441,10 +1474,11 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 "the host copy of the state ({} patches)",
                 self.h.num_patches()
             );
-            quilt_mesh::memory::check_fits(state_bytes::<T>(&self.h), &what)
+            quilt_mesh::memory::check_fits(state_bytes::<T>(&self.h, self.deck.ncomp()), &what)
                 .map_err(IntegratorError::mesh("host copy"))?;
             self.data = Some(
-                HierarchyData::new(&self.h, NCOMP).map_err(IntegratorError::mesh("host copy"))?,
+                HierarchyData::new(&self.h, self.deck.ncomp())
+                    .map_err(IntegratorError::mesh("host copy"))?,
             );
         }
         let data = self.data.as_mut().ok_or_else(poisoned)?;
@@ -1802,7 +1836,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let tags = ranks.gather_tags(&self.h, tags)?;
         let t_gather = t1.elapsed().as_secs_f64();
         let new_h = self.cluster(&tags)?;
-        check_state_fits::<T>(&self.h, &new_h)?;
+        check_state_fits::<T>(&self.h, &new_h, self.deck.ncomp())?;
         log::debug!(
             "regrid layout after step {} over ranks: old interiors {t_old:.3} s, fill {t_fill:.3} s, tag {t_tag:.3} s, tags gathered {t_gather:.3} s, clustering {:.3} s",
             self.step,
@@ -1849,7 +1883,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let t0 = Instant::now();
         let (tags, [t_fill, t_tag]) = self.fill_and_tag(data, None)?;
         let new_h = self.cluster(&tags)?;
-        check_state_fits::<T>(&self.h, &new_h)?;
+        check_state_fits::<T>(&self.h, &new_h, self.deck.ncomp())?;
         let t_cluster = t0.elapsed().as_secs_f64() - t_fill - t_tag;
         Ok((new_h, [t_fill, t_tag, t_cluster]))
     }
@@ -1933,7 +1967,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let flat = FlatTag::new(
             &self.h,
             &old.places,
-            NCOMP,
+            self.deck.ncomp(),
             &specs,
             self.deck.amr.max_levels,
         )
@@ -1960,9 +1994,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let plan = self.step_plan(&new_h)?;
         let t_plan = t0.elapsed().as_secs_f64() - t_tag - t_cluster;
         let old = self.resident.as_ref().ok_or_else(poisoned)?;
-        let (old_h, limiter) = (&self.h, self.limiter);
+        let (old_h, limiter, ncomp) = (&self.h, self.limiter, self.deck.ncomp());
         let (new_res, moves) = resident_plan_with(&new_h, &plan, |places| {
-            FlatTransfer::new(old_h, &old.places, &new_h, places, NCOMP, limiter)
+            FlatTransfer::new(old_h, &old.places, &new_h, places, ncomp, limiter)
         })?;
         let moves = moves.map_err(|source| IntegratorError::Regrid { step, source })?;
         let t_items = t0.elapsed().as_secs_f64() - t_tag - t_cluster - t_plan;
@@ -2261,17 +2295,21 @@ fn no_resident_mode(backend: &str) -> IntegratorError {
 }
 
 /// Bytes of both time levels of `h`'s state, ghost cells included.
-fn state_bytes<T>(h: &Hierarchy) -> u64 {
+fn state_bytes<T>(h: &Hierarchy, ncomp: usize) -> u64 {
     let cells: i64 = h.patches().iter().map(|p| p.ghost_box().num_cells()).sum();
-    cells as u64 * (2 * NCOMP * std::mem::size_of::<T>()) as u64
+    cells as u64 * (2 * ncomp * std::mem::size_of::<T>()) as u64
 }
 
 /// Refuses a new hierarchy whose state would not fit next to the current
 /// one's: the regrid would otherwise allocate until the system kills the
 /// process. The dead new time level of the current state is recycled
 /// first, so half of its memory counts as available.
-fn check_state_fits<T>(old: &Hierarchy, new: &Hierarchy) -> Result<(), IntegratorError> {
-    let need = state_bytes::<T>(new).saturating_sub(state_bytes::<T>(old) / 2);
+fn check_state_fits<T>(
+    old: &Hierarchy,
+    new: &Hierarchy,
+    ncomp: usize,
+) -> Result<(), IntegratorError> {
+    let need = state_bytes::<T>(new, ncomp).saturating_sub(state_bytes::<T>(old, ncomp) / 2);
     let what = format!(
         "the regridded hierarchy ({} levels, {} patches, {:.1} M cells)",
         new.num_levels(),
@@ -2512,8 +2550,9 @@ fn initial_data<T: Real>(
     h: &Hierarchy,
     problem: &dyn Problem<T>,
     pool: &mut BufferPool<T>,
+    ncomp: usize,
 ) -> Result<HierarchyData<T>, IntegratorError> {
-    let mut data = HierarchyData::<T>::new_in(h, NCOMP, pool)
+    let mut data = HierarchyData::<T>::new_in(h, ncomp, pool)
         .map_err(IntegratorError::mesh("initial data"))?;
     data.init_old_patches_with(h, |lg, d| problem.initial_patch(lg, d))
         .map_err(IntegratorError::mesh("initial data"))?;
@@ -2661,6 +2700,7 @@ fn reflux_and_restrict<T: Real>(
 /// whole coarse cells). Empty when not wanted or with one level.
 fn restricted_outputs<'s, T: Real>(
     h: &Hierarchy,
+    ncomp: usize,
     wanted: bool,
     s: &'s mut RateScratch<T>,
 ) -> Result<Vec<Option<Restricted<'s, T>>>, IntegratorError> {
@@ -2676,7 +2716,7 @@ fn restricted_outputs<'s, T: Real>(
         .map(|g| g.ratio)
         .ok_or_else(|| IntegratorError::Internal(format!("level {l} has no geometry")))?;
     s.restrict
-        .lay_out(h, l, NCOMP)
+        .lay_out(h, l, ncomp)
         .map_err(IntegratorError::mesh("restriction scratch"))?;
     let range = h.level_range(l);
     s.given.resize(range.len(), BoxRate::Unset);
@@ -2710,7 +2750,8 @@ fn add_probe<T: Real>(
         .level_geometry(level)
         .map_or_else(|| vec![iv(0, 0, 0)], |g| g.periodic_shifts());
     let n = q.interior.size();
-    let area = [n.y * n.z, n.x * n.z, n.x * n.y].map(|a| a as usize * NCOMP);
+    let ncomp = reg.ncomp();
+    let area = [n.y * n.z, n.x * n.z, n.x * n.y].map(|a| a as usize * ncomp);
     let mut at = 0;
     let mut count = 0;
     for (axis, &len) in area.iter().enumerate() {
@@ -2723,7 +2764,7 @@ fn add_probe<T: Real>(
             let outside = q.interior.adjacent(axis, side, 1);
             for s in &shifts {
                 for c in h.patches_intersecting(level, &outside.shift(s)) {
-                    let ff = FaceFluxes::new(vals, faces.shift(s), NCOMP)
+                    let ff = FaceFluxes::new(vals, faces.shift(s), ncomp)
                         .map_err(IntegratorError::mesh("probe fluxes"))?;
                     count += reg
                         .add_coarse(c, axis, &ff, 1.0)

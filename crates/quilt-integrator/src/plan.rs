@@ -27,7 +27,6 @@ use quilt_mesh::flux_register::FluxRegister;
 use quilt_mesh::interp::Limiter;
 use quilt_mesh::{Hierarchy, IndexBox, Side};
 use quilt_pack::{HierarchyPacking, PackOptions, PackWorkspace, pack, pack_patches};
-use quilt_sweep::physics::NCOMP;
 use rayon::prelude::*;
 
 use crate::Real;
@@ -101,6 +100,8 @@ pub(crate) struct StepPlan<T> {
 pub(crate) struct PlanLayout<T> {
     pub fill: GhostFill<T>,
     pub bin_edge: u32,
+    /// Components of the state (the Euler five and the passive scalars).
+    pub ncomp: usize,
     pub ghost: i32,
     pub bins: Vec<BinPlan>,
     /// Work descriptions of the bins, aligned with `bins`: each bin's
@@ -147,10 +148,10 @@ pub(crate) struct FluxStore<T> {
 }
 
 /// Values of a patch's flux block: `ncomp * 2 * (n_y n_z + n_x n_z + n_x n_y)`.
-pub(crate) fn flux_block_len(interior: &IndexBox) -> usize {
+pub(crate) fn flux_block_len(interior: &IndexBox, ncomp: usize) -> usize {
     let n = interior.size();
     let (x, y, z) = (n.x as usize, n.y as usize, n.z as usize);
-    NCOMP * 2 * (y * z + x * z + x * y)
+    ncomp * 2 * (y * z + x * z + x * y)
 }
 
 fn side_u32(v: i32) -> u32 {
@@ -168,7 +169,15 @@ impl<T: Real> StepPlan<T> {
         bin_edge: u32,
         per_patch: bool,
     ) -> Result<Self, IntegratorError> {
-        Self::build(h, bc, limiter, bin_edge, per_patch, true, None)
+        Self::build(
+            h,
+            bc,
+            limiter,
+            (bin_edge, quilt_sweep::physics::NCOMP),
+            per_patch,
+            true,
+            None,
+        )
     }
 
     /// The plan `deck` asks for: bins as its `[batching]` says, and the
@@ -202,7 +211,7 @@ impl<T: Real> StepPlan<T> {
             h,
             bc,
             limiter,
-            deck.batching.bin_edge,
+            (deck.batching.bin_edge, deck.ncomp()),
             deck.batching.layout == crate::deck::BatchLayoutKind::PerPatch,
             batches,
             owned,
@@ -222,12 +231,12 @@ impl<T: Real> StepPlan<T> {
                 rayon::join(
                     || {
                         let prep = l.preparation;
-                        Self::work(h, &l.fill, &l.bins, &l.probes, &l.probes_of, prep)
+                        Self::work(h, l, prep)
                     },
                     || shelves(&l.bins, &l.probes, &l.probes_of, l.ghost, l.bin_edge),
                 )
             },
-            || FluxStore::new(h, &l.probes),
+            || FluxStore::new(h, &l.probes, l.ncomp),
         );
         let (w, pw, qw) = w?;
         l.shelves = shelved?;
@@ -281,7 +290,7 @@ impl<T: Real> StepPlan<T> {
         h: &Hierarchy,
         bc: BoundaryConditions<T>,
         limiter: Limiter,
-        bin_edge: u32,
+        (bin_edge, ncomp): (u32, usize),
         per_patch: bool,
         batches: bool,
         owned: Option<&[bool]>,
@@ -299,7 +308,7 @@ impl<T: Real> StepPlan<T> {
             || {
                 let registers = (1..h.num_levels())
                     .into_par_iter()
-                    .map(|l| FluxRegister::new(h, l, NCOMP))
+                    .map(|l| FluxRegister::new(h, l, ncomp))
                     .collect::<Result<Vec<_>, _>>();
                 (find_probes(h), registers)
             },
@@ -324,6 +333,7 @@ impl<T: Real> StepPlan<T> {
             layout: PlanLayout {
                 fill,
                 bin_edge,
+                ncomp,
                 ghost,
                 bins,
                 work: Vec::new(),
@@ -412,15 +422,13 @@ impl<T: Real> StepPlan<T> {
     #[allow(clippy::type_complexity)]
     fn work(
         h: &Hierarchy,
-        fill: &GhostFill<T>,
-        bins: &[BinPlan],
-        probes: &[Probe],
-        probes_of: &[Vec<usize>],
+        l: &PlanLayout<T>,
         prep: Preparations,
     ) -> Result<(Vec<BinWork>, Vec<PatchWork>, Vec<PatchWork>), IntegratorError> {
+        let (fill, bins, probes, probes_of) = (&l.fill, &l.bins, &l.probes, &l.probes_of);
         let ghost = h.ghost();
         let g = side_u32(ghost);
-        let bytes = (NCOMP * size_of::<T>()) as u32;
+        let bytes = (l.ncomp * size_of::<T>()) as u32;
         let patch_work = |i: usize| -> PatchWork {
             let p = &h.patches()[i];
             let counts = fill.plan().patches()[i].counts();
@@ -534,7 +542,7 @@ pub(crate) fn shelves(
 
 impl<T: Real> FluxStore<T> {
     /// Zeroed flux blocks of every fine patch and probe.
-    fn new(h: &Hierarchy, probes: &[Probe]) -> Self {
+    fn new(h: &Hierarchy, probes: &[Probe], ncomp: usize) -> Self {
         let fine_flux = h
             .patches()
             .par_iter()
@@ -542,13 +550,13 @@ impl<T: Real> FluxStore<T> {
                 if p.level() == 0 {
                     Vec::new()
                 } else {
-                    vec![T::zero(); flux_block_len(&p.interior())]
+                    vec![T::zero(); flux_block_len(&p.interior(), ncomp)]
                 }
             })
             .collect();
         let probe_flux = probes
             .par_iter()
-            .map(|q| vec![T::zero(); flux_block_len(&q.interior)])
+            .map(|q| vec![T::zero(); flux_block_len(&q.interior, ncomp)])
             .collect();
         Self {
             fine: fine_flux,

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use quilt_mesh::fill::PhysicalBc;
 use quilt_mesh::tag::{GradientDetector, ShockDetector, TagCriterion, TagError};
 use quilt_mesh::{IntVect, LevelGeometry, PatchData, Side};
-use quilt_sweep::physics::RHO;
+use quilt_sweep::physics::{NCOMP, RHO};
 
 use crate::Real;
 use crate::deck::{Boundary, Deck, Detector, InitialKind, TagField};
@@ -203,7 +203,9 @@ pub trait Problem<T: Real>: Send + Sync {
 
 /// The problem of a deck: its `[initial]` condition (sphere, Sedov,
 /// Riemann or uniform), its `[[tagging]]` criteria and its `[boundary]`
-/// faces.
+/// faces. Each passive scalar of `hydro.scalars` starts as the partial
+/// density of the gas inside the sphere or the Sedov deposit, of the
+/// Riemann problem's left state, or of all the gas for a uniform state.
 #[derive(Clone, Debug)]
 pub struct DeckProblem {
     deck: Deck,
@@ -231,7 +233,10 @@ impl<T: Real> Problem<T> for DeckProblem {
     }
 
     fn initial_state(&self, level: &LevelGeometry, cell: &IntVect, state: &mut [f64]) {
-        state.copy_from_slice(&self.initial.cell_average(level, cell));
+        let (u, marked) = self.initial.cell_average_marked(level, cell);
+        let (euler, scalars) = state.split_at_mut(NCOMP);
+        euler.copy_from_slice(&u);
+        scalars.fill(marked);
     }
 
     fn refinement(&self) -> Result<Vec<Refinement<T>>, IntegratorError> {

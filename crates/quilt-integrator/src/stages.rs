@@ -16,7 +16,6 @@ use quilt_mesh::fill::{BinPlacement, FillScratch, FillTarget, OldData, split_bin
 use quilt_mesh::{Hierarchy, IndexBox};
 use quilt_pack::{PackOptions, pack};
 use quilt_sweep::layout::data_index;
-use quilt_sweep::physics::NCOMP;
 use quilt_sweep::{Batch, BatchLayout, LayoutError, PatchShape};
 use rayon::prelude::*;
 
@@ -119,7 +118,7 @@ pub(crate) fn assemble<T: Real>(
             }
         }
     }
-    let layout = BatchLayout::packed(plan.bin_edge, NCOMP as u32, &shapes, &places)?;
+    let layout = BatchLayout::packed(plan.bin_edge, plan.ncomp as u32, &shapes, &places)?;
     let mut jobs: Vec<Vec<Job>> = Vec::with_capacity(queues.len());
     let mut listed = 0;
     for q in queues {
@@ -228,7 +227,7 @@ pub(crate) fn prepare<T: Real, D: OldData<T> + Sync + ?Sized>(
         })
         .collect();
     let edge = plan.bin_edge as usize;
-    let targets = split_bins(batch.data_mut(), edge, NCOMP, &placements)
+    let targets = split_bins(batch.data_mut(), edge, plan.ncomp, &placements)
         .map_err(IntegratorError::mesh("batch targets"))?;
     let mut slots: Vec<Option<FillTarget<'_, T>>> = targets.into_iter().map(Some).collect();
     // The message is built only on failure: this runs for every patch and

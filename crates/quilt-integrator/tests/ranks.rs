@@ -19,7 +19,7 @@ struct Outcome {
     patches: Vec<(usize, Vec<u8>)>,
     fresh: u64,
     digest: u64,
-    totals: [u64; 5],
+    totals: Vec<u64>,
 }
 
 fn run<T: Real>(deck: &Deck, transport: Option<Box<dyn quilt_dist::Transport>>) -> Outcome {
@@ -41,7 +41,12 @@ fn run_with<T: Real>(
         .map(|_| it.step().expect("step").dt.to_bits())
         .collect();
     let digest = it.state_digest().expect("digest");
-    let totals = it.global_totals().expect("totals").map(f64::to_bits);
+    let totals = it
+        .global_totals()
+        .expect("totals")
+        .into_iter()
+        .map(f64::to_bits)
+        .collect();
     let h = it.hierarchy();
     let owned: Vec<usize> = match it.distribution() {
         Some(d) => d.owned(it.rank().map_or(0, |r| r.0)),

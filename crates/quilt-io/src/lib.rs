@@ -28,5 +28,5 @@ pub use checkpoint::{
 pub use error::IoError;
 pub use vtkhdf::{
     AmrOutput, CellArray, CellFields, CellValues, FileSeries, LevelOutput, VtkHdfSeries,
-    euler_output, write_vtkhdf,
+    euler_output, euler_output_with, write_vtkhdf,
 };

@@ -748,6 +748,11 @@ impl FineShare<'_> {
         self.reg.fine_start + self.n
     }
 
+    /// Number of components of the register.
+    pub fn ncomp(&self) -> usize {
+        self.reg.ncomp
+    }
+
     /// [`FluxRegister::add_coarse`], counting only this fine patch's faces.
     pub fn add_coarse<T: Real>(
         &mut self,

@@ -8,6 +8,9 @@
 //! faces are walls and `z` is periodic. A refinement criterion of this
 //! program refines wherever the density jumps by more than a few per cent
 //! from one cell to the next, so the levels follow the rolling interfaces.
+//! A passive scalar, `dye`, marks the gas of the dense band (its mass
+//! fraction is 1 there and 0 outside), so the output shows how the two
+//! streams mix.
 //!
 //! ```text
 //! cargo run --release -p kelvin-helmholtz -- [--steps N] [--out DIR] [--every N] [--levels N]
@@ -47,6 +50,7 @@ z_hi = "periodic"
 [hydro]
 gamma = 1.4
 cfl = 0.4
+scalars = ["dye"]
 [run]
 end_time = 100.0
 "#;
@@ -55,23 +59,27 @@ const GAMMA: f64 = 1.4;
 /// Pressure everywhere (the layer is in pressure balance).
 const PRESSURE: f64 = 2.5;
 
-/// The two streams: `(density, x velocity)` at height `y`, the dense fast
-/// band between y = 0.35 and 0.65 with interfaces smoothed over a few
-/// cells of the base grid.
-fn stream(y: f64) -> (f64, f64) {
+/// The two streams: `(density, x velocity, band)` at height `y`, the
+/// dense fast band between y = 0.35 and 0.65 with interfaces smoothed over
+/// a few cells of the base grid; `band` (0 to 1) is the share of the
+/// band's gas, the dye's mass fraction.
+fn stream(y: f64) -> (f64, f64, f64) {
     let width = 0.02;
     let band = 0.5 * ((y - 0.35) / width).tanh() - 0.5 * ((y - 0.65) / width).tanh();
-    (1.0 + band, 0.3 + 0.6 * band)
+    (1.0 + band, 0.3 + 0.6 * band, band)
 }
 
-/// Conserved state `[ρ, ρu, ρv, ρw, E]`.
-fn conserved(rho: f64, u: f64, v: f64) -> [f64; 5] {
+/// Conserved state `[ρ, ρu, ρv, ρw, E, ρ dye]` of gas with dye fraction
+/// `dye`: the Euler components, then the passive scalar as a partial
+/// density.
+fn conserved(rho: f64, u: f64, v: f64, dye: f64) -> [f64; 6] {
     [
         rho,
         rho * u,
         rho * v,
         0.0,
         PRESSURE / (GAMMA - 1.0) + 0.5 * rho * (u * u + v * v),
+        rho * dye,
     ]
 }
 
@@ -84,10 +92,10 @@ impl UserBoundary<f64> for Inflow {
     fn fill(&self, face: &BoundaryFace<'_>, target: &mut FillTarget<'_, f64>) {
         for cell in face.region.iter() {
             let y = face.level.cell_center(&cell).y;
-            let (rho, u) = stream(y);
+            let (rho, u, dye) = stream(y);
             let near = (-((y - 0.35) / 0.05).powi(2)).exp() + (-((y - 0.65) / 0.05).powi(2)).exp();
             let v = 0.05 * near * (2.0 * std::f64::consts::PI * face.time / 0.5).sin();
-            for (c, value) in conserved(rho, u, v).into_iter().enumerate() {
+            for (c, value) in conserved(rho, u, v, dye).into_iter().enumerate() {
                 // The face's region lies in the target (UserBoundary's
                 // contract), so this cannot fail.
                 let _ = target.set(c, &cell, value);
@@ -105,8 +113,8 @@ impl Problem<f64> for ShearLayer {
     }
 
     fn initial_state(&self, level: &LevelGeometry, cell: &IntVect, state: &mut [f64]) {
-        let (rho, u) = stream(level.cell_center(cell).y);
-        state.copy_from_slice(&conserved(rho, u, 0.0));
+        let (rho, u, dye) = stream(level.cell_center(cell).y);
+        state.copy_from_slice(&conserved(rho, u, 0.0, dye));
     }
 
     fn refinement(&self) -> Result<Vec<Refinement<f64>>, IntegratorError> {

@@ -58,11 +58,13 @@ fn a_few_steps_write_a_series_that_paraview_opens() {
             let script =
                 Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/paraview/check_vtkhdf.py");
             // The first time step: the initial hierarchy, the density of
-            // the streams between 1 and 2 (within the tanh profile's 6e-7).
+            // the streams between 1 and 2 (within the tanh profile's 6e-7)
+            // and the dye's mass fraction between 0 and 1.
             let expect = dir.join("expect.json");
             std::fs::write(
                 &expect,
-                r#"{"time": 0.0, "density_range": [1.0, 2.0], "tolerance": 1e-5}"#,
+                r#"{"time": 0.0, "density_range": [1.0, 2.0], "tolerance": 1e-5,
+                    "array_ranges": {"dye": [0.0, 1.0]}}"#,
             )
             .unwrap();
             let check = Command::new(pv)

@@ -94,6 +94,17 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
         true
     }
 
+    fn solves_components(&self, ncomp: usize) -> Result<(), String> {
+        if ncomp == quilt_sweep::physics::NCOMP {
+            Ok(())
+        } else {
+            Err(format!(
+                "its kernels solve the five Euler components, not {ncomp}; \
+                 passive scalars run on the CPU backend (run.backend = \"cpu\")"
+            ))
+        }
+    }
+
     fn host_alloc(&self) -> std::sync::Arc<dyn quilt_sweep::HostAlloc<T>> {
         std::sync::Arc::new(self.solver.host_alloc())
     }

@@ -112,6 +112,18 @@ pub trait SolveBackend<T: Real>: Send {
         false
     }
 
+    /// Whether the backend solves states of `ncomp` components: the Euler
+    /// five and `ncomp - 5` passive scalars. `Err` says why not. The
+    /// default accepts any count from five up, as the CPU schemes do.
+    fn solves_components(&self, ncomp: usize) -> Result<(), String> {
+        if ncomp < quilt_sweep::physics::NCOMP {
+            return Err(format!(
+                "{ncomp} components are fewer than the Euler equations' five"
+            ));
+        }
+        Ok(())
+    }
+
     /// The memory batches are prepared in: what the backend reads fastest
     /// (a GPU backend hands out page-locked memory it copies from directly).
     /// The default is plain vectors.
@@ -360,6 +372,10 @@ impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
 
     fn transfers(&self) -> bool {
         (**self).transfers()
+    }
+
+    fn solves_components(&self, ncomp: usize) -> Result<(), String> {
+        (**self).solves_components(ncomp)
     }
 
     fn host_alloc(&self) -> Arc<dyn HostAlloc<T>> {

@@ -10,7 +10,8 @@ use crate::{IntegratorError, Real};
 /// The backend `deck.run.backend` asks for, boxed so a program can choose
 /// at run time. `cuda` fails with the reason CUDA is unusable (no driver,
 /// no device, no NVRTC, a kernel that does not compile); `auto` falls back
-/// to the CPU in that case and logs why.
+/// to the CPU in that case and logs why, and picks the CPU for a deck with
+/// passive scalars (the CUDA kernels solve the Euler components only).
 pub fn backend_for<T: Real>(deck: &Deck) -> Result<Box<dyn SolveBackend<T>>, IntegratorError> {
     let solver = deck
         .solver()
@@ -19,6 +20,10 @@ pub fn backend_for<T: Real>(deck: &Deck) -> Result<Box<dyn SolveBackend<T>>, Int
     let requested = match deck.run.backend {
         BackendChoice::Cpu => return Ok(cpu()),
         BackendChoice::Cuda => Backend::Cuda,
+        BackendChoice::Auto if !deck.hydro.scalars.is_empty() => {
+            log::info!("backend auto: passive scalars are solved on the CPU; using the CPU solver");
+            return Ok(cpu());
+        }
         BackendChoice::Auto => Backend::Auto,
     };
     // The default kernels (packed bins, warp-per-column x sweeps, marched

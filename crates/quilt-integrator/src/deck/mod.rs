@@ -41,6 +41,9 @@ use locate::Locator;
 /// [`Deck::default`].
 pub const DEFAULT_DECK: &str = include_str!("default.toml");
 
+/// Most passive scalars a deck may name (`hydro.scalars`).
+pub const MAX_SCALARS: usize = 8;
+
 /// The input deck of a run (see the module docs and [`DEFAULT_DECK`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -48,6 +48,12 @@ impl Deck {
         Scheme::from_names(&self.hydro.scheme, limiter)
     }
 
+    /// Components of the state: the Euler five, then one per passive
+    /// scalar of `hydro.scalars`.
+    pub fn ncomp(&self) -> usize {
+        NCOMP + self.hydro.scalars.len()
+    }
+
     /// The gas: `gamma` and floors.
     pub fn gas(&self) -> Gas {
         Gas {
@@ -152,7 +158,8 @@ impl Deck {
             })
             .product();
         let real = self.run.precision.bytes() as u128;
-        cells * NCOMP as u128 * real * TIME_LEVELS + self.base_patch_count() * PATCH_OVERHEAD_BYTES
+        cells * self.ncomp() as u128 * real * TIME_LEVELS
+            + self.base_patch_count() * PATCH_OVERHEAD_BYTES
     }
 }
 

@@ -314,6 +314,14 @@ pub struct HydroSection {
     /// it, log the first with its cell) or `error` (stop the run, naming
     /// the cell). Default `apply`.
     pub on_floor: FloorAction,
+    /// Names of passive scalars carried with the gas (a dye, a species),
+    /// stored after the Euler components as partial densities `ρ φ`
+    /// ([`quilt_sweep::scheme::scalar`]); at most
+    /// [`MAX_SCALARS`](super::MAX_SCALARS). The decks' initial conditions
+    /// set each to the density of the gas that starts inside the sphere,
+    /// the Sedov deposit or the Riemann problem's left state (everywhere
+    /// for `uniform`). Default none.
+    pub scalars: Vec<String>,
 }
 
 /// What the integrator does when the scheme applies a density or pressure
@@ -339,6 +347,7 @@ impl Default for HydroSection {
             density_floor: 1e-10,
             pressure_floor: 1e-10,
             on_floor: FloorAction::Apply,
+            scalars: Vec::new(),
         }
     }
 }

@@ -97,6 +97,35 @@ impl Check<'_, '_> {
     }
 }
 
+/// Scalar names: at most [`super::MAX_SCALARS`], each non-empty, of
+/// letters, digits and `_`, unique and none an output array's name.
+fn validate_scalars(c: &Check<'_, '_>, names: &[String]) -> Result<(), DeckError> {
+    let key = "hydro.scalars";
+    c.ensure(names.len() <= super::MAX_SCALARS, key, || {
+        format!(
+            "{} scalars; at most {} are supported",
+            names.len(),
+            super::MAX_SCALARS
+        )
+    })?;
+    for (i, n) in names.iter().enumerate() {
+        c.ensure(
+            !n.is_empty() && n.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_'),
+            key,
+            || format!("scalar name {n:?} must be non-empty and of letters, digits and '_'"),
+        )?;
+        c.ensure(
+            !quilt_io::vtkhdf::EULER_ARRAYS.contains(&n.as_str()),
+            key,
+            || format!("scalar name {n:?} is already an output array's name"),
+        )?;
+        c.ensure(!names[..i].contains(n), key, || {
+            format!("scalar name {n:?} is given twice")
+        })?;
+    }
+    Ok(())
+}
+
 pub(crate) fn validate(d: &Deck, loc: &Locator<'_>) -> Result<(), DeckError> {
     validate_with_budget(d, loc, memory::available_bytes())
 }
@@ -168,6 +197,7 @@ pub(crate) fn validate_with_budget(
         "hydro.gamma",
         || format!("{} must be finite and > 1", d.hydro.gamma),
     )?;
+    validate_scalars(&c, &d.hydro.scalars)?;
     c.positive("hydro.density_floor", d.hydro.density_floor)?;
     c.positive("hydro.pressure_floor", d.hydro.pressure_floor)?;
     let ghost = scheme.ghost_width() as i32;

@@ -81,6 +81,27 @@ where
     P: Fn(usize) -> &'a PatchData<T>,
     F: Fn(&[T]) -> CellFields,
 {
+    euler_output_with(h, patch, (time, step), fields, &[], |_, _| {})
+}
+
+/// [`euler_output`] with further scalar cell arrays, one per name of
+/// `extra` (after the Euler arrays, before `patch_id`): `extra_values`
+/// writes a cell's values of them, in `extra`'s order, from its conserved
+/// values (for instance a passive scalar's mass fraction).
+pub fn euler_output_with<'a, T, P, F, X>(
+    h: &Hierarchy,
+    patch: P,
+    (time, step): (f64, u64),
+    fields: F,
+    extra: &[&str],
+    extra_values: X,
+) -> Result<AmrOutput, IoError>
+where
+    T: Real + 'a,
+    P: Fn(usize) -> &'a PatchData<T>,
+    F: Fn(&[T]) -> CellFields,
+    X: Fn(&[T], &mut [f64]),
+{
     let prob_lo = h.geometry().prob_lo();
     let mut levels = Vec::with_capacity(h.num_levels());
     // One cell's conserved values, gathered from the component-major layout.
@@ -95,6 +116,8 @@ where
         let mut p = Column::new::<T>(ncells);
         let mut e = Column::new::<T>(ncells);
         let mut ids = Vec::with_capacity(ncells);
+        let mut more: Vec<Column> = extra.iter().map(|_| Column::new::<T>(ncells)).collect();
+        let mut more_cell = vec![0.0; extra.len()];
         let mut boxes = Vec::with_capacity(h.level_patches(l).len());
         for i in h.level_range(l) {
             let meta = &h.patches()[i];
@@ -136,6 +159,12 @@ where
                         }
                         p.push(f.pressure);
                         e.push(f.total_energy);
+                        if !extra.is_empty() {
+                            extra_values(&cell, &mut more_cell);
+                            for (m, &x) in more.iter_mut().zip(&more_cell) {
+                                m.push(x);
+                            }
+                        }
                         ids.push(id);
                     }
                 }
@@ -145,13 +174,21 @@ where
         levels.push(LevelOutput {
             spacing: [lg.dx.x, lg.dx.y, lg.dx.z],
             boxes,
-            cell_arrays: vec![
+            cell_arrays: [
                 CellArray::scalar(EULER_ARRAYS[0], rho.into_values()),
                 CellArray::vector(EULER_ARRAYS[1], vel.into_values()),
                 CellArray::scalar(EULER_ARRAYS[2], p.into_values()),
                 CellArray::scalar(EULER_ARRAYS[3], e.into_values()),
-                CellArray::scalar(EULER_ARRAYS[4], ids),
-            ],
+            ]
+            .into_iter()
+            .chain(
+                extra
+                    .iter()
+                    .zip(more)
+                    .map(|(name, m)| CellArray::scalar(*name, m.into_values())),
+            )
+            .chain([CellArray::scalar(EULER_ARRAYS[4], ids)])
+            .collect(),
         });
     }
     let out = AmrOutput {

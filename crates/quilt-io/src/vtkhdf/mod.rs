@@ -6,7 +6,7 @@ mod series;
 mod write;
 mod writer;
 
-pub use from_hierarchy::{CellFields, EULER_ARRAYS, euler_output};
+pub use from_hierarchy::{CellFields, EULER_ARRAYS, euler_output, euler_output_with};
 pub use model::{AmrOutput, CellArray, CellValues, LevelOutput};
 pub use series::{FileSeries, SERIES_VERSION, SeriesEntry};
 pub use write::{VTKHDF_TYPE_AMR, VTKHDF_VERSION, write_vtkhdf};
