@@ -243,3 +243,48 @@ fn bad_scalar_names_are_refused_with_the_key() {
         );
     }
 }
+
+#[test]
+fn a_run_with_scalars_restarts_bit_for_bit_and_refuses_other_scalars() {
+    let deck = with_scalars(closed_box("rtvd"));
+    let all_bits = |it: &Integrator<f64, CpuBackend<f64>>| -> Vec<u64> {
+        let (h, d) = (it.hierarchy(), it.data());
+        let mut out = Vec::new();
+        for (i, p) in h.patches().iter().enumerate() {
+            for c in 0..7 {
+                out.extend(p.interior().iter().map(|q| d.old(i).get(c, &q).to_bits()));
+            }
+        }
+        out
+    };
+    let mut straight = common::cpu(&deck);
+    for _ in 0..11 {
+        straight.step().unwrap();
+    }
+    let dir = std::env::temp_dir().join(format!("quilt-scalar-restart-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ck.h5");
+    let mut first = common::cpu(&deck);
+    for _ in 0..7 {
+        first.step().unwrap();
+    }
+    first.write_checkpoint(&path).unwrap();
+    drop(first);
+    let solver = deck.solver().unwrap();
+    let mut resumed = Integrator::<f64, _>::restart(&path, None, CpuBackend::new(solver)).unwrap();
+    assert_eq!(resumed.deck().hydro.scalars, deck.hydro.scalars);
+    // Through the regrid after step 10.
+    for _ in 0..4 {
+        resumed.step().unwrap();
+    }
+    assert!(all_bits(&resumed) == all_bits(&straight));
+    // A deck with fewer scalars than the checkpoint's state is refused.
+    let mut fewer = deck.clone();
+    fewer.hydro.scalars.pop();
+    let e = Integrator::<f64, _>::restart(&path, Some(&fewer), CpuBackend::new(solver))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("7 components") && e.contains("6"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
