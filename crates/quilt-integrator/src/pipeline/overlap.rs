@@ -495,6 +495,16 @@ where
                             us(t0, end)
                         );
                         books.prepared(&flight.staged, p1.duration_since(p0).as_secs_f64());
+                        log::trace!(
+                            "batch {}: slowest prepare queue {:.4e} s",
+                            flight.id,
+                            flight
+                                .staged
+                                .prepare_secs
+                                .iter()
+                                .copied()
+                                .fold(0.0, f64::max)
+                        );
                         let solved = match result {
                             Some(Ok(r)) if !f.stopping() => Ok(r),
                             Some(Err(e)) => Err(Some(fail(e))),
