@@ -1,11 +1,13 @@
-"""Renders a density slice of a quilt VTKHDF output with the outline of
-every patch the slice cuts, coloured by level.
+"""Renders a slice of a quilt VTKHDF output (density, or any cell array
+such as a passive scalar) with the outline of every patch the slice cuts,
+coloured by level.
 
 Run with ParaView's Python (Debian package python3-paraview); without a
 display, under xvfb-run:
 
     xvfb-run -a pvpython scripts/render_sphere.py OUT/sphere.hdf.series \
         docs/figures/sphere_slice.png [--time T] [--z Z] [--size W H]
+        [--field NAME]
 
 The slice is the plane z = Z (default: the middle of the domain) at time
 T (default: the series' last). Covered cells are blanked by the reader,
@@ -35,6 +37,7 @@ def parse_args(argv):
     p.add_argument("--time", type=float)
     p.add_argument("--z", type=float)
     p.add_argument("--size", type=int, nargs=2, default=[1200, 1000], metavar=("W", "H"))
+    p.add_argument("--field", default="density", help="cell array to colour by (default density)")
     return p.parse_args(argv)
 
 
@@ -69,18 +72,18 @@ def main(argv):
         view.ViewTime = t
 
     # One slice per level, so that each level's patch outlines get their
-    # own colour; the density comes from the whole (blanked) hierarchy.
+    # own colour; the field comes from the whole (blanked) hierarchy.
     whole = simple.Slice(Input=reader)
     whole.SliceType = "Plane"
     whole.SliceType.Origin = [0.5 * (bounds[0] + bounds[1]), 0.5 * (bounds[2] + bounds[3]), z]
     whole.SliceType.Normal = [0.0, 0.0, 1.0]
     shown = simple.Show(whole, view)
-    simple.ColorBy(shown, ("CELLS", "density"))
-    lut = simple.GetColorTransferFunction("density")
+    simple.ColorBy(shown, ("CELLS", args.field))
+    lut = simple.GetColorTransferFunction(args.field)
     lut.ApplyPreset("Viridis (matplotlib)", True)
     shown.SetScalarBarVisibility(view, True)
     bar = simple.GetScalarBar(lut, view)
-    bar.Title = "density"
+    bar.Title = args.field
     bar.ComponentTitle = ""
     bar.TitleColor = [0.0, 0.0, 0.0]
     bar.LabelColor = [0.0, 0.0, 0.0]
@@ -123,7 +126,7 @@ def main(argv):
     width, height = bounds[1] - bounds[0], bounds[3] - bounds[2]
     aspect = args.size[0] / float(args.size[1])
     view.CameraParallelScale = 0.56 * max(height, width / aspect * 1.3)
-    label = simple.Text(Text="density at z = %.3g, t = %.4g; patch outlines by level" % (z, t or 0.0))
+    label = simple.Text(Text="%s at z = %.3g, t = %.4g; patch outlines by level" % (args.field, z, t or 0.0))
     text = simple.Show(label, view)
     text.Color = [0.0, 0.0, 0.0]
     text.FontSize = 14
