@@ -288,3 +288,25 @@ fn a_run_with_scalars_restarts_bit_for_bit_and_refuses_other_scalars() {
     assert!(e.contains("7 components") && e.contains("6"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn scalars_keep_a_run_host_staged() {
+    use quilt_integrator::deck::Residency;
+    let mut deck = with_scalars(closed_box("rtvd"));
+    deck.run.residency = Residency::Device;
+    let solver = deck.solver().unwrap();
+    let e = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("passive scalars") && e.contains("host"), "{e}");
+    // A budget that would take the CPU backend's run into residency
+    // without scalars.
+    deck.run.residency = Residency::Auto;
+    deck.run.device_memory_limit = 1 << 40;
+    let it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).unwrap();
+    assert_eq!(it.residency(), Residency::Host);
+    deck.hydro.scalars.clear();
+    let it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).unwrap();
+    assert_eq!(it.residency(), Residency::Device);
+}
