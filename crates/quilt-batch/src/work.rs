@@ -266,19 +266,4 @@ impl BinWork {
     pub fn bytes(&self) -> u64 {
         self.totals.bytes
     }
-
-    /// The same bin with patch `k` prepared as `preparation(k)` says (the
-    /// totals do not depend on it).
-    pub fn prepared_as(&self, preparation: impl Fn(usize) -> Preparation) -> Self {
-        Self {
-            patches: self
-                .patches
-                .iter()
-                .enumerate()
-                .map(|(k, p)| p.prepared(preparation(k)))
-                .collect(),
-            bytes_per_cell: self.bytes_per_cell,
-            totals: self.totals,
-        }
-    }
 }

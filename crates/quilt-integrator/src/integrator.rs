@@ -134,9 +134,13 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     criteria: Vec<Refinement<T>>,
     /// The problem: initial state, criteria, faces.
     problem: Arc<dyn Problem<T>>,
-    /// Why the problem keeps the state on the host (criteria or boundary
-    /// conditions that run host code), if it does.
+    /// Why the run keeps the state on the host (criteria or boundary
+    /// conditions that run host code, passive scalars), if it does.
     host_only: Option<String>,
+    /// Where host-staged steps prepare patches and probes (fixed for a
+    /// run: it follows the state arena and the backend), which every step
+    /// plan's work descriptions follow.
+    preparations: Preparations,
     h: Hierarchy,
     data: Option<HierarchyData<T>>,
     plan: StepPlan<T>,
@@ -504,7 +508,14 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             Residency::Auto => memory_budget(&mut backend, 0, deck)
                 .is_some_and(|b| residency::lower_bound(&hierarchy, std::mem::size_of::<T>()) <= b),
         };
-        let plan = StepPlan::for_deck(&hierarchy, bc.clone(), limiter, deck, !on_device)?;
+        let preparations = preparations_for(arena.is_some(), backend.fills_probes());
+        let plan = StepPlan::for_deck(
+            &hierarchy,
+            bc.clone(),
+            limiter,
+            (deck, preparations),
+            !on_device,
+        )?;
         let queues = rayon::current_num_threads();
         let base = if backend.transfers() {
             Coefficients::gpu_default()
@@ -534,6 +545,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             criteria,
             problem,
             host_only,
+            preparations,
             h: hierarchy,
             data: Some(data),
             plan,
@@ -576,32 +588,12 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 marks: Vec::new(),
             },
         };
-        me.plan.set_preparation(me.preparations());
         // Host-staged from the start: the ring's page-locked batches are
         // allocated while the caller builds the initial hierarchy.
         if deck.run.residency == Residency::Host {
             me.prefetch_batches();
         }
         Ok(me)
-    }
-
-    /// Where a host-staged step prepares patches and their flux probes:
-    /// every patch on the host, and the probes on the device when the
-    /// states are page-locked and the backend fills the probes of patches
-    /// solved in place ([`SolveBackend::fills_probes`]). The cost model's
-    /// prepare estimates follow it (`QUILT_PREPARE_FEATURES=bins` has them
-    /// charge the probes too, as before, to compare).
-    fn preparations(&self) -> Preparations {
-        let charged = std::env::var("QUILT_PREPARE_FEATURES").is_ok_and(|v| v == "bins");
-        let on_device = !charged && self.arena.is_some() && self.backend.fills_probes();
-        Preparations {
-            patches: Preparation::Host,
-            probes: if on_device {
-                Preparation::OnDevice
-            } else {
-                Preparation::Host
-            },
-        }
     }
 
     /// Starts allocating the batches the step loop keeps alive (see
@@ -982,7 +974,6 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let mut ranks = Ranks::new(transport, dist, &self.h, &plan.layout)?;
         ranks.set_overlap(self.halo_overlap);
         self.plan = plan;
-        self.plan.set_preparation(self.preparations());
         self.ranks = Some(ranks);
         // Over ranks each rank scans its own patches.
         self.next_rate = None;
@@ -1066,7 +1057,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             h,
             self.bc.clone(),
             self.limiter,
-            &self.deck,
+            (&self.deck, self.preparations),
             true,
             Some(&owned),
         )
@@ -1709,7 +1700,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         // The step plan (fill plans, packing, registers) depends on the new
         // layout alone: it is built while the data moves.
         let (old_h, limiter, arena) = (&self.h, self.limiter, self.arena.clone());
-        let (bc, deck, batches) = (self.bc.clone(), &self.deck, !self.on_device);
+        let (bc, batches) = (self.bc.clone(), !self.on_device);
+        let shape = (&self.deck, self.preparations);
         let (moved, planned) = rayon::join(
             || {
                 let t = Instant::now();
@@ -1726,7 +1718,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             },
             || {
                 let t = Instant::now();
-                let plan = StepPlan::for_deck(&new_h, bc, limiter, deck, batches);
+                let plan = StepPlan::for_deck(&new_h, bc, limiter, shape, batches);
                 (plan, t.elapsed().as_secs_f64())
             },
         );
@@ -1865,8 +1857,6 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         self.version += 1;
         self.next_rate = None;
         self.patch_costs.clear();
-        let mut plan = plan;
-        plan.set_preparation(self.preparations());
         (
             std::mem::replace(&mut self.h, h),
             std::mem::replace(&mut self.data, data),
@@ -2101,7 +2091,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             h,
             self.bc.clone(),
             self.limiter,
-            &self.deck,
+            (&self.deck, self.preparations),
             !self.on_device,
         )
     }
@@ -2292,6 +2282,24 @@ fn no_resident_mode(backend: &str) -> IntegratorError {
     IntegratorError::Config(format!(
         "run.residency = \"device\": the {backend} backend has no resident mode (use \"host\")"
     ))
+}
+
+/// Where a host-staged step prepares patches and their flux probes:
+/// every patch on the host, and the probes on the device when the states
+/// are page-locked (`arena`) and the backend fills the probes of patches
+/// solved in place ([`SolveBackend::fills_probes`]). The cost model's
+/// prepare estimates follow it (`QUILT_PREPARE_FEATURES=bins` has them
+/// charge the probes too, to compare).
+fn preparations_for(arena: bool, fills_probes: bool) -> Preparations {
+    let charged = std::env::var("QUILT_PREPARE_FEATURES").is_ok_and(|v| v == "bins");
+    Preparations {
+        patches: Preparation::Host,
+        probes: if !charged && arena && fills_probes {
+            Preparation::OnDevice
+        } else {
+            Preparation::Host
+        },
+    }
 }
 
 /// Bytes of both time levels of `h`'s state, ghost cells included.

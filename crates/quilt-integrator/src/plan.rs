@@ -127,8 +127,7 @@ pub(crate) struct PlanLayout<T> {
     /// built (host-staged steps need them).
     pub batches: bool,
     /// Where the step prepares patches and probes, which the work
-    /// descriptions (and so the cost model's prepare estimates) follow
-    /// ([`StepPlan::set_preparation`]).
+    /// descriptions (and so the cost model's prepare estimates) follow.
     pub preparation: Preparations,
 }
 
@@ -137,6 +136,32 @@ pub(crate) struct PlanLayout<T> {
 pub(crate) struct Preparations {
     pub patches: Preparation,
     pub probes: Preparation,
+}
+
+/// What a plan's batches are made of, besides the hierarchy.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PlanShape {
+    /// Bin edge in cells.
+    pub bin_edge: u32,
+    /// Components of the state.
+    pub ncomp: usize,
+    /// Each patch alone in its own bin (the paper's default scheme).
+    pub per_patch: bool,
+    /// Where the step prepares patches and probes, which the work
+    /// descriptions (and so the cost model's prepare estimates) follow.
+    pub preparation: Preparations,
+}
+
+impl PlanShape {
+    /// The shape `deck`'s `[batching]` and `[hydro]` ask for.
+    pub fn of(deck: &crate::deck::Deck, preparation: Preparations) -> Self {
+        Self {
+            bin_edge: deck.batching.bin_edge,
+            ncomp: deck.ncomp(),
+            per_patch: deck.batching.layout == crate::deck::BatchLayoutKind::PerPatch,
+            preparation,
+        }
+    }
 }
 
 /// Per-step flux blocks, written by close.
@@ -169,29 +194,28 @@ impl<T: Real> StepPlan<T> {
         bin_edge: u32,
         per_patch: bool,
     ) -> Result<Self, IntegratorError> {
-        Self::build(
-            h,
-            bc,
-            limiter,
-            (bin_edge, quilt_sweep::physics::NCOMP),
+        let shape = PlanShape {
+            bin_edge,
+            ncomp: quilt_sweep::physics::NCOMP,
             per_patch,
-            true,
-            None,
-        )
+            preparation: Preparations::default(),
+        };
+        Self::build(h, bc, limiter, shape, true, None)
     }
 
-    /// The plan `deck` asks for: bins as its `[batching]` says, and the
-    /// work descriptions and flux blocks of host-staged batches only when
-    /// the steps are host-staged (`batches`; a device-resident run never
-    /// solves such batches).
+    /// The plan `deck` asks for: bins as its `[batching]` says, work
+    /// descriptions that follow `preparation`, and the work descriptions
+    /// and flux blocks of host-staged batches only when the steps are
+    /// host-staged (`batches`; a device-resident run never solves such
+    /// batches).
     pub fn for_deck(
         h: &Hierarchy,
         bc: BoundaryConditions<T>,
         limiter: Limiter,
-        deck: &crate::deck::Deck,
+        (deck, preparation): (&crate::deck::Deck, Preparations),
         batches: bool,
     ) -> Result<Self, IntegratorError> {
-        Self::for_deck_owned(h, bc, limiter, deck, batches, None)
+        Self::for_deck_owned(h, bc, limiter, (deck, preparation), batches, None)
     }
 
     /// [`StepPlan::for_deck`] for one rank of several: only the patches
@@ -203,19 +227,12 @@ impl<T: Real> StepPlan<T> {
         h: &Hierarchy,
         bc: BoundaryConditions<T>,
         limiter: Limiter,
-        deck: &crate::deck::Deck,
+        (deck, preparation): (&crate::deck::Deck, Preparations),
         batches: bool,
         owned: Option<&[bool]>,
     ) -> Result<Self, IntegratorError> {
-        Self::build(
-            h,
-            bc,
-            limiter,
-            (deck.batching.bin_edge, deck.ncomp()),
-            deck.batching.layout == crate::deck::BatchLayoutKind::PerPatch,
-            batches,
-            owned,
-        )
+        let shape = PlanShape::of(deck, preparation);
+        Self::build(h, bc, limiter, shape, batches, owned)
     }
 
     /// Adds the work descriptions and flux blocks of host-staged batches
@@ -229,10 +246,7 @@ impl<T: Real> StepPlan<T> {
         let ((w, shelved), fluxes) = rayon::join(
             || {
                 rayon::join(
-                    || {
-                        let prep = l.preparation;
-                        Self::work(h, l, prep)
-                    },
+                    || Self::work(h, l),
                     || shelves(&l.bins, &l.probes, &l.probes_of, l.ghost, l.bin_edge),
                 )
             },
@@ -244,36 +258,6 @@ impl<T: Real> StepPlan<T> {
         self.fluxes = fluxes;
         l.batches = true;
         Ok(())
-    }
-
-    /// Has the work descriptions say where the step prepares patches and
-    /// probes (see `quilt_batch::Preparation`), now and when they are
-    /// rebuilt.
-    pub fn set_preparation(&mut self, preparation: Preparations) {
-        let l = &mut self.layout;
-        if l.preparation == preparation {
-            return;
-        }
-        l.preparation = preparation;
-        if !l.batches {
-            return;
-        }
-        for w in &mut l.patch_work {
-            *w = w.prepared(preparation.patches);
-        }
-        for w in &mut l.probe_work {
-            *w = w.prepared(preparation.probes);
-        }
-        for (w, b) in l.work.iter_mut().zip(&l.bins) {
-            let n = b.patches.len();
-            *w = w.prepared_as(|k| {
-                if k < n {
-                    preparation.patches
-                } else {
-                    preparation.probes
-                }
-            });
-        }
     }
 
     /// Drops the work descriptions and flux blocks of host-staged batches
@@ -290,11 +274,16 @@ impl<T: Real> StepPlan<T> {
         h: &Hierarchy,
         bc: BoundaryConditions<T>,
         limiter: Limiter,
-        (bin_edge, ncomp): (u32, usize),
-        per_patch: bool,
+        shape: PlanShape,
         batches: bool,
         owned: Option<&[bool]>,
     ) -> Result<Self, IntegratorError> {
+        let PlanShape {
+            bin_edge,
+            ncomp,
+            per_patch,
+            preparation,
+        } = shape;
         let t0 = std::time::Instant::now();
         // The fill plans, the packing and the registers depend on the
         // hierarchy alone: built side by side.
@@ -345,7 +334,7 @@ impl<T: Real> StepPlan<T> {
                 shelves: Vec::new(),
                 fill_ratio,
                 batches: false,
-                preparation: Preparations::default(),
+                preparation,
             },
             fluxes: FluxStore::empty(),
             registers,
@@ -423,9 +412,9 @@ impl<T: Real> StepPlan<T> {
     fn work(
         h: &Hierarchy,
         l: &PlanLayout<T>,
-        prep: Preparations,
     ) -> Result<(Vec<BinWork>, Vec<PatchWork>, Vec<PatchWork>), IntegratorError> {
         let (fill, bins, probes, probes_of) = (&l.fill, &l.bins, &l.probes, &l.probes_of);
+        let prep = l.preparation;
         let ghost = h.ghost();
         let g = side_u32(ghost);
         let bytes = (l.ncomp * size_of::<T>()) as u32;
@@ -649,19 +638,20 @@ mod tests {
     #[test]
     fn work_descriptions_follow_the_preparation() {
         let h = two_level();
-        let mut plan = StepPlan::<f64>::new(
-            &h,
-            BoundaryConditions::outflow().with_vector([1, 2, 3]),
-            Limiter::default(),
-            64,
-            true,
-        )
-        .unwrap();
-        let before: Vec<_> = plan.layout.work.clone();
+        let bc = || BoundaryConditions::outflow().with_vector([1, 2, 3]);
+        let before = StepPlan::<f64>::new(&h, bc(), Limiter::default(), 64, true).unwrap();
         let prep = Preparations {
             patches: Preparation::Host,
             probes: Preparation::OnDevice,
         };
+        let shape = PlanShape {
+            bin_edge: 64,
+            ncomp: quilt_sweep::physics::NCOMP,
+            per_patch: true,
+            preparation: prep,
+        };
+        let mut plan =
+            StepPlan::<f64>::build(&h, bc(), Limiter::default(), shape, true, None).unwrap();
         let check = |plan: &StepPlan<f64>| {
             let l = &plan.layout;
             assert!(l.patch_work.iter().all(|w| w.preparation == prep.patches));
@@ -677,10 +667,9 @@ mod tests {
                 }
             }
         };
-        plan.set_preparation(prep);
         check(&plan);
         assert!(plan.layout.work.iter().any(|w| w.patches().len() > 1));
-        for (a, b) in plan.layout.work.iter().zip(&before) {
+        for (a, b) in plan.layout.work.iter().zip(&before.layout.work) {
             assert_eq!(a.totals(), b.totals());
         }
         plan.drop_batches();
