@@ -90,14 +90,24 @@ pub fn cpu(deck: &Deck) -> Integrator<f64, CpuBackend<f64>> {
     Integrator::new(deck, CpuBackend::new(solver)).expect("integrator")
 }
 
-/// Every old interior value of every patch, bit for bit.
+/// Every old interior value of the Euler components of every patch, bit
+/// for bit.
 pub fn state_bits(it: &Integrator<f64, CpuBackend<f64>>) -> Vec<u64> {
+    component_bits(it, 0..5)
+}
+
+/// Every old interior value of components `comps` of every patch, bit for
+/// bit (patch by patch, then component by component).
+pub fn component_bits(
+    it: &Integrator<f64, CpuBackend<f64>>,
+    comps: std::ops::Range<usize>,
+) -> Vec<u64> {
     let h = it.hierarchy();
     let d = it.data();
     let mut out = Vec::new();
     for (i, p) in h.patches().iter().enumerate() {
         let pd = d.old(i);
-        for c in 0..5 {
+        for c in comps.clone() {
             for q in p.interior().iter() {
                 out.push(pd.get(c, &q).to_bits());
             }

@@ -12,6 +12,7 @@ use crate::layout::{BatchLayout, data_index, face_offset, transverse_axes};
 use crate::physics::{FloorCounts, NCOMP, NOT_FINITE, column_components};
 use crate::real::Real;
 use crate::scheme::ColumnBuf;
+use crate::scheme::tvd;
 
 /// Where one column lives in the batch.
 #[derive(Clone, Copy, Debug)]
@@ -141,9 +142,9 @@ impl Column {
     }
 
     /// The TVD stage combination of passive scalar `k` on cells `lo .. hi`
-    /// (see `tvd::stage_one` / `tvd::stage_two`, without floors): stage 1
-    /// writes `s^n + (acc + du)` into `stage`, stage 2 writes
-    /// `(s^n + (s* + (acc + du))) / 2` into `data`. Returns the first
+    /// (`tvd::stage_one_value` / `stage_two_value`, the Euler stages'
+    /// formulas without floors): stage 1 writes into `stage`, stage 2 into
+    /// `data`. Returns the first
     /// non-finite value's cell instead of finishing, if any.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn combine_scalar<T: Real>(
@@ -157,17 +158,16 @@ impl Column {
         hi: usize,
         du: &[T],
     ) -> Result<(), (usize, f64)> {
-        let half = T::from_f64(0.5);
         for (i, &d) in du.iter().enumerate().take(hi).skip(lo) {
             let at = self.scalar_at(k, i);
             // SAFETY: cells lo..hi of this column are accessed by it only
             // during the pass.
             unsafe {
-                let inc = acc.get(at) + d;
                 let (w, dst) = if second {
-                    (half * (data.get(at) + (stage.get(at) + inc)), data)
+                    let w = tvd::stage_two_value(data.get(at), stage.get(at), acc.get(at), d);
+                    (w, data)
                 } else {
-                    (data.get(at) + inc, stage)
+                    (tvd::stage_one_value(data.get(at), acc.get(at), d), stage)
                 };
                 if !w.is_finite() {
                     return Err((i, w.as_f64()));
@@ -255,8 +255,8 @@ impl Column {
         })
     }
 
-    /// Records `weight * flux` (or adds it, if `add`) at the two interior
-    /// faces of the column, if it has them.
+    /// Records `weight * flux` (or adds it, if `add`) of the Euler
+    /// components at the two interior faces of the column, if it has them.
     #[inline(always)]
     pub(crate) fn record<T: Real>(
         &self,
@@ -265,18 +265,32 @@ impl Column {
         weight: T,
         add: bool,
     ) {
+        for v in 0..5 {
+            self.record_comp(flux_buf, self.comps[v], &flux.0[v], weight, add);
+        }
+    }
+
+    /// [`Column::record`] of one batch component `comp` whose face fluxes
+    /// (column numbering) are `flux`.
+    #[inline(always)]
+    fn record_comp<T: Real>(
+        &self,
+        flux_buf: &Shared<'_, T>,
+        comp: usize,
+        flux: &[T],
+        weight: T,
+        add: bool,
+    ) {
         let Some(faces) = self.faces else { return };
         let n = self.len - 2 * (self.face_lo + 1);
         for (side, f) in [(0, self.face_lo), (1, self.face_lo + n)] {
-            for v in 0..5 {
-                let idx = faces[side] + self.comps[v] * self.fstride;
-                let val = weight * flux.0[v][f];
-                // SAFETY: every (face, transverse cell) of a patch belongs to
-                // exactly one column of the pass sweeping that face's axis.
-                unsafe {
-                    let old = if add { flux_buf.get(idx) } else { T::zero() };
-                    flux_buf.set(idx, if add { old + val } else { val });
-                }
+            let idx = faces[side] + comp * self.fstride;
+            let val = weight * flux[f];
+            // SAFETY: every (face, transverse cell) of a patch belongs to
+            // exactly one column of the pass sweeping that face's axis.
+            unsafe {
+                let old = if add { flux_buf.get(idx) } else { T::zero() };
+                flux_buf.set(idx, if add { old + val } else { val });
             }
         }
     }
@@ -294,17 +308,7 @@ impl Column {
         weight: T,
         add: bool,
     ) {
-        let Some(faces) = self.faces else { return };
-        let n = self.len - 2 * (self.face_lo + 1);
-        for (side, f) in [(0, self.face_lo), (1, self.face_lo + n)] {
-            let idx = faces[side] + (NCOMP + k) * self.fstride;
-            let val = weight * flux[f];
-            // SAFETY: as in `record`.
-            unsafe {
-                let old = if add { flux_buf.get(idx) } else { T::zero() };
-                flux_buf.set(idx, if add { old + val } else { val });
-            }
-        }
+        self.record_comp(flux_buf, NCOMP + k, flux, weight, add);
     }
 
     /// The error for a non-finite value `value` of passive scalar `k` at

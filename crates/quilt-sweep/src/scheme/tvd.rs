@@ -190,6 +190,20 @@ pub fn tvd_column<T: Real>(
     }
 }
 
+/// One value of the first-stage state before floors, `U^n + (acc + du)`
+/// (passive scalars take it as it is).
+#[inline(always)]
+pub fn stage_one_value<T: Real>(un: T, acc: T, du: T) -> T {
+    un + (acc + du)
+}
+
+/// One value of the final state before floors,
+/// `(U^n + (U* + (acc + du))) / 2`.
+#[inline(always)]
+pub fn stage_two_value<T: Real>(un: T, us: T, acc: T, du: T) -> T {
+    T::from_f64(0.5) * (un + (us + (acc + du)))
+}
+
 /// First-stage state `U* = U^n + (acc + du)` with floors, where `acc` holds
 /// the differences of the axes swept before the last one.
 #[inline(always)]
@@ -202,7 +216,7 @@ pub fn stage_one<T: Real>(
 ) -> [T; 5] {
     let mut w = [T::zero(); 5];
     for v in 0..5 {
-        w[v] = un[v] + (acc[v] + du[v]);
+        w[v] = stage_one_value(un[v], acc[v], du[v]);
     }
     apply_floors(k, &mut w, floors);
     w
@@ -218,10 +232,9 @@ pub fn stage_two<T: Real>(
     du: &[T; 5],
     floors: &mut FloorCounts,
 ) -> [T; 5] {
-    let half = T::from_f64(0.5);
     let mut w = [T::zero(); 5];
     for v in 0..5 {
-        w[v] = half * (un[v] + (us[v] + (acc[v] + du[v])));
+        w[v] = stage_two_value(un[v], us[v], acc[v], du[v]);
     }
     apply_floors(k, &mut w, floors);
     w
