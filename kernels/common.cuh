@@ -22,6 +22,14 @@ typedef long long i64;
 // Descriptors that fit the constant bank next to the other constants.
 #define QUILT_CONST_DESCS 768
 #define QUILT_NO_ERROR 0xffffffffffffffffull
+// Components per cell of the batch layout: the five Euler components, then
+// the passive scalars (quilt_sweep::scheme::scalar). The host defines it
+// when a run carries scalars; the Euler kernels use it for their strides
+// only, so with five the code is the same as without the define.
+#ifndef QUILT_NCOMP
+#define QUILT_NCOMP 5
+#endif
+static_assert(QUILT_NCOMP >= 5 && QUILT_NCOMP <= 16, "5 Euler components and at most 11 scalars (4-bit error keys)");
 
 // quilt_sweep::PatchDesc, byte for byte (80 bytes, no padding).
 struct PatchDesc {
@@ -67,8 +75,8 @@ struct PassInfo {
     int slot;    // error slot (sweep index, or TVD stage)
     int stage;   // TVD stage 0/1
     int sub;     // TVD: 0 = acc = du, 1 = acc += du, 2 = stage update
-    int march;   // items are flat segments of 32 columns, marched (else one column each)
-    int pad;
+    int march;   // items are flat segments of 32 columns, marched
+    int rows;    // items are groups of rows (else, and not march, one column each)
 };
 
 #define QUILT_MAX_PASSES 6
@@ -265,7 +273,7 @@ __device__ __forceinline__ Col make_col(const PatchDesc& d, u32 patch, const Pas
     c.fz = axis == 2 ? fa : tb;
     const i64 bb = B;
     c.cstride = bb * bb * bb;
-    c.base = ((i64)d.bin * 5 * bb + (i64)(d.offset[2] + c.fz)) * bb * bb + (i64)(d.offset[1] + c.fy) * bb +
+    c.base = ((i64)d.bin * QUILT_NCOMP * bb + (i64)(d.offset[2] + c.fz)) * bb * bb + (i64)(d.offset[1] + c.fy) * bb +
              (i64)(d.offset[0] + c.fx);
     c.stride = pick<i64>(axis, 1, bb, bb * bb);
     c.len = pass_len(d, ps);
@@ -275,13 +283,13 @@ __device__ __forceinline__ Col make_col(const PatchDesc& d, u32 patch, const Pas
     c.patch = patch;
     const bool inside = ta >= g && ta < g + na && tb >= g && tb < g + nb;
     if (inside) {
-        // face_offset of quilt_sweep::layout::flux, 5 components
+        // face_offset of quilt_sweep::layout::flux, QUILT_NCOMP components
         const i64 a0 = (i64)n1 * n2, a1 = (i64)n0 * n2, a2 = (i64)n0 * n1;
         const i64 before = pick<i64>(axis, 0, a0, a0 + a1);
         const i64 area = pick(axis, a0, a1, a2);
-        const i64 lo = (i64)d.flux_offset + 5 * (2 * before) + (i64)(tb - g) * na + (ta - g);
+        const i64 lo = (i64)d.flux_offset + QUILT_NCOMP * (2 * before) + (i64)(tb - g) * na + (ta - g);
         c.face0 = lo;
-        c.face1 = lo + 5 * area;
+        c.face1 = lo + QUILT_NCOMP * area;
     } else {
         c.face0 = -1;
         c.face1 = -1;
@@ -307,7 +315,7 @@ __device__ __forceinline__ int t_hi(const PatchDesc& d, const PassInfo& ps, int 
 
 // ----------------------------------------------------------- error keys ----
 // First non-finite value of a slot: atomicMin over
-//   patch << 23 | (tb, ta, i: 6 bits each) << 5 | component << 2 | class
+//   patch << 24 | (tb, ta, i: 6 bits each) << 6 | component << 2 | class
 // with (tb, ta) the column's transverse coordinates and i the column cell,
 // class 0 NaN, 1 +inf, 2 -inf. The order of the keys is the CPU driver's
 // (patch, column group, column, cell), so the host reports the same cell as
@@ -330,7 +338,19 @@ __device__ __forceinline__ void check_finite(const Col& c, int axis, int i, cons
     u64 ta = axis == 0 ? c.fy : c.fx;
     u64 tb = axis == 2 ? c.fy : c.fz;
     u64 lin = (tb << 12) | (ta << 6) | (u64)i;
-    u64 key = ((u64)c.patch << 23) | (lin << 5) | ((u64)comp_of(axis, first) << 2) | cls;
+    u64 key = ((u64)c.patch << 24) | (lin << 6) | ((u64)comp_of(axis, first) << 2) | cls;
+    atomicMin(((u64*)errors) + slot, key);
+}
+
+// check_finite of one value of batch component `comp` (a passive scalar).
+template <class T>
+__device__ __forceinline__ void check_value(const Col& c, int axis, int i, int comp, T x, u64 errors, int slot) {
+    if (q_finite(x)) return;
+    u64 cls = x != x ? 0 : (x > T(0) ? 1 : 2);
+    u64 ta = axis == 0 ? c.fy : c.fx;
+    u64 tb = axis == 2 ? c.fy : c.fz;
+    u64 lin = (tb << 12) | (ta << 6) | (u64)i;
+    u64 key = ((u64)c.patch << 24) | (lin << 6) | ((u64)comp << 2) | cls;
     atomicMin(((u64*)errors) + slot, key);
 }
 
@@ -338,7 +358,7 @@ __device__ __forceinline__ void check_finite(const Col& c, int axis, int i, cons
 
 // Data index of value v (column order) of column cell i.
 __device__ __forceinline__ i64 value_index(const Col& c, int axis, int i, int v) {
-    // Within one bin (at most 5 x 64^3 values) the offset fits 32 bits,
+    // Within one bin (at most 16 x 64^3 values) the offset fits 32 bits,
     // which saves the 64-bit multiplies of every cell access.
     return c.base + (i64)(i * (int)c.stride + comp_of(axis, v) * (int)c.cstride);
 }
@@ -565,9 +585,9 @@ __device__ __forceinline__ void scan_body(const T* data, const PatchDesc* descs,
     const int g = d.ghost;
     const int plane = ex * ey;
     const int end = min((int)it.first + QUILT_SCAN_CELLS, plane * ez);
-    // Offsets inside one bin fit 32 bits (at most 5 x 64^3 values).
+    // Offsets inside one bin fit 32 bits (at most 16 x 64^3 values).
     const int cs = B * B * B;
-    const T* bin = data + (i64)d.bin * 5 * cs;
+    const T* bin = data + (i64)d.bin * QUILT_NCOMP * cs;
     const int o0 = (d.offset[2] * B + d.offset[1]) * B + d.offset[0];
     typedef typename ScanMath<T>::type C;
     const C gm1 = (C)(gamma - 1.0);
@@ -599,6 +619,8 @@ __device__ __forceinline__ void scan_body(const T* data, const PatchDesc* descs,
                 const int at = o0 + (pos.k * B + pos.j) * B + pos.i;
 #pragma unroll
                 for (int v = 0; v < 5; ++v) u[m][v] = bin[at + v * cs];
+                // Passive scalars need only be finite (the CPU's scan_patch).
+                for (int v = 5; v < QUILT_NCOMP; ++v) is_bad |= !isfinite(bin[at + v * cs]);
                 interior[m] = pos.k >= g && pos.k < ez - g && pos.j >= g && pos.j < ey - g && pos.i >= g && pos.i < ex - g;
             }
             pos.advance(si, sj, sk, ex, ey);
@@ -654,7 +676,7 @@ __device__ __forceinline__ void store_cells(const T* data, T* dst, const PatchDe
     const int cells = plane * ez;
     const int end = min((int)it.first + QUILT_SCAN_CELLS, cells);
     const int cs = B * B * B;
-    const i64 base = (i64)d.bin * 5 * cs;
+    const i64 base = (i64)d.bin * QUILT_NCOMP * cs;
     const int o0 = (d.offset[2] * B + d.offset[1]) * B + d.offset[0];
     for (int t = (int)it.first + (int)threadIdx.x; t < end; t += (int)blockDim.x) {
         const int k = t / plane;
@@ -664,7 +686,7 @@ __device__ __forceinline__ void store_cells(const T* data, T* dst, const PatchDe
         if (k < g || k >= ez - g || j < g || j >= ey - g || i < g || i >= ex - g) continue;
         const i64 at = base + o0 + (k * B + j) * B + i;
 #pragma unroll
-        for (int v = 0; v < 5; ++v) {
+        for (int v = 0; v < QUILT_NCOMP; ++v) {
             const T x = data[at + (i64)v * cs];
             if (BOX)
                 dst[(i64)t + (i64)v * cells] = x;
@@ -743,7 +765,7 @@ __device__ __forceinline__ void restrict_out_body(const T* data, const u64* mean
     const int plane = ex * ey;
     const int end = min((int)it.first + QUILT_SCAN_CELLS, plane * ez);
     const int cs = B * B * B;
-    const i64 base = (i64)d.bin * 5 * cs;
+    const i64 base = (i64)d.bin * QUILT_NCOMP * cs;
     const int o0 = (d.offset[2] * B + d.offset[1]) * B + d.offset[0];
     const int cx = (ex - 2 * g) / r, cy = (ey - 2 * g) / r, cz = (ez - 2 * g) / r;
     const i64 coarse = (i64)cx * cy * cz;
@@ -776,7 +798,7 @@ __device__ __forceinline__ void restrict_out_body(const T* data, const u64* mean
         const int fi = i - g, fj = j - g, fk = k - g;
         if (fi % r == 0 && fj % r == 0 && fk % r == 0) {
             const i64 o = ((i64)(fk / r) * cy + fj / r) * cx + fi / r;
-            for (int v = 0; v < 5; ++v) {
+            for (int v = 0; v < QUILT_NCOMP; ++v) {
                 T a = (T)0;
                 for (int dz = 0; dz < r; ++dz)
                     for (int dy = 0; dy < r; ++dy)
@@ -830,11 +852,11 @@ __device__ __forceinline__ void load_cells(T* __restrict__ data, const T* __rest
     const i64 scomp = (i64)sx * sy * (i64)((geom >> 32) & 0xffffull);
     const int end = min((int)it.first + QUILT_SCAN_CELLS, cells);
     const int cs = B * B * B;
-    const i64 base = (i64)d.bin * 5 * cs;
+    const i64 base = (i64)d.bin * QUILT_NCOMP * cs;
     const int o0 = (d.offset[2] * B + d.offset[1]) * B + d.offset[0];
     const int stride = (int)blockDim.x;
     for (int t0 = (int)it.first + (int)threadIdx.x; t0 < end; t0 += QUILT_LOAD_CELLS * stride) {
-        T u[QUILT_LOAD_CELLS][5];
+        T u[QUILT_LOAD_CELLS][QUILT_NCOMP];
         i64 at[QUILT_LOAD_CELLS];
 #pragma unroll
         for (int m = 0; m < QUILT_LOAD_CELLS; ++m) {
@@ -849,14 +871,14 @@ __device__ __forceinline__ void load_cells(T* __restrict__ data, const T* __rest
                 const i64 from = BOX ? ((i64)k * sy + j) * sx + i : at[m];
                 const i64 step = BOX ? scomp : (i64)cs;
 #pragma unroll
-                for (int v = 0; v < 5; ++v) u[m][v] = src[from + (i64)v * step];
+                for (int v = 0; v < QUILT_NCOMP; ++v) u[m][v] = src[from + (i64)v * step];
             }
         }
 #pragma unroll
         for (int m = 0; m < QUILT_LOAD_CELLS; ++m)
             if (at[m] >= 0) {
 #pragma unroll
-                for (int v = 0; v < 5; ++v) data[at[m] + (i64)v * cs] = u[m][v];
+                for (int v = 0; v < QUILT_NCOMP; ++v) data[at[m] + (i64)v * cs] = u[m][v];
             }
     }
 }
@@ -1203,6 +1225,140 @@ template <class S, class T> __device__ __forceinline__ void shell_fused(const St
     flush_floors(fc, A.counters);
 }
 
+// ------------------------------------------------------ passive scalars ----
+// quilt_sweep::scheme::scalar on the GPU (consistent multifluid advection:
+// the scalar's face flux is the scheme's face mass flux times an upwind,
+// van Leer limited mass fraction), operation for operation, so that the
+// scalars are the CPU's bit for bit. One launch per pass, before the Euler
+// kernel of the pass: it reads the state the pass starts from, which the
+// Euler kernel then overwrites, and recomputes each column's face fluxes
+// with the scheme's own `par` stopped after its face phase (FACES_ONLY),
+// so the Euler kernels are untouched by scalars. A scheme S provides, besides
+// `par`:
+//   S::SPLIT   one-step split scheme (else a TVD stage pass)
+//   S::REACH   column cells on each side that a pass does not update
+//   S::FACES   where par leaves the face fluxes in a slot (component 0 =
+//              the mass flux, slot f = face between cells f and f + 1);
+//              the slot's first 3E values are free once they are formed.
+// Blocks of QUILT_SCALAR_BLOCK threads, one column at a time, a thread
+// per cell and face.
+#define QUILT_SCALAR_BLOCK 64
+
+// The van Leer limiter of the mass-fraction differences (quilt_sweep's
+// RtvdLimiter::VanLeer: zero unless the slopes agree in sign).
+template <class T> __device__ __forceinline__ T van_leer(T a, T b) {
+    T ab = a * b;
+    T r = q_div(T(2) * ab, a + b);
+    return ab <= T(0) ? T(0) : r;
+}
+
+// Data index of passive scalar k at column cell i.
+__device__ __forceinline__ i64 scalar_index(const Col& c, int i, int k) {
+    return c.base + (i64)(i * (int)c.stride + (5 + k) * (int)c.cstride);
+}
+
+template <class S, class T>
+__device__ __forceinline__ void scalar_column(const StepArgs<T>& A, const PassInfo& ps, const Col& c, T* sm) {
+    const int E = QUILT_MAX_EDGE;
+    const int i = (int)threadIdx.x;  // cell i, and face i (between i and i + 1)
+    Floors unused = {0, 0};
+    S::template par<T, 1, false, SeqCells<QUILT_SCALAR_BLOCK>, true>(A, ps, c, SeqCells<QUILT_SCALAR_BLOCK>{i}, sm,
+                                                                     unused);
+    T* phi = sm;
+    T* sflux = sm + E;
+    T* rho = sm + 2 * E;
+    const T* mass = sm + S::FACES;
+    const int axis = ps.axis;
+    const int len = c.len;
+    const int lo = S::REACH, hi = len - S::REACH;
+    T* data = (T*)A.data;
+    const T* src = (const T*)((S::SPLIT || ps.stage == 0) ? A.data : A.stage);
+    T dtdx, wf;
+    col_step(A, c, axis, dtdx, wf);
+    const T zero = T(0), one = T(1), half = T(0.5);
+    const T time = S::SPLIT ? dtdx : zero;
+    const bool add = !S::SPLIT && ps.stage == 1;
+    const bool read = i >= lo - 2 && i < hi + 2;
+    if (read) rho[i] = src[value_index(c, axis, i, 0)];
+    for (int k = 0; k < QUILT_NCOMP - 5; ++k) {
+        const i64 at = scalar_index(c, i, k);
+        T s = zero;
+        if (read) {
+            s = src[at];
+            phi[i] = q_div(s, rho[i]);
+        }
+        __syncthreads();
+        if (i >= lo - 1 && i < hi) {
+            const int f = i;
+            const T m = mass[f];
+            const T nu_l = q_min(q_max(q_div(time * m, rho[f]), zero), one);
+            const T left = phi[f] + half * (one - nu_l) * van_leer(phi[f] - phi[f - 1], phi[f + 1] - phi[f]);
+            const T nu_r = q_min(q_max(zero - q_div(time * m, rho[f + 1]), zero), one);
+            const T right =
+                phi[f + 1] - half * (one - nu_r) * van_leer(phi[f + 1] - phi[f], phi[f + 2] - phi[f + 1]);
+            const T fs = m * (m >= zero ? left : right);
+            sflux[f] = fs;
+            const i64 face = f == c.face_lo ? c.face0 : (f == c.face_hi ? c.face1 : -1);
+            if (face >= 0) {
+                T* flux = (T*)A.flux;
+                const i64 idx = face + (i64)(5 + k) * c.fstride;
+                const T val = wf * fs;
+                flux[idx] = add ? flux[idx] + val : val;
+            }
+        }
+        __syncthreads();
+        if (i >= lo && i < hi) {
+            const T du = dtdx * (sflux[i - 1] - sflux[i]);
+            T* acc = (T*)A.acc;
+            T w;
+            T* dst = nullptr;
+            if (S::SPLIT) {
+                w = s + du;
+                dst = data;
+            } else if (ps.sub == 0) {
+                acc[at] = du;
+            } else if (ps.sub == 1) {
+                acc[at] = acc[at] + du;
+            } else if (ps.stage == 0) {
+                // tvd::stage_one_value
+                w = data[at] + (acc[at] + du);
+                dst = (T*)A.stage;
+            } else {
+                // tvd::stage_two_value
+                w = T(0.5) * (data[at] + (((const T*)A.stage)[at] + (acc[at] + du)));
+                dst = data;
+            }
+            if (dst) {
+                check_value(c, axis, i, 5 + k, w, A.errors, ps.slot);
+                dst[at] = w;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+// The columns of a pass's items, whichever the table kind (columns, row
+// groups or flat segments), one after another through scalar_column.
+template <class S, class T> __device__ __forceinline__ void shell_scalar(const StepArgs<T>& A) {
+    extern __shared__ __align__(16) unsigned char qsm[];
+    T* sm = (T*)qsm;
+    const PassInfo ps = pass_of(A, A.pass0);
+    u32 s0, s1;
+    item_range(ps, A.q0, A.q1, s0, s1);
+    for (u32 it = s0 + blockIdx.x; it < s1; it += gridDim.x) {
+        const ColItem ci = item_at(ps, it);
+        const PatchDesc& d = desc_of(A.use_const, A.descs, ci.patch);
+        if (!ps.march && !ps.rows) {
+            scalar_column<S, T>(A, ps, make_col(d, ci.patch, ps, ci.ta, ci.tb, A.bin_edge), sm);
+            continue;
+        }
+        const int cols = pass_span(d, ps, ps.axis == 0 ? 1 : 0) * pass_span(d, ps, ps.axis == 2 ? 1 : 2);
+        const int first = (int)ci.ta;
+        const int last = ps.rows ? first + (int)ci.tb : min(first + 32, cols);
+        for (int l = first; l < last; ++l) scalar_column<S, T>(A, ps, flat_col(d, ci.patch, ps, l, A.bin_edge), sm);
+    }
+}
+
 // Minimum resident blocks of 128 threads per multiprocessor asked of ptxas
 // (__launch_bounds__): without it ptxas spends up to 255 registers on
 // instruction-level parallelism and leaves too few warps to hide memory
@@ -1238,8 +1394,21 @@ template <class S, class T> __device__ __forceinline__ void shell_fused(const St
         shell_fused<S, T>(a);                                                                                   \
     }
 
+// The scalar kernel of a scheme and precision (compiled when the layout
+// has scalars only).
+#if QUILT_NCOMP > 5
+#define QUILT_SCALAR_KERNEL(S, NAME, T, SUF)                                                              \
+    extern "C" __global__ void __launch_bounds__(QUILT_SCALAR_BLOCK) NAME##_scalar_##SUF(const StepArgs<T> a) { \
+        shell_scalar<S, T>(a);                                                                             \
+    }
+#else
+#define QUILT_SCALAR_KERNEL(S, NAME, T, SUF)
+#endif
+
 #define QUILT_KERNELS(S, NAME)                               \
     QUILT_KERNEL_SET(S, NAME, float, f32, QUILT_MINB_F32, QUILT_MARCH_MINB_F32)    \
-    QUILT_KERNEL_SET(S, NAME, double, f64, QUILT_MINB_F64, QUILT_MARCH_MINB_F64)
+    QUILT_KERNEL_SET(S, NAME, double, f64, QUILT_MINB_F64, QUILT_MARCH_MINB_F64)   \
+    QUILT_SCALAR_KERNEL(S, NAME, float, f32)                                       \
+    QUILT_SCALAR_KERNEL(S, NAME, double, f64)
 
 #endif

@@ -77,8 +77,15 @@ struct Rtvd {
     static const int E = QUILT_MAX_EDGE;
     // fr, fl, face fluxes
     static const int SLOT_WORDS = 15 * E;
+    // Passive scalars (shell_scalar): where par leaves the face fluxes,
+    // and the cells at either end of a column that a pass does not update.
+    static const int FACES = 10 * E;
+    static const bool SPLIT = true;
+    static const int REACH = 3;
 
-    template <class T, int CPT, bool WARP, class M>
+    // With FACES_ONLY, par stops once the face fluxes are in the slot (the
+    // scalar kernel's first half, shell_scalar in common.cuh).
+    template <class T, int CPT, bool WARP, class M, bool FACES_ONLY = false>
     static __device__ __forceinline__ void par(const StepArgs<T>& A, const PassInfo& ps, const Col& c, const M& m, T* sm, Floors& fc) {
         T* sfr = sm;
         T* sfl = sm + 5 * E;
@@ -152,6 +159,7 @@ struct Rtvd {
             }
         }
         QUILT_SYNC(WARP);
+        if (FACES_ONLY) return;
 #pragma unroll
         for (int q = 0; q < CPT; ++q) {
             int i = m.cell(q);

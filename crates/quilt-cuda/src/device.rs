@@ -27,12 +27,13 @@ pub(crate) struct Device {
 
 /// How a kernel file is compiled: FMA contraction, approximate f32
 /// reciprocals, divisions and square roots, blocks per SM asked of the
-/// marching kernels.
+/// marching kernels, passive scalars of the batch layout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Build {
     pub fma: bool,
     pub fast_f32: bool,
     pub march_blocks: Option<u32>,
+    pub scalars: u32,
 }
 
 /// (device, file, build).
@@ -115,6 +116,11 @@ fn build(dev: &Device, file: KernelFile, b: Build) -> Result<Image, CudaError> {
         for name in ["QUILT_MARCH_MINB_F32", "QUILT_MARCH_MINB_F64"] {
             opts.defines.push((name.to_string(), b.to_string()));
         }
+    }
+    if b.scalars > 0 {
+        let ncomp = quilt_sweep::physics::NCOMP as u32 + b.scalars;
+        opts.defines
+            .push(("QUILT_NCOMP".to_string(), ncomp.to_string()));
     }
     // Cubins only: a PTX image is compiled again by the driver anyway.
     let cached = match (opts.arch.starts_with("sm_"), cache::cache_dir()) {

@@ -67,8 +67,8 @@ pub use probe::{Backend, DeviceInfo, Selected, probe, probe_device, select_backe
 pub use real::GpuReal;
 pub use registry::HostRegistry;
 pub use solver::{
-    CudaConfig, CudaSolver, ExternalBox, KernelInfo, LayoutStager, RECENT_LAYOUTS, SolveTotals,
-    StagedLayout, StepTiming, Variant,
+    CudaConfig, CudaSolver, ExternalBox, KernelInfo, LayoutStager, MAX_SCALARS, RECENT_LAYOUTS,
+    SolveTotals, StagedLayout, StepTiming, Variant,
 };
 
 /// Compiles the kernel files of `schemes` for device `ordinal` with FMA

@@ -39,7 +39,7 @@ pub(crate) struct PassInfo {
     pub stage: i32,
     pub sub: i32,
     pub march: i32,
-    pub pad: i32,
+    pub rows: i32,
 }
 
 const _: () = assert!(std::mem::size_of::<PassInfo>() == 56);

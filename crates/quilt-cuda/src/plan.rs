@@ -161,6 +161,8 @@ pub(crate) struct HostPlan {
     pub descs: Vec<PatchDesc>,
     pub bin_edge: u32,
     pub nbins: u32,
+    /// Components per cell.
+    pub ncomp: u32,
     /// `order[q]`: patch index at position `q`: chunks hold consecutive
     /// bins; within a chunk, larger patches (more cells) first.
     pub order: Vec<u32>,
@@ -288,6 +290,7 @@ impl HostPlan {
             descs,
             bin_edge: layout.bin_edge(),
             nbins,
+            ncomp: layout.ncomp(),
             order,
             chunks,
         })
@@ -297,6 +300,7 @@ impl HostPlan {
     pub fn matches(&self, layout: &BatchLayout) -> bool {
         self.bin_edge == layout.bin_edge()
             && self.nbins == layout.nbins()
+            && self.ncomp == layout.ncomp()
             && self.descs == layout.patches()
     }
 
@@ -403,7 +407,7 @@ pub(crate) fn pass_infos(passes: &[PassSpec], tables: &TablePtrs) -> Vec<PassInf
                 stage: p.stage as i32,
                 sub: p.sub as i32,
                 march: i32::from(p.kind == TableKind::Flat),
-                pad: 0,
+                rows: i32::from(p.kind == TableKind::Rows),
             }
         })
         .collect()

@@ -177,6 +177,44 @@ fn the_amr_kernels_compile_without_contraction() {
     );
 }
 
+/// With passive scalars (`QUILT_NCOMP` above 5) every scheme file also
+/// defines its scalar pass in both precisions, without contraction; the
+/// default build defines none.
+#[test]
+fn the_scalar_passes_compile_for_every_scheme() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    for file in [KernelFile::Rtvd, KernelFile::Tvd, KernelFile::Waf] {
+        let mut opts = CompileOptions::new("compute_90", false);
+        opts.defines.push(("QUILT_NCOMP".into(), "8".into()));
+        let out = compile(file, &opts).unwrap_or_else(|e| panic!("{}: {e}", file.path()));
+        for name in file
+            .entry_points()
+            .into_iter()
+            .chain(["f32", "f64"].map(|p| format!("{}_scalar_{p}", file.prefix())))
+        {
+            assert!(
+                out.ptx.contains(&format!(".entry {name}(")),
+                "{} with scalars lacks the entry point {name}",
+                file.path()
+            );
+        }
+        assert!(
+            !out.ptx.contains("fma.rn"),
+            "{} with scalars contracted a multiply-add",
+            file.path()
+        );
+        let plain = compile(file, &CompileOptions::new("compute_90", false))
+            .unwrap_or_else(|e| panic!("{}: {e}", file.path()));
+        assert!(
+            !plain.ptx.contains("_scalar_"),
+            "{} defines a scalar pass without scalars",
+            file.path()
+        );
+    }
+}
+
 /// The kernel cache's key changes with everything an image depends on and
 /// with nothing else.
 #[test]

@@ -89,6 +89,53 @@ fn every_scheme_precision_and_variant_matches_the_cpu_on_synthetic_batches() {
     let _ = NEEDS_GPU;
 }
 
+/// Passive scalars: each scheme's scalar pass (`CudaConfig::scalars`)
+/// reproduces quilt-sweep's consistent multifluid advection bit for bit,
+/// in every variant, both precisions and both orders, fluxes included; a
+/// solver compiled for another component count refuses the batch.
+#[test]
+#[ignore = "needs a CUDA GPU: run with --ignored on the GPU machine"]
+fn passive_scalars_match_the_cpu_bit_for_bit() {
+    if !gpu() {
+        return;
+    }
+    let gas = Gas::ideal(1.4);
+    let with = |c: CudaConfig| CudaConfig { scalars: 3, ..c };
+    let cfgs: Vec<CudaConfig> = configs().into_iter().map(with).collect();
+    for (n, scheme) in schemes().into_iter().enumerate().take(3) {
+        let g = scheme.ghost_width();
+        let layout = packed_with(&shapes(10, g, 2 * g + 4, 40, 11 + n as u64), 8);
+        check_batch::<f64>(
+            scheme,
+            gas,
+            &fill(layout.clone(), &gas, 5, false),
+            &cfgs,
+            "scalars",
+        );
+        check_batch::<f32>(scheme, gas, &fill(layout, &gas, 5, false), &cfgs, "scalars");
+    }
+    // The other options of each scheme, in the default configuration.
+    for (n, scheme) in schemes().into_iter().enumerate().skip(3) {
+        let g = scheme.ghost_width();
+        let layout = packed_with(&shapes(6, g, 2 * g + 4, 32, 21 + n as u64), 8);
+        check_batch::<f64>(
+            scheme,
+            gas,
+            &fill(layout, &gas, 6, false),
+            &cfgs[2..3],
+            "scalars",
+        );
+    }
+    let scheme = Scheme::rtvd();
+    let layout = packed_with(&shapes(4, 3, 12, 20, 1), 7);
+    let batch = fill::<f64>(layout, &gas, 1, false);
+    let mut gpu = CudaSolver::<f64>::new(scheme, gas, CudaConfig::default()).unwrap();
+    let err = gpu
+        .advance(&mut batch.clone(), 1e-4, SweepOrder::Xyz)
+        .expect_err("a 7-component batch on a 5-component solver");
+    assert!(matches!(err, CudaError::Unsupported(_)), "{err}");
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU: run with --ignored on the GPU machine"]
 fn floors_act_and_are_counted_as_on_the_cpu() {

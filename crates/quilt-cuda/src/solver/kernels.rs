@@ -18,6 +18,10 @@ pub(crate) const BLOCK: u32 = 128;
 /// Threads per block of the scan kernels (`QUILT_SCAN_BLOCK`).
 pub(crate) const SCAN_BLOCK: u32 = 256;
 
+/// Threads per block of the scalar kernels (`QUILT_SCALAR_BLOCK`): one
+/// column at a time, a thread per cell.
+pub(crate) const SCALAR_BLOCK: u32 = 64;
+
 /// Registers, local memory and occupancy of one kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelInfo {
@@ -38,6 +42,8 @@ pub struct KernelInfo {
 pub(crate) struct Kernel {
     pub func: CudaFunction,
     pub name: String,
+    /// Threads per block.
+    pub block: u32,
     pub smem: u32,
     /// Grid size that fills the device once (blocks per SM x SMs).
     pub full_grid: u32,
@@ -48,17 +54,19 @@ impl Kernel {
     fn load(
         module: &Arc<CudaModule>,
         name: String,
+        block: u32,
         smem: u32,
         sms: u32,
     ) -> Result<Self, CudaError> {
         let func = function(module, &name)?;
         let blocks_per_sm = func
-            .occupancy_max_active_blocks_per_multiprocessor(BLOCK, smem as usize, None)
+            .occupancy_max_active_blocks_per_multiprocessor(block, smem as usize, None)
             .call("cuOccupancyMaxActiveBlocksPerMultiprocessor")?
             .max(1);
         Ok(Self {
             func,
             name,
+            block,
             smem,
             full_grid: blocks_per_sm * sms,
             blocks_per_sm,
@@ -93,6 +101,9 @@ pub(crate) struct Kernels {
     pub rows: Kernel,
     pub march: Kernel,
     pub fused: Kernel,
+    /// The scheme's passive-scalar pass (`{scheme}_scalar_{precision}`),
+    /// compiled when the layouts carry scalars.
+    pub scalar: Option<Kernel>,
     pub scan: CudaFunction,
     /// Interiors from the device straight into the page-locked batch.
     pub store: CudaFunction,
@@ -112,12 +123,20 @@ impl Kernels {
         module: &Arc<CudaModule>,
         file: KernelFile,
         dev: &DeviceInfo,
+        scalars: bool,
     ) -> Result<Self, CudaError> {
         let sms = dev.multiprocessors;
         let size = std::mem::size_of::<T>() as u32;
         let slot = slot_words(file) as u32 * size;
-        let k =
-            |shape, bytes: u32| Kernel::load(module, kernel_name(file, shape, T::NAME), bytes, sms);
+        let k = |shape, bytes: u32| {
+            Kernel::load(module, kernel_name(file, shape, T::NAME), BLOCK, bytes, sms)
+        };
+        let scalar = if scalars {
+            let name = format!("{}_scalar_{}", file.prefix(), T::NAME);
+            Some(Kernel::load(module, name, SCALAR_BLOCK, slot, sms)?)
+        } else {
+            None
+        };
         Ok(Self {
             default: k(KernelShape::Default, 2 * slot)?,
             packed: k(KernelShape::Packed, 2 * slot)?,
@@ -125,6 +144,7 @@ impl Kernels {
             // The march's rings are static shared memory.
             march: k(KernelShape::March, 0)?,
             fused: k(KernelShape::Fused, fused_words(file) as u32 * size)?,
+            scalar,
             scan: function(module, &format!("scan_{}", T::NAME))?,
             store: function(module, &format!("store_{}", T::NAME))?,
             load: function(module, &format!("load_{}", T::NAME))?,
@@ -142,7 +162,8 @@ impl Kernels {
             &self.march,
             &self.fused,
         ]
-        .iter()
+        .into_iter()
+        .chain(&self.scalar)
         .map(|k| k.info())
         .collect()
     }

@@ -144,7 +144,16 @@ pub struct CudaConfig {
     /// more registers per thread). `None`: 3 in f32, 2 in f64. A tuning
     /// knob: each value compiles its own image.
     pub march_blocks: Option<u32>,
+    /// Passive scalars of the batches (components after the five Euler
+    /// ones, at most [`MAX_SCALARS`]): the component count is compiled into
+    /// the kernels, so a solver takes batches of `5 + scalars` components
+    /// only. Each pass then also runs the scheme's scalar kernel.
+    pub scalars: u32,
 }
+
+/// The most passive scalars the kernels carry (their error keys hold 16
+/// components).
+pub const MAX_SCALARS: u32 = 11;
 
 impl Default for CudaConfig {
     fn default() -> Self {
@@ -158,6 +167,7 @@ impl Default for CudaConfig {
             fast_f32: false,
             device: 0,
             march_blocks: None,
+            scalars: 0,
         }
     }
 }
@@ -189,6 +199,12 @@ impl CudaConfig {
         }
         if self.march_blocks.is_some_and(|b| !(1..=16).contains(&b)) {
             return Err(CudaError::Config("march_blocks must lie in 1..=16".into()));
+        }
+        if self.scalars > MAX_SCALARS {
+            return Err(CudaError::Config(format!(
+                "scalars = {} exceeds the {MAX_SCALARS} passive scalars the kernels carry",
+                self.scalars
+            )));
         }
         if self.n_fixed == Some(0) {
             return Err(CudaError::Config("n_fixed must be at least 1".into()));
@@ -373,9 +389,10 @@ impl<T: GpuReal> CudaSolver<T> {
             fma: config.fma,
             fast_f32: config.fast_f32,
             march_blocks: config.march_blocks,
+            scalars: config.scalars,
         };
         let module = device::module(&dev, file, build)?;
-        let kernels = Kernels::load::<T>(&module, file, &dev.info)?;
+        let kernels = Kernels::load::<T>(&module, file, &dev.info, config.scalars > 0)?;
         let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
         let copies = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)

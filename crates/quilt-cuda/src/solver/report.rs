@@ -6,7 +6,7 @@ use super::run::DtSpec;
 use crate::error::CudaError;
 use crate::plan::PassSpec;
 
-use quilt_sweep::physics::NOT_FINITE;
+use quilt_sweep::physics::{NCOMP, NOT_FINITE, scalar_not_finite};
 const AFTER_SWEEP: [&str; 3] = [
     "after the x sweep",
     "after the y sweep",
@@ -23,14 +23,14 @@ pub(crate) fn decode_sweep_error(
     slot: usize,
     key: u64,
 ) -> SweepError {
-    let patch = (key >> 23) as usize;
-    let lin = (key >> 5) & 0x3ffff;
+    let patch = (key >> 24) as usize;
+    let lin = (key >> 6) & 0x3ffff;
     let (tb, ta, i) = (
         (lin >> 12) as i64,
         ((lin >> 6) & 63) as i64,
         (lin & 63) as i64,
     );
-    let comp = ((key >> 2) & 7) as usize;
+    let comp = ((key >> 2) & 15) as usize;
     let value = match key & 3 {
         0 => f64::NAN,
         1 => f64::INFINITY,
@@ -59,7 +59,11 @@ pub(crate) fn decode_sweep_error(
     SweepError::BadState {
         patch: d.id,
         cell,
-        what: NOT_FINITE[comp.min(4)],
+        what: if comp < NCOMP {
+            NOT_FINITE[comp]
+        } else {
+            scalar_not_finite(comp - NCOMP)
+        },
         value,
         stage: if tvd {
             AFTER_STAGE[(pass.stage as usize).min(1)]
@@ -105,7 +109,7 @@ mod tests {
 
     /// The key `check_finite` in kernels/common.cuh builds.
     fn key(patch: u64, tb: u64, ta: u64, i: u64, comp: u64, class: u64) -> u64 {
-        (patch << 23) | (((tb << 12) | (ta << 6) | i) << 5) | (comp << 2) | class
+        (patch << 24) | (((tb << 12) | (ta << 6) | i) << 6) | (comp << 2) | class
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::error::{CudaError, DriverContext};
 use crate::params::{GasK, MAX_PASSES, STEP_WORDS, StepArgs};
 use crate::plan::{Chunking, TableKind};
 use crate::real::GpuReal;
-use crate::solver::kernels::{BLOCK, SCAN_BLOCK};
+use crate::solver::kernels::SCAN_BLOCK;
 
 /// The time step of every patch: one for all, or one per level.
 #[derive(Clone, Copy, Debug)]
@@ -107,13 +107,13 @@ fn transfer_mode() -> TransferMode {
 }
 
 /// The ranges of a chunk that cross the bus.
-fn chunk_runs(
-    c: &crate::plan::Chunk,
-    bin_edge: u32,
+fn chunk_runs<'a>(
+    c: &'a crate::plan::Chunk,
+    plan: &crate::plan::HostPlan,
     whole: bool,
-) -> std::borrow::Cow<'_, [(usize, usize)]> {
+) -> std::borrow::Cow<'a, [(usize, usize)]> {
     if whole {
-        let per_bin = 5 * (bin_edge as usize).pow(3);
+        let per_bin = plan.ncomp as usize * (plan.bin_edge as usize).pow(3);
         let (a, b) = (c.bin0 as usize * per_bin, c.bin1 as usize * per_bin);
         std::borrow::Cow::Owned(vec![(a, b - a)])
     } else {
@@ -141,6 +141,15 @@ impl<T: GpuReal> CudaSolver<T> {
     /// if there is one, else a new one; the current state is kept for
     /// later batches and hands its pinned staging over.
     fn ensure_state(&mut self, layout: &BatchLayout) -> Result<(), CudaError> {
+        let ncomp = quilt_sweep::physics::NCOMP as u32 + self.config.scalars;
+        if layout.ncomp() != ncomp {
+            return Err(CudaError::Unsupported(format!(
+                "a batch of {} components per cell: the kernels of this solver were compiled \
+                 for {ncomp} (CudaConfig::scalars = {})",
+                layout.ncomp(),
+                self.config.scalars
+            )));
+        }
         if self.state.as_ref().is_some_and(|s| s.plan.matches(layout)) {
             return Ok(());
         }
@@ -642,7 +651,7 @@ impl<T: GpuReal> CudaSolver<T> {
          -> Result<(), CudaError> {
             let cfg = LaunchConfig {
                 grid_dim: (grid, 1, 1),
-                block_dim: (BLOCK, 1, 1),
+                block_dim: (k.block, 1, 1),
                 shared_mem_bytes: k.smem,
             };
             let mut l = stream.launch_builder(&k.func);
@@ -658,33 +667,41 @@ impl<T: GpuReal> CudaSolver<T> {
             Ok(())
         };
         let kern = &self.kernels;
-        match self.config.variant {
-            Variant::Default => launch(&kern.default, chunk.q1 - chunk.q0, base, false)?,
-            _ if self.config.fused => {
-                st.d_barrier.fill_bytes(0, 1, 0, stream)?;
-                launch(&kern.fused, kern.fused.full_grid, base, true)?;
+        let variant = self.config.variant;
+        // The default scheme and the fused launch run every pass of the
+        // step in one launch, unless scalars put their kernel before each
+        // pass's (it reads the state the pass starts from).
+        if kern.scalar.is_none() {
+            if variant == Variant::Default {
+                return launch(&kern.default, chunk.q1 - chunk.q0, base, false);
             }
-            variant => {
-                for (i, p) in passes.iter().enumerate() {
-                    let items = st.items(p, chunk.q0, chunk.q1);
-                    if items == 0 {
-                        continue;
-                    }
-                    let args = StepArgs {
-                        pass0: i as i32,
-                        npasses: 1,
-                        ..base
-                    };
-                    match (variant, p.kind) {
-                        (Variant::Packed, _) => {
-                            launch(&kern.packed, kern.packed.grid(items, 2), args, false)?
-                        }
-                        (_, TableKind::Flat) => {
-                            launch(&kern.march, kern.march.grid(items, 4), args, false)?
-                        }
-                        _ => launch(&kern.rows, kern.rows.grid(items, 4), args, false)?,
-                    }
+            if self.config.fused {
+                st.d_barrier.fill_bytes(0, 1, 0, stream)?;
+                return launch(&kern.fused, kern.fused.full_grid, base, true);
+            }
+        }
+        for (i, p) in passes.iter().enumerate() {
+            let items = st.items(p, chunk.q0, chunk.q1);
+            if items == 0 {
+                continue;
+            }
+            let args = StepArgs {
+                pass0: i as i32,
+                npasses: 1,
+                ..base
+            };
+            if let Some(scalar) = &kern.scalar {
+                launch(scalar, scalar.grid(items, 1), args, false)?;
+            }
+            match (variant, p.kind) {
+                (Variant::Default, _) => launch(&kern.default, chunk.q1 - chunk.q0, args, false)?,
+                (Variant::Packed, _) => {
+                    launch(&kern.packed, kern.packed.grid(items, 2), args, false)?
                 }
+                (_, TableKind::Flat) => {
+                    launch(&kern.march, kern.march.grid(items, 4), args, false)?
+                }
+                _ => launch(&kern.rows, kern.rows.grid(items, 4), args, false)?,
             }
         }
         Ok(())
@@ -1128,7 +1145,7 @@ impl<T: GpuReal> CudaSolver<T> {
                 st.events[c].k0.record(&stream).call("cuEventRecord")?;
             } else {
                 let st = self.state.as_mut().expect("state built");
-                let runs = &*chunk_runs(&st.plan.chunks[c], st.plan.bin_edge, whole_bins);
+                let runs = &*chunk_runs(&st.plan.chunks[c], &st.plan, whole_bins);
                 let src: &[T] = if direct {
                     batch.data()
                 } else {
@@ -1166,7 +1183,7 @@ impl<T: GpuReal> CudaSolver<T> {
             let st = self.state.as_mut().expect("state built");
             if !direct {
                 let chunk = &st.plan.chunks[c];
-                let runs = chunk_runs(chunk, st.plan.bin_edge, whole_bins);
+                let runs = chunk_runs(chunk, &st.plan, whole_bins);
                 let h = st.h_data.as_mut().expect("staging").as_mut_slice();
                 st.d_data.download_runs(&runs, h, &stream)?;
                 let hf = st.h_flux.as_mut().expect("staging").as_mut_slice();
@@ -1216,7 +1233,7 @@ impl<T: GpuReal> CudaSolver<T> {
                         }
                         (true, None) => self.launch_store(c, data.as_mut_ptr(), None, stream)?,
                         (false, _) => {
-                            let runs = chunk_runs(chunk, st.plan.bin_edge, whole_bins);
+                            let runs = chunk_runs(chunk, &st.plan, whole_bins);
                             st.d_data.download_runs(&runs, data, stream)?;
                         }
                     }
@@ -1231,7 +1248,7 @@ impl<T: GpuReal> CudaSolver<T> {
                 let hf = st.h_flux.as_ref().expect("staging").as_slice();
                 self.copies.install(|| {
                     for chunk in &st.plan.chunks {
-                        let runs = chunk_runs(chunk, st.plan.bin_edge, whole_bins);
+                        let runs = chunk_runs(chunk, &st.plan, whole_bins);
                         par_copy_runs(data, h, &runs);
                         par_copy_runs(flux, hf, &chunk.flux_runs);
                     }
@@ -1256,7 +1273,7 @@ impl<T: GpuReal> CudaSolver<T> {
                 chunks
                     .iter()
                     .map(|c| {
-                        let runs = chunk_runs(c, st.plan.bin_edge, whole_bins);
+                        let runs = chunk_runs(c, &st.plan, whole_bins);
                         runs.iter().map(|r| r.1).sum::<usize>()
                     })
                     .sum()
@@ -1360,8 +1377,12 @@ impl<T: GpuReal> CudaSolver<T> {
     /// An empty batch with the resident layout.
     fn resident_batch(&self) -> Result<Batch<T>, CudaError> {
         let st = self.state.as_ref().expect("state built");
-        let layout =
-            BatchLayout::from_descs(st.plan.bin_edge, 5, st.plan.nbins, st.plan.descs.clone())?;
+        let layout = BatchLayout::from_descs(
+            st.plan.bin_edge,
+            st.plan.ncomp,
+            st.plan.nbins,
+            st.plan.descs.clone(),
+        )?;
         Ok(Batch::new(layout))
     }
 

@@ -108,6 +108,12 @@ pub fn shapes(n: usize, ghost: u32, lo: u32, hi: u32, seed: u64) -> Vec<PatchSha
 
 /// The shapes bin-packed into 64^3 bins (quilt-pack, default options).
 pub fn packed(shapes: &[PatchShape]) -> BatchLayout {
+    packed_with(shapes, 5)
+}
+
+/// [`packed`] with `ncomp` components per cell (passive scalars after the
+/// Euler five).
+pub fn packed_with(shapes: &[PatchShape], ncomp: u32) -> BatchLayout {
     let items: Vec<[u32; 3]> = shapes.iter().map(|s| s.extent).collect();
     let p = quilt_pack::pack(&items, [64; 3], &quilt_pack::PackOptions::default()).expect("pack");
     let pl: Vec<(u32, [u32; 3])> = p
@@ -115,21 +121,24 @@ pub fn packed(shapes: &[PatchShape]) -> BatchLayout {
         .iter()
         .map(|x| (x.bin as u32, x.offset))
         .collect();
-    BatchLayout::packed(64, 5, shapes, &pl).expect("layout")
+    BatchLayout::packed(64, ncomp, shapes, &pl).expect("layout")
 }
 
 /// A batch filled with smooth waves, a contact and a shock-like jump per
 /// patch (so that every limiter branch is taken), all ghosts included.
 /// `expand` adds strongly diverging flows of low pressure, which make the
-/// floors act when the gas has high floors.
+/// floors act when the gas has high floors. Passive scalars, if the layout
+/// has any: the first `0.37 ρ`, the second the gas beyond the jump, the
+/// others smooth mass fractions in `[0, 1]`.
 pub fn fill<T: Real>(layout: BatchLayout, gas: &Gas, seed: u64, expand: bool) -> Batch<T> {
+    let nc = layout.ncomp() as usize;
     let mut batch = Batch::<T>::new(layout);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let descs = batch.layout().patches().to_vec();
     for (p, d) in descs.iter().enumerate() {
         let e = d.extent.map(|v| v as usize);
         let cells = e[0] * e[1] * e[2];
-        let mut dense = vec![T::zero(); 5 * cells];
+        let mut dense = vec![T::zero(); nc * cells];
         let phase: f64 = rng.random_range(0.0..6.0);
         let jump_axis = rng.random_range(0..3usize);
         let jump_at = rng.random_range(0.3..0.7) * e[jump_axis] as f64;
@@ -159,6 +168,14 @@ pub fn fill<T: Real>(layout: BatchLayout, gas: &Gas, seed: u64, expand: bool) ->
                     let at = (k * e[1] + j) * e[0] + i;
                     for v in 0..5 {
                         dense[v * cells + at] = T::from_f64(u[v]);
+                    }
+                    for v in 5..nc {
+                        let phi = match v {
+                            5 => 0.37,
+                            6 => f64::from(u8::from(side)),
+                            _ => 0.5 + 0.5 * (x[0] + x[2] + v as f64).sin(),
+                        };
+                        dense[v * cells + at] = T::from_f64(phi * u[0]);
                     }
                 }
             }

@@ -95,12 +95,14 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
     }
 
     fn solves_components(&self, ncomp: usize) -> Result<(), String> {
-        if ncomp == quilt_sweep::physics::NCOMP {
+        let scalars = self.solver.config().scalars as usize;
+        if ncomp == quilt_sweep::physics::NCOMP + scalars {
             Ok(())
         } else {
             Err(format!(
-                "its kernels solve the five Euler components, not {ncomp}; \
-                 passive scalars run on the CPU backend (run.backend = \"cpu\")"
+                "its kernels were compiled for {} components (the five Euler ones and \
+                 {scalars} passive scalars), not {ncomp} (CudaConfig::scalars)",
+                quilt_sweep::physics::NCOMP + scalars
             ))
         }
     }

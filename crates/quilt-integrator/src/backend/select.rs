@@ -10,8 +10,8 @@ use crate::{IntegratorError, Real};
 /// The backend `deck.run.backend` asks for, boxed so a program can choose
 /// at run time. `cuda` fails with the reason CUDA is unusable (no driver,
 /// no device, no NVRTC, a kernel that does not compile); `auto` falls back
-/// to the CPU in that case and logs why, and picks the CPU for a deck with
-/// passive scalars (the CUDA kernels solve the Euler components only).
+/// to the CPU in that case and logs why. The CUDA kernels are compiled for
+/// the deck's passive scalars.
 pub fn backend_for<T: Real>(deck: &Deck) -> Result<Box<dyn SolveBackend<T>>, IntegratorError> {
     let solver = deck
         .solver()
@@ -20,18 +20,17 @@ pub fn backend_for<T: Real>(deck: &Deck) -> Result<Box<dyn SolveBackend<T>>, Int
     let requested = match deck.run.backend {
         BackendChoice::Cpu => return Ok(cpu()),
         BackendChoice::Cuda => Backend::Cuda,
-        BackendChoice::Auto if !deck.hydro.scalars.is_empty() => {
-            log::info!("backend auto: passive scalars are solved on the CPU; using the CPU solver");
-            return Ok(cpu());
-        }
         BackendChoice::Auto => Backend::Auto,
     };
     // The default kernels (packed bins, warp-per-column x sweeps, marched
     // y and z sweeps), FMA off so results equal the CPU's bit for bit,
     // device 0; per-patch kernels for the paper's default scheme.
-    let config = match deck.batching.layout {
-        BatchLayoutKind::Packed => CudaConfig::default(),
-        BatchLayoutKind::PerPatch => CudaConfig::variant(Variant::Default),
+    let config = CudaConfig {
+        scalars: deck.hydro.scalars.len() as u32,
+        ..match deck.batching.layout {
+            BatchLayoutKind::Packed => CudaConfig::default(),
+            BatchLayoutKind::PerPatch => CudaConfig::variant(Variant::Default),
+        }
     };
     let made = select_backend(requested, config.device).and_then(|sel| match sel {
         Selected::Cpu => Ok(None),

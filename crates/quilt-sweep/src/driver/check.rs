@@ -66,7 +66,7 @@ fn scan_patch<T: Real>(batch: &Batch<T>, gas: &Gas, d: &PatchDesc) -> Result<Rat
                 let start = data_index(b, nc, d.bin as usize, v, [o[0], o[1] + j, o[2] + k]);
                 let row = &data[start..start + e[0]];
                 if let Some(i) = row.iter().position(|x| !x.is_finite()) {
-                    let what = super::column::scalar_not_finite(v - NCOMP);
+                    let what = crate::physics::scalar_not_finite(v - NCOMP);
                     return Err(bad(d, [i, j, k], what, row[i].as_f64()));
                 }
             }

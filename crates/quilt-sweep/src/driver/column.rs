@@ -9,7 +9,7 @@ use super::plan::{ColumnGroup, Pass};
 use super::shared::Shared;
 use crate::error::SweepError;
 use crate::layout::{BatchLayout, data_index, face_offset, transverse_axes};
-use crate::physics::{FloorCounts, NCOMP, NOT_FINITE, column_components};
+use crate::physics::{FloorCounts, NCOMP, NOT_FINITE, column_components, scalar_not_finite};
 use crate::real::Real;
 use crate::scheme::ColumnBuf;
 use crate::scheme::tvd;
@@ -329,20 +329,6 @@ impl Column {
             stage,
         }
     }
-}
-
-/// What an error says of passive scalar `k` that is not finite.
-pub(crate) fn scalar_not_finite(k: usize) -> &'static str {
-    const NAMED: [&str; 4] = [
-        "passive scalar 0 is not finite",
-        "passive scalar 1 is not finite",
-        "passive scalar 2 is not finite",
-        "passive scalar 3 is not finite",
-    ];
-    NAMED
-        .get(k)
-        .copied()
-        .unwrap_or("a passive scalar is not finite")
 }
 
 /// The first (in a thread-independent order) error found by any worker.

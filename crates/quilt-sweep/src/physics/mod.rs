@@ -42,3 +42,25 @@ pub const NOT_FINITE: [&str; NCOMP] = [
     "z momentum is not finite",
     "energy is not finite",
 ];
+
+/// What an error says of passive scalar `k` (component `NCOMP + k`) that
+/// is not finite.
+pub fn scalar_not_finite(k: usize) -> &'static str {
+    const NAMED: [&str; 11] = [
+        "passive scalar 0 is not finite",
+        "passive scalar 1 is not finite",
+        "passive scalar 2 is not finite",
+        "passive scalar 3 is not finite",
+        "passive scalar 4 is not finite",
+        "passive scalar 5 is not finite",
+        "passive scalar 6 is not finite",
+        "passive scalar 7 is not finite",
+        "passive scalar 8 is not finite",
+        "passive scalar 9 is not finite",
+        "passive scalar 10 is not finite",
+    ];
+    NAMED
+        .get(k)
+        .copied()
+        .unwrap_or("a passive scalar is not finite")
+}
