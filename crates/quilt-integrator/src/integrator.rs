@@ -135,7 +135,7 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     /// The problem: initial state, criteria, faces.
     problem: Arc<dyn Problem<T>>,
     /// Why the run keeps the state on the host (criteria or boundary
-    /// conditions that run host code, passive scalars), if it does.
+    /// conditions that run host code), if it does.
     host_only: Option<String>,
     /// Where host-staged steps prepare patches and probes (fixed for a
     /// run: it follows the state arena and the backend), which every step
@@ -484,10 +484,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 deck.hydro.scalars
             ))
         })?;
-        let host_only = host_only(&criteria, &faces).or_else(|| {
-            (deck.ncomp() > NCOMP)
-                .then(|| "passive scalars are solved in host-staged steps only".to_string())
-        });
+        let host_only = host_only(&criteria, &faces);
         let bc = boundary_conditions(faces, hierarchy.geometry())?;
         let limiter = limiter_of(deck.amr.interpolation);
         let mut backend = backend;
@@ -505,8 +502,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 None => true,
             },
             Residency::Auto if host_only.is_some() => false,
-            Residency::Auto => memory_budget(&mut backend, 0, deck)
-                .is_some_and(|b| residency::lower_bound(&hierarchy, std::mem::size_of::<T>()) <= b),
+            Residency::Auto => memory_budget(&mut backend, 0, deck).is_some_and(|b| {
+                residency::lower_bound(&hierarchy, deck.ncomp(), std::mem::size_of::<T>()) <= b
+            }),
         };
         let preparations = preparations_for(arena.is_some(), backend.fills_probes());
         let plan = StepPlan::for_deck(
@@ -1388,7 +1386,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     fn weigh_residency(&mut self) -> Result<(bool, String), IntegratorError> {
         let size = std::mem::size_of::<T>();
         let budget = self.memory_budget();
-        let mut need = residency::lower_bound(&self.h, size);
+        let mut need = residency::lower_bound(&self.h, self.deck.ncomp(), size);
         let fits = match budget {
             Some(b) if need <= b => {
                 let plan = resident_plan(&self.h, &self.plan)?;

@@ -15,7 +15,6 @@
 //! Every path gives the same state bit for bit.
 
 use quilt_mesh::Hierarchy;
-use quilt_sweep::physics::NCOMP;
 
 use crate::backend::DeviceMemory;
 
@@ -63,17 +62,17 @@ pub(crate) fn regrid_move(old: u64, new: u64, budget: u64) -> RegridMove {
     }
 }
 
-/// A lower bound of the resident state's bytes for `h` with values of
-/// `value_size` bytes: every patch's ghost-grown box in the batch and its
-/// interior in the compact array. Spares building the resident plan of a
-/// hierarchy that cannot fit.
-pub(crate) fn lower_bound(h: &Hierarchy, value_size: usize) -> u64 {
+/// A lower bound of the resident state's bytes for `h` with `ncomp`
+/// values of `value_size` bytes per cell: every patch's ghost-grown box in
+/// the batch and its interior in the compact array. Spares building the
+/// resident plan of a hierarchy that cannot fit.
+pub(crate) fn lower_bound(h: &Hierarchy, ncomp: usize, value_size: usize) -> u64 {
     let cells: i64 = h
         .patches()
         .iter()
         .map(|p| p.ghost_box().num_cells() + p.interior().num_cells())
         .sum();
-    cells.max(0) as u64 * (NCOMP * value_size) as u64
+    cells.max(0) as u64 * (ncomp * value_size) as u64
 }
 
 /// Gigabytes, for log lines.

@@ -23,7 +23,6 @@ use std::sync::Arc;
 
 use quilt_mesh::flat::{CopyItem, LevelItems, StepItems, Strided, rel, restrict_items};
 use quilt_mesh::{Hierarchy, HierarchyData, Side, iv};
-use quilt_sweep::physics::NCOMP;
 use quilt_sweep::{BatchLayout, PatchShape};
 use rayon::prelude::*;
 
@@ -148,6 +147,7 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
     let lay = &plan.layout;
     let g = lay.ghost;
     let edge = lay.bin_edge;
+    let ncomp = lay.ncomp;
     let n = h.num_patches();
     let mut at = vec![None; n];
     for (b, bin) in lay.bins.iter().enumerate() {
@@ -188,7 +188,7 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
         }
     }
     let t_pack = t0.elapsed().as_secs_f64();
-    let layout = BatchLayout::packed(edge, NCOMP as u32, &shapes, &places)?;
+    let layout = BatchLayout::packed(edge, ncomp as u32, &shapes, &places)?;
     let strided = |d: usize| {
         let desc = &layout.patches()[d];
         Strided::in_bin(
@@ -202,7 +202,7 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
         || -> Result<StepItems, IntegratorError> {
             let mesh = |what: &str| IntegratorError::mesh(format!("resident {what}"));
             let t_layout = t0.elapsed().as_secs_f64();
-            let fill = quilt_mesh::flat::FlatFill::new(&lay.fill, &patch_places, NCOMP)
+            let fill = quilt_mesh::flat::FlatFill::new(&lay.fill, &patch_places, ncomp)
                 .map_err(mesh("ghost fill"))?;
             let t_fill = t0.elapsed().as_secs_f64();
             let after = lay
@@ -247,7 +247,7 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
                                     sz: fs.x as u64 * fs.y as u64,
                                     sc: a,
                                 };
-                                at += a * NCOMP as u64;
+                                at += a * ncomp as u64;
                                 let outside = q.interior.adjacent(axis, side, 1);
                                 for s in &shifts {
                                     for c in h.patches_intersecting(l - 1, &outside.shift(s)) {
@@ -304,7 +304,7 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
                         sz: nx * ny,
                         sc: nx * ny * nz,
                     };
-                    interior_len += nx * ny * nz * NCOMP as u64;
+                    interior_len += nx * ny * nz * ncomp as u64;
                     CopyItem {
                         src: patch_places[i].at(rel(&b.lo, &p.ghost_box().lo)),
                         dst,
@@ -314,7 +314,7 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
                 })
                 .collect();
             Ok(StepItems {
-                ncomp: NCOMP as u32,
+                ncomp: ncomp as u32,
                 fill,
                 after,
                 levels,
@@ -394,9 +394,10 @@ pub(crate) fn unpack_interiors<T: Real>(
 /// The compact array cut into each patch's part.
 fn patch_parts<'a, T>(plan: &ResidentPlan, out: &'a mut [T]) -> Vec<&'a mut [T]> {
     let lens = plan.items.interiors.iter();
+    let ncomp = plan.items.ncomp as usize;
     quilt_mesh::memory::split_parts(
         out,
-        lens.map(|it| it.n.iter().map(|&v| v as usize).product::<usize>() * NCOMP),
+        lens.map(|it| it.n.iter().map(|&v| v as usize).product::<usize>() * ncomp),
     )
 }
 

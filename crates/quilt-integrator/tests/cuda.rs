@@ -132,7 +132,7 @@ fn resident_gpu_matches_host_cpu<T: Real>(mut deck: Deck, steps: usize) {
     let d = it.data();
     let mut gpu = Vec::new();
     for (i, p) in h.patches().iter().enumerate() {
-        for c in 0..5 {
+        for c in 0..deck.ncomp() {
             for q in p.interior().iter() {
                 gpu.push(quilt_mesh::Real::as_f64(d.old(i).get(c, &q)).to_bits());
             }
@@ -163,6 +163,14 @@ fn resident_gpu_steps_reproduce_the_cpu_run() {
         d.run.precision = Precision::F32;
         resident_gpu_matches_host_cpu::<f32>(d, 4);
     }
+    // Passive scalars in device residency.
+    let mut dyed = common::closed_box();
+    dyed.amr.max_patch = 32;
+    dyed.hydro.scalars = vec!["inside".into(), "second".into()];
+    resident_gpu_matches_host_cpu::<f64>(dyed.clone(), 10);
+    dyed.hydro.scheme = "waf".into();
+    dyed.run.precision = Precision::F32;
+    resident_gpu_matches_host_cpu::<f32>(dyed, 6);
 }
 
 /// `run.residency = "auto"` on the GPU: resident when the device has room,

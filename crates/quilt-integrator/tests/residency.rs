@@ -15,7 +15,7 @@ fn bits<T: Real>(it: &mut Integrator<T, CpuBackend<T>>) -> Vec<u64> {
     let mut out = Vec::new();
     for (i, p) in h.patches().iter().enumerate() {
         let pd = d.old(i);
-        for c in 0..5 {
+        for c in 0..pd.ncomp() {
             for q in p.interior().iter() {
                 out.push(quilt_mesh::Real::as_f64(pd.get(c, &q)).to_bits());
             }
@@ -79,6 +79,20 @@ fn resident_steps_match_host_steps_in_a_closed_box() {
     let mut d32 = deck.clone();
     d32.run.precision = quilt_integrator::deck::Precision::F32;
     compare::<f32>(&d32, 6);
+}
+
+/// Passive scalars in device residency: fill, refluxing, restriction and
+/// regrid transfers carry them as items, bit for bit the host's.
+#[test]
+fn resident_steps_carry_passive_scalars() {
+    let mut deck = common::closed_box();
+    deck.amr.max_patch = 32;
+    deck.hydro.scalars = vec!["inside".into(), "second".into()];
+    compare::<f64>(&deck, 7);
+    deck.hydro.scheme = "tvd".into();
+    deck.hydro.cfl = 0.4;
+    deck.run.precision = quilt_integrator::deck::Precision::F32;
+    compare::<f32>(&deck, 6);
 }
 
 #[test]

@@ -280,23 +280,16 @@ fn a_run_with_scalars_restarts_bit_for_bit_and_refuses_other_scalars() {
 }
 
 #[test]
-fn scalars_keep_a_run_host_staged() {
+fn scalars_may_run_in_device_residency() {
     use quilt_integrator::deck::Residency;
     let mut deck = with_scalars(closed_box("rtvd"));
     deck.run.residency = Residency::Device;
     let solver = deck.solver().unwrap();
-    let e = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver))
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(e.contains("passive scalars") && e.contains("host"), "{e}");
-    // A budget that would take the CPU backend's run into residency
-    // without scalars.
+    let it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).unwrap();
+    assert_eq!(it.residency(), Residency::Device);
+    // Auto takes the run into residency when the budget allows.
     deck.run.residency = Residency::Auto;
     deck.run.device_memory_limit = 1 << 40;
-    let it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).unwrap();
-    assert_eq!(it.residency(), Residency::Host);
-    deck.hydro.scalars.clear();
     let it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).unwrap();
     assert_eq!(it.residency(), Residency::Device);
 }
