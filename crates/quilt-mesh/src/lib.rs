@@ -2,8 +2,9 @@
 //!
 //! Everything about quilt's patch hierarchy: the index space, patch data,
 //! the hierarchy of non-uniform patches, ghost fill, restriction, flux
-//! registers, tagging, Berger–Rigoutsos clustering, regrid and the synthetic
-//! hierarchies of Raghavan & Vadhiyar (2015, section 4.1).
+//! registers, tagging, Berger–Rigoutsos clustering, regrid and, with the
+//! `synthetic` feature (tests, benchmarks, the evaluation's examples), the
+//! synthetic hierarchies of Raghavan & Vadhiyar (2015, section 4.1).
 #![warn(missing_docs)]
 
 pub mod atomic_file;
@@ -25,6 +26,7 @@ pub mod prefetch;
 pub mod real;
 pub mod regrid;
 pub mod restrict;
+#[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic;
 pub mod tag;
 
@@ -42,4 +44,5 @@ pub use interp::Limiter;
 pub use patch_data::{PatchData, PatchState};
 pub use real::Real;
 pub use restrict::{TimeLevel, restrict_hierarchy};
+#[cfg(any(test, feature = "synthetic"))]
 pub use synthetic::{SyntheticSpec, generate};

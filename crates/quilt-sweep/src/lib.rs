@@ -14,7 +14,7 @@
 //! | [`scheme`] | [`Scheme`] and the per-column RTVD, TVD and WAF functions |
 //! | [`Solver`] | one step over a whole batch on the CPU (rayon), CFL time step, state checks |
 //! | [`exact`] | the exact Riemann solver used as reference |
-//! | [`uniform`] | a single-level uniform-grid driver (tiling, ghost fill, boundaries) for verification and examples |
+//! | `uniform` (feature `uniform`) | a single-level uniform-grid driver (tiling, ghost fill, boundaries) for verification and examples |
 //!
 //! # Example
 //!
@@ -49,6 +49,7 @@ mod real;
 mod restricted;
 pub mod scheme;
 pub mod storage;
+#[cfg(any(test, feature = "uniform"))]
 pub mod uniform;
 
 pub use batch::{Batch, BoxPart};
