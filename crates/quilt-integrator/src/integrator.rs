@@ -1119,7 +1119,23 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             info.phases.regrid += secs;
             info.phases.wall += secs;
         }
+        self.after_step(&info)?;
         Ok(info)
+    }
+
+    /// The problem's [`Problem::after_step`] hook, with the state made
+    /// current on the host if it reads it.
+    fn after_step(&mut self, info: &StepInfo) -> Result<(), IntegratorError> {
+        let problem = Arc::clone(&self.problem);
+        let reads = problem.reads_state_after_step();
+        if reads {
+            self.sync_host()?;
+        }
+        problem.after_step(&crate::problem::AfterStep {
+            info,
+            hierarchy: &self.h,
+            data: if reads { self.data.as_ref() } else { None },
+        })
     }
 
     /// Takes a regrid that fell due after what was the run's last step

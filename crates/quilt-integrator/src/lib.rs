@@ -50,7 +50,7 @@ pub use backend::{
 };
 pub use error::IntegratorError;
 pub use integrator::{Integrator, IntegratorBuilder, RunTotals, StepInfo};
-pub use problem::{DeckProblem, Problem};
+pub use problem::{AfterStep, DeckProblem, Problem};
 pub use timing::{EstimateErrors, PhaseTimes};
 
 /// The floating-point types the integrator runs in: quilt's precision

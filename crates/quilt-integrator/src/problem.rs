@@ -26,13 +26,14 @@ use std::sync::Arc;
 
 use quilt_mesh::fill::PhysicalBc;
 use quilt_mesh::tag::{GradientDetector, ShockDetector, TagCriterion, TagError};
-use quilt_mesh::{IntVect, LevelGeometry, PatchData, Side};
+use quilt_mesh::{Hierarchy, HierarchyData, IntVect, LevelGeometry, PatchData, Side};
 use quilt_sweep::physics::{NCOMP, RHO};
 
 use crate::Real;
 use crate::deck::{Boundary, Deck, Detector, InitialKind, TagField};
 use crate::error::IntegratorError;
 use crate::init::InitialCondition;
+use crate::integrator::StepInfo;
 
 /// The field a refinement criterion looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,6 +200,37 @@ pub trait Problem<T: Real>: Send + Sync {
 
     /// The conditions on the domain's faces.
     fn faces(&self) -> Result<Faces<T>, IntegratorError>;
+
+    /// Whether [`Problem::after_step`] reads the state: the integrator then
+    /// makes its host copy current after every step (in device residency
+    /// a copy from the device, which costs about a host-staged step's
+    /// transfers), else the hook gets none. Default `false`.
+    fn reads_state_after_step(&self) -> bool {
+        false
+    }
+
+    /// Called after every step (regrids it took included) with the
+    /// step's report and the hierarchy, and the state if
+    /// [`Problem::reads_state_after_step`]: diagnostics, probes, stopping
+    /// criteria. An error ends [`Integrator::step`](crate::Integrator::step)
+    /// with it; the step itself stays taken. In a run over ranks each rank
+    /// sees its own patches' data. Interior mutability (a `Mutex`) holds
+    /// what the hook accumulates. The default does nothing.
+    fn after_step(&self, step: &AfterStep<'_, T>) -> Result<(), IntegratorError> {
+        let _ = step;
+        Ok(())
+    }
+}
+
+/// What [`Problem::after_step`] is given.
+pub struct AfterStep<'a, T: Real> {
+    /// The step's report (number, time, time step, cells, phases).
+    pub info: &'a StepInfo,
+    /// The hierarchy after the step (and after a regrid it took).
+    pub hierarchy: &'a Hierarchy,
+    /// The state after the step (its `old` half holds the new time), if
+    /// the problem reads it ([`Problem::reads_state_after_step`]).
+    pub data: Option<&'a HierarchyData<T>>,
 }
 
 /// The problem of a deck: its `[initial]` condition (sphere, Sedov,

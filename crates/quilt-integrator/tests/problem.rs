@@ -255,3 +255,122 @@ fn a_restart_with_the_problem_continues_bit_for_bit() {
     assert!(common::state_bits(&walled) != common::state_bits(&straight));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// What the hook saw of a step: number, time, patches, the first patch's
+/// first density (if it read the state).
+type Seen = (u64, f64, usize, Option<f64>);
+
+/// The deck's problem with an after-step hook that records what it sees
+/// (step, time, patches, the first patch's first density) and fails at
+/// step `fail_at`.
+struct Watched {
+    inner: quilt_integrator::DeckProblem,
+    reads: bool,
+    fail_at: u64,
+    seen: std::sync::Mutex<Vec<Seen>>,
+}
+
+impl Problem<f64> for Watched {
+    fn initial_state(&self, level: &LevelGeometry, cell: &IntVect, state: &mut [f64]) {
+        Problem::<f64>::initial_state(&self.inner, level, cell, state)
+    }
+    fn refinement(&self) -> Result<Vec<Refinement<f64>>, IntegratorError> {
+        Problem::<f64>::refinement(&self.inner)
+    }
+    fn faces(&self) -> Result<Faces<f64>, IntegratorError> {
+        Problem::<f64>::faces(&self.inner)
+    }
+    fn reads_state_after_step(&self) -> bool {
+        self.reads
+    }
+    fn after_step(
+        &self,
+        step: &quilt_integrator::AfterStep<'_, f64>,
+    ) -> Result<(), IntegratorError> {
+        let first = step.data.map(|d| {
+            let p = &step.hierarchy.patches()[0];
+            d.old(0).get(0, &p.interior().lo)
+        });
+        self.seen.lock().unwrap().push((
+            step.info.step,
+            step.info.time,
+            step.hierarchy.num_patches(),
+            first,
+        ));
+        if step.info.step == self.fail_at {
+            return Err(IntegratorError::Config(format!(
+                "stopped by the hook at step {}",
+                step.info.step
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn the_after_step_hook_sees_every_step_and_its_error_ends_the_step() {
+    let mut deck = common::closed_box();
+    deck.run.max_steps = 7;
+    for (residency, reads) in [
+        (Residency::Host, true),
+        (Residency::Device, true),
+        (Residency::Host, false),
+    ] {
+        deck.run.residency = residency;
+        let watched = Arc::new(Watched {
+            inner: quilt_integrator::DeckProblem::new(&deck),
+            reads,
+            fail_at: 6,
+            seen: std::sync::Mutex::new(Vec::new()),
+        });
+        let mut it = IntegratorBuilder::new(&deck)
+            .problem(Shared(Arc::clone(&watched)))
+            .build(CpuBackend::new(deck.solver().unwrap()))
+            .unwrap();
+        for s in 1..=5u64 {
+            let info = it.step().unwrap();
+            let seen = watched.seen.lock().unwrap();
+            let &(step, time, patches, first) = seen.last().unwrap();
+            assert_eq!(
+                (step, time, patches),
+                (s, info.time, it.hierarchy().num_patches())
+            );
+            if reads {
+                // The state after the step (a regrid after step 5 included).
+                it.sync_host().unwrap();
+                let p = &it.hierarchy().patches()[0];
+                let want = it.data().old(0).get(0, &p.interior().lo);
+                assert_eq!(first, Some(want), "{residency:?} step {s}");
+            } else {
+                assert_eq!(first, None);
+            }
+        }
+        let e = it.step().unwrap_err().to_string();
+        assert!(e.contains("stopped by the hook at step 6"), "{e}");
+        assert_eq!(it.steps(), 6, "the step stays taken");
+    }
+}
+
+/// A shared problem (the test keeps a handle to read what it recorded).
+struct Shared(Arc<Watched>);
+
+impl Problem<f64> for Shared {
+    fn initial_state(&self, level: &LevelGeometry, cell: &IntVect, state: &mut [f64]) {
+        self.0.initial_state(level, cell, state)
+    }
+    fn refinement(&self) -> Result<Vec<Refinement<f64>>, IntegratorError> {
+        self.0.refinement()
+    }
+    fn faces(&self) -> Result<Faces<f64>, IntegratorError> {
+        self.0.faces()
+    }
+    fn reads_state_after_step(&self) -> bool {
+        self.0.reads_state_after_step()
+    }
+    fn after_step(
+        &self,
+        step: &quilt_integrator::AfterStep<'_, f64>,
+    ) -> Result<(), IntegratorError> {
+        self.0.after_step(step)
+    }
+}
