@@ -736,6 +736,20 @@ fn sanitizer_smoke() {
             cfgs,
             "sanitizer",
         );
+        // The scalar kernels too (two scalars).
+        let dyed = packed_with(&shapes(3, g, 2 * g + 3, 2 * g + 10, 78), 7);
+        let with: Vec<CudaConfig> = cfgs
+            .iter()
+            .map(|&c| CudaConfig { scalars: 2, ..c })
+            .collect();
+        check_batch::<f64>(
+            scheme,
+            gas,
+            &fill(dyed.clone(), &gas, 9, false),
+            &with,
+            "sanitizer",
+        );
+        check_batch::<f32>(scheme, gas, &fill(dyed, &gas, 9, false), &with, "sanitizer");
     }
 }
 
