@@ -26,7 +26,7 @@ use anyhow::Result;
 use clap::Parser;
 use quilt::integrator::deck::Deck;
 use quilt::integrator::problem::{Faces, Field, Problem, Refinement};
-use quilt::integrator::{IntegratorBuilder, IntegratorError, SolveBackend, backend_for};
+use quilt::integrator::{AfterStep, IntegratorBuilder, IntegratorError, SolveBackend, backend_for};
 use quilt::io::VtkHdfSeries;
 use quilt::mesh::fill::{BoundaryFace, FillTarget, PhysicalBc, UserBoundary};
 use quilt::mesh::tag::{FnCriterion, TagInput};
@@ -104,8 +104,11 @@ impl UserBoundary<f64> for Inflow {
     }
 }
 
-/// The shear layer: the problem's initial state, criterion and faces.
-struct ShearLayer;
+/// The shear layer: the problem's initial state, criterion and faces,
+/// and a diagnostic of the dye every `every` steps.
+struct ShearLayer {
+    every: u64,
+}
 
 impl Problem<f64> for ShearLayer {
     fn name(&self) -> &str {
@@ -150,6 +153,36 @@ impl Problem<f64> for ShearLayer {
             [PhysicalBc::Periodic, PhysicalBc::Periodic],
         ])
     }
+
+    fn reads_state_after_step(&self) -> bool {
+        true
+    }
+
+    fn after_step(&self, step: &AfterStep<'_, f64>) -> Result<(), IntegratorError> {
+        let Some(data) = step.data.filter(|_| step.info.step % self.every == 0) else {
+            return Ok(());
+        };
+        // The dye's mass fraction on the base level (finer levels are
+        // restricted onto it): the cells where the two streams mix, and
+        // its range, which consistent advection keeps within [0, 1].
+        let (mut mixed, mut lo, mut hi) = (0usize, f64::INFINITY, f64::NEG_INFINITY);
+        for (i, p) in step.hierarchy.patches().iter().enumerate() {
+            if p.level() != 0 {
+                continue;
+            }
+            let d = data.old(i);
+            for c in p.interior().iter() {
+                let phi = d.get(5, &c) / d.get(0, &c);
+                (lo, hi) = (lo.min(phi), hi.max(phi));
+                mixed += usize::from((0.05..0.95).contains(&phi));
+            }
+        }
+        log::info!(
+            "step {}: the dye is mixed in {mixed} base cells, its fraction within [{lo:.2e}, {hi:.6}]",
+            step.info.step
+        );
+        Ok(())
+    }
 }
 
 fn patches_per_level(h: &quilt::mesh::Hierarchy) -> Vec<usize> {
@@ -189,7 +222,7 @@ fn main() -> Result<()> {
     let backend: Box<dyn SolveBackend<f64>> = backend_for(&settings)?;
     log::info!("solve backend: {}", backend.device());
     let mut run = IntegratorBuilder::new(&settings)
-        .problem(ShearLayer)
+        .problem(ShearLayer { every: args.every })
         .build(backend)?;
     let mut series = match &args.out {
         Some(dir) => Some(VtkHdfSeries::create(dir, "kh")?),

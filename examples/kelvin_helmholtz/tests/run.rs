@@ -28,6 +28,8 @@ fn a_few_steps_write_a_series_that_paraview_opens() {
     // problem's faces keep the run host-staged.
     assert!(log.contains("step 6 "), "{log}");
     assert!(log.contains("2 levels"), "{log}");
+    // The problem's after-step hook reports the dye.
+    assert!(log.contains("step 6: the dye is mixed in "), "{log}");
     let blocks = log
         .lines()
         .find_map(|l| l.split("initial hierarchy: patches per level [").nth(1))
