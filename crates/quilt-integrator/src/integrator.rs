@@ -625,11 +625,32 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// # Panics
     /// After a failed regrid, which consumes the data, and in device
     /// residency after a regrid until [`Integrator::sync_host`] (a regrid
-    /// in the backend leaves no host copy).
+    /// in the backend leaves no host copy). [`Integrator::try_data`] says
+    /// so in an error instead.
     pub fn data(&self) -> &HierarchyData<T> {
         self.data.as_ref().expect(
             "data is present unless a regrid failed or, in device residency, a regrid ran since the last sync_host",
         )
+    }
+
+    /// [`Integrator::data`], or an error saying why there is no host copy
+    /// to read (a failed regrid consumed it, or in device residency a
+    /// regrid ran since the last [`Integrator::sync_host`]).
+    ///
+    /// # Errors
+    /// [`IntegratorError::Internal`] after a failed regrid;
+    /// [`IntegratorError::Config`] when the host copy is missing until
+    /// `sync_host`.
+    pub fn try_data(&self) -> Result<&HierarchyData<T>, IntegratorError> {
+        match &self.data {
+            Some(d) => Ok(d),
+            None if self.resident.is_some() && !self.host_current => Err(IntegratorError::Config(
+                "in device residency a regrid left no host copy of the state: \
+                     call sync_host before reading it"
+                    .into(),
+            )),
+            None => Err(poisoned()),
+        }
     }
 
     /// The data, mutably (e.g. to impose a state in tests). In device

@@ -234,3 +234,22 @@ fn auto_residency_follows_the_memory_budget_with_the_same_answer() {
     assert!(auto.residency.iter().all(|&r| r == Residency::Host));
     same(&auto, "auto without room");
 }
+
+/// After a regrid in the backend there is no host copy until `sync_host`:
+/// `try_data` says so instead of panicking.
+#[test]
+fn try_data_names_the_missing_host_copy_after_a_resident_regrid() {
+    let mut deck = common::closed_box();
+    deck.run.residency = Residency::Device;
+    let solver = deck.solver().unwrap();
+    let mut it = Integrator::<f64, _>::new(&deck, CpuBackend::new(solver)).unwrap();
+    assert!(it.try_data().is_ok());
+    while !it.step().unwrap().regridded {}
+    let Err(e) = it.try_data() else {
+        panic!("a host copy after a regrid in the backend");
+    };
+    let e = e.to_string();
+    assert!(e.contains("sync_host"), "{e}");
+    it.sync_host().unwrap();
+    assert!(it.try_data().is_ok());
+}
