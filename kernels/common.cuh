@@ -321,6 +321,18 @@ __device__ __forceinline__ int t_hi(const PatchDesc& d, const PassInfo& ps, int 
 // (patch, column group, column, cell), so the host reports the same cell as
 // quilt-sweep (SweepError::BadState).
 
+// Offers non-finite value x of batch component comp at column cell i to
+// the slot's atomicMin.
+template <class T>
+__device__ __forceinline__ void report_bad(const Col& c, int axis, int i, int comp, T x, u64 errors, int slot) {
+    u64 cls = x != x ? 0 : (x > T(0) ? 1 : 2);
+    u64 ta = axis == 0 ? c.fy : c.fx;
+    u64 tb = axis == 2 ? c.fy : c.fz;
+    u64 lin = (tb << 12) | (ta << 6) | (u64)i;
+    u64 key = ((u64)c.patch << 24) | (lin << 6) | ((u64)comp << 2) | cls;
+    atomicMin(((u64*)errors) + slot, key);
+}
+
 template <class T>
 __device__ __forceinline__ void check_finite(const Col& c, int axis, int i, const T w[5], u64 errors, int slot) {
     bool ok = q_finite(w[0]) && q_finite(w[1]) && q_finite(w[2]) && q_finite(w[3]) && q_finite(w[4]);
@@ -334,24 +346,13 @@ __device__ __forceinline__ void check_finite(const Col& c, int axis, int i, cons
             val = w[v];
         }
     }
-    u64 cls = val != val ? 0 : (val > T(0) ? 1 : 2);
-    u64 ta = axis == 0 ? c.fy : c.fx;
-    u64 tb = axis == 2 ? c.fy : c.fz;
-    u64 lin = (tb << 12) | (ta << 6) | (u64)i;
-    u64 key = ((u64)c.patch << 24) | (lin << 6) | ((u64)comp_of(axis, first) << 2) | cls;
-    atomicMin(((u64*)errors) + slot, key);
+    report_bad(c, axis, i, comp_of(axis, first), val, errors, slot);
 }
 
 // check_finite of one value of batch component `comp` (a passive scalar).
 template <class T>
 __device__ __forceinline__ void check_value(const Col& c, int axis, int i, int comp, T x, u64 errors, int slot) {
-    if (q_finite(x)) return;
-    u64 cls = x != x ? 0 : (x > T(0) ? 1 : 2);
-    u64 ta = axis == 0 ? c.fy : c.fx;
-    u64 tb = axis == 2 ? c.fy : c.fz;
-    u64 lin = (tb << 12) | (ta << 6) | (u64)i;
-    u64 key = ((u64)c.patch << 24) | (lin << 6) | ((u64)comp << 2) | cls;
-    atomicMin(((u64*)errors) + slot, key);
+    if (!q_finite(x)) report_bad(c, axis, i, comp, x, errors, slot);
 }
 
 // ------------------------------------------------------------- columns ----

@@ -173,6 +173,12 @@ impl Default for CudaConfig {
 }
 
 impl CudaConfig {
+    /// Components per cell of the batches this configuration's kernels
+    /// take: the five Euler ones and [`CudaConfig::scalars`].
+    pub fn components(&self) -> u32 {
+        quilt_sweep::physics::NCOMP as u32 + self.scalars
+    }
+
     /// The default configuration with another variant.
     pub fn variant(variant: Variant) -> Self {
         Self {

@@ -141,7 +141,7 @@ impl<T: GpuReal> CudaSolver<T> {
     /// if there is one, else a new one; the current state is kept for
     /// later batches and hands its pinned staging over.
     fn ensure_state(&mut self, layout: &BatchLayout) -> Result<(), CudaError> {
-        let ncomp = quilt_sweep::physics::NCOMP as u32 + self.config.scalars;
+        let ncomp = self.config.components();
         if layout.ncomp() != ncomp {
             return Err(CudaError::Unsupported(format!(
                 "a batch of {} components per cell: the kernels of this solver were compiled \

@@ -95,14 +95,15 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
     }
 
     fn solves_components(&self, ncomp: usize) -> Result<(), String> {
-        let scalars = self.solver.config().scalars as usize;
-        if ncomp == quilt_sweep::physics::NCOMP + scalars {
+        let c = self.solver.config();
+        if ncomp == c.components() as usize {
             Ok(())
         } else {
             Err(format!(
                 "its kernels were compiled for {} components (the five Euler ones and \
-                 {scalars} passive scalars), not {ncomp} (CudaConfig::scalars)",
-                quilt_sweep::physics::NCOMP + scalars
+                 {} passive scalars), not {ncomp} (CudaConfig::scalars)",
+                c.components(),
+                c.scalars
             ))
         }
     }
