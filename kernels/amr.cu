@@ -12,6 +12,16 @@
 typedef unsigned long long u64;
 typedef unsigned int u32;
 
+// The equation of state (the header "eos.cuh" of every kernel file).
+#include "eos.cuh"
+
+// The equation of state's parameters in f64 and its minimum pressure
+// (quilt_cuda::params::EosArgs, as in common.cuh).
+struct EosArgs {
+    double k[4];
+    double p_min;
+};
+
 struct Strided {
     u64 base, sy, sz, sc;
 };
@@ -267,7 +277,7 @@ __device__ void reflux_cells(const RefluxItem* items, const u64* starts, u32 nit
 // values' order) in out[0]; a bad cell sets out[1].
 template <typename T>
 __device__ void rate_cells(const RateItem* items, const u64* starts, u32 nitems, u64 total,
-                           u64 sy, u64 sz, u64 sc, double gamma, const T* data, u64* out) {
+                           u64 sy, u64 sz, u64 sc, EosArgs eos, const T* data, u64* out) {
     __shared__ double best[32];
     u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     double rate = 0.0;
@@ -287,11 +297,11 @@ __device__ void rate_cells(const RateItem* items, const u64* starts, u32 nitems,
         if (!bad) {
             double vel[3] = {u[1] / u[0], u[2] / u[0], u[3] / u[0]};
             double ke = 0.5 * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]);
-            double p = (gamma - 1.0) * (u[4] - ke);
-            if (isnan(p) || p <= 0.0) {
+            double p = eos_pressure(eos.k, u[0], u[4] - ke);
+            if (isnan(p) || p <= eos.p_min) {
                 bad = true;
             } else {
-                double cs = sqrt(gamma * p / u[0]);
+                double cs = sqrt(eos_bulk_modulus(eos.k, u[0], p) / u[0]);
                 for (int a = 0; a < 3; ++a) rate = fmax(rate, (fabs(vel[a]) + cs) / it.dx[a]);
                 if (!isfinite(rate)) bad = true;
             }
@@ -407,9 +417,9 @@ __device__ void tag_cells(const TagItem* items, const u64* starts, u32 nitems, u
         reflux_cells<T>(items, starts, n, total, ncomp, coarse, flux, store);                     \
     }                                                                                            \
     extern "C" __global__ void flat_rate_##S(const RateItem* items, const u64* starts, u32 n,    \
-                                             u64 total, u64 sy, u64 sz, u64 sc, double gamma,    \
+                                             u64 total, u64 sy, u64 sz, u64 sc, EosArgs eos,     \
                                              const T* data, u64* out) {                          \
-        rate_cells<T>(items, starts, n, total, sy, sz, sc, gamma, data, out);                     \
+        rate_cells<T>(items, starts, n, total, sy, sz, sc, eos, data, out);                       \
     }                                                                                            \
     extern "C" __global__ void flat_tag_##S(const TagItem* items, const u64* starts, u32 n,      \
                                             u64 total, const TagRule* rules, u32 nrules,         \

@@ -29,6 +29,11 @@ typedef long long i64;
 #ifndef QUILT_NCOMP
 #define QUILT_NCOMP 5
 #endif
+
+// The equation of state: eos_pressure, eos_internal_energy and
+// eos_bulk_modulus (kernels/eos_ideal.cuh, or the solver's CudaEos header),
+// passed by the host as the header "eos.cuh".
+#include "eos.cuh"
 static_assert(QUILT_NCOMP >= 5 && QUILT_NCOMP <= 16, "5 Euler components and at most 11 scalars (4-bit error keys)");
 
 // quilt_sweep::PatchDesc, byte for byte (80 bytes, no padding).
@@ -46,8 +51,19 @@ struct PatchDesc {
 
 __constant__ PatchDesc c_descs[QUILT_CONST_DESCS];
 
+// The equation of state's parameters (quilt_sweep::physics::Eos::params)
+// rounded to T, and the floors; the pressure floor counts from the
+// equation of state's minimum pressure (Gas::lowest_pressure).
 template <class T> struct GasK {
-    T gamma, gm1, inv_gm1, rho_floor, p_floor;
+    T eos[4];
+    T rho_floor, p_floor;
+};
+
+// The equation of state's parameters in f64 and its minimum pressure, for
+// the scans (quilt_cuda::params::EosArgs).
+struct EosArgs {
+    double k[4];
+    double p_min;
 };
 
 // Per-patch step constants, rounded to T on the host like the CPU driver
@@ -162,8 +178,8 @@ __device__ __forceinline__ void signal_speed(const GasK<T>& k, const T u[5], T& 
     T inv = q_rcp(u[0]);
     vn = u[1] * inv;
     T ke = kinetic_energy(u, inv);
-    p = q_max(k.gm1 * (u[4] - ke), k.p_floor);
-    cs = q_sqrt(k.gamma * p * inv);
+    p = q_max(eos_pressure(k.eos, u[0], u[4] - ke), k.p_floor);
+    cs = q_sqrt(eos_bulk_modulus(k.eos, u[0], p) * inv);
 }
 
 template <class T> __device__ __forceinline__ void euler_flux(const T u[5], T vn, T p, T f[5]) {
@@ -191,9 +207,9 @@ __device__ __forceinline__ void apply_floors_keep(const GasK<T>& k, T u[5], Floo
     }
     inv = q_rcp(u[0]);
     ke = kinetic_energy(u, inv);
-    T p = k.gm1 * (u[4] - ke);
+    T p = eos_pressure(k.eos, u[0], u[4] - ke);
     if (p < k.p_floor) {
-        u[4] = ke + k.p_floor * k.inv_gm1;
+        u[4] = ke + eos_internal_energy(k.eos, u[0], k.p_floor);
         c.pressure += 1;
     }
 }
@@ -530,8 +546,8 @@ template <> struct ScanMath<float> {
 
 // One cell of the scan: bad flag, and the rate if the cell is interior.
 template <class T, class C>
-__device__ __forceinline__ void scan_cell(const T w[5], bool interior, C gamma, C gm1, const C inv_dx[3], C& best,
-                                          bool& is_bad) {
+__device__ __forceinline__ void scan_cell(const T w[5], bool interior, const C ek[4], C p_min, const C inv_dx[3],
+                                          C& best, bool& is_bad) {
     const C u[5] = {(C)w[0], (C)w[1], (C)w[2], (C)w[3], (C)w[4]};
     bool fin = isfinite(u[0]) && isfinite(u[1]) && isfinite(u[2]) && isfinite(u[3]) && isfinite(u[4]);
     if (!fin || !(u[0] > C(0))) {
@@ -540,13 +556,13 @@ __device__ __forceinline__ void scan_cell(const T w[5], bool interior, C gamma, 
     }
     C inv = q_rcp(u[0]);
     C vel[3] = {u[1] * inv, u[2] * inv, u[3] * inv};
-    C pr = gm1 * (u[4] - C(0.5) * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]));
-    if (!(pr > C(0))) {
+    C pr = eos_pressure(ek, u[0], u[4] - C(0.5) * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]));
+    if (!(pr > p_min)) {
         is_bad = true;
         return;
     }
     if (interior) {
-        C c = q_sqrt(gamma * pr * inv);
+        C c = q_sqrt(eos_bulk_modulus(ek, u[0], pr) * inv);
 #pragma unroll
         for (int a = 0; a < 3; ++a) best = q_max(best, (q_abs(vel[a]) + c) * inv_dx[a]);
     }
@@ -578,7 +594,7 @@ struct ScanPos {
 
 template <class T>
 __device__ __forceinline__ void scan_body(const T* data, const PatchDesc* descs, const u32* order,
-                                          const ScanItem* items, u32 i0, int B, double gamma, u64* rate, u32* bad) {
+                                          const ScanItem* items, u32 i0, int B, EosArgs eos, u64* rate, u32* bad) {
     const ScanItem it = items[i0 + blockIdx.x];
     const u32 q = it.q;
     const PatchDesc& d = descs[order[q]];
@@ -591,7 +607,8 @@ __device__ __forceinline__ void scan_body(const T* data, const PatchDesc* descs,
     const T* bin = data + (i64)d.bin * QUILT_NCOMP * cs;
     const int o0 = (d.offset[2] * B + d.offset[1]) * B + d.offset[0];
     typedef typename ScanMath<T>::type C;
-    const C gm1 = (C)(gamma - 1.0);
+    const C ek[4] = {(C)eos.k[0], (C)eos.k[1], (C)eos.k[2], (C)eos.k[3]};
+    const C p_min = (C)eos.p_min;
     const C inv_dx[3] = {(C)(1.0 / d.dx[0]), (C)(1.0 / d.dx[1]), (C)(1.0 / d.dx[2])};
     // This thread's first cell, and the block-wide stride split into
     // (x, y, z) steps.
@@ -628,7 +645,7 @@ __device__ __forceinline__ void scan_body(const T* data, const PatchDesc* descs,
         }
 #pragma unroll
         for (int m = 0; m < QUILT_SCAN_BATCH; ++m)
-            if (live[m]) scan_cell<T, C>(u[m], interior[m], (C)gamma, gm1, inv_dx, best, is_bad);
+            if (live[m]) scan_cell<T, C>(u[m], interior[m], ek, p_min, inv_dx, best, is_bad);
     }
     // Block maximum and flag, then one atomic per block.
     u64 m;
@@ -645,8 +662,8 @@ __device__ __forceinline__ void scan_body(const T* data, const PatchDesc* descs,
 #define QUILT_SCAN_KERNEL(T, NAME, MINB)                                                                     \
     extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK, MINB)                                    \
         NAME(const T* data, const PatchDesc* descs, const u32* order, const ScanItem* items, u32 i0, int B,  \
-             double gamma, u64* rate, u32* bad) {                                                            \
-        scan_body<T>(data, descs, order, items, i0, B, gamma, rate, bad);                                    \
+             EosArgs eos, u64* rate, u32* bad) {                                                             \
+        scan_body<T>(data, descs, order, items, i0, B, eos, rate, bad);                                      \
     }
 
 QUILT_SCAN_KERNEL(float, scan_f32, 4)
@@ -752,7 +769,7 @@ QUILT_STORE_KERNEL(double, store_f64, store_ext_f64)
 template <class T>
 __device__ __forceinline__ void restrict_out_body(const T* data, const u64* means, const u64* ratio,
                                                   const PatchDesc* descs, const u32* order,
-                                                  const ScanItem* items, u32 i0, int B, double gamma,
+                                                  const ScanItem* items, u32 i0, int B, EosArgs eos,
                                                   u64* out) {
     const ScanItem it = items[i0 + blockIdx.x];
     const u32 p = order[it.q];
@@ -771,7 +788,6 @@ __device__ __forceinline__ void restrict_out_body(const T* data, const u64* mean
     const int cx = (ex - 2 * g) / r, cy = (ey - 2 * g) / r, cz = (ez - 2 * g) / r;
     const i64 coarse = (i64)cx * cy * cz;
     const T inv = (T)(1.0 / (double)(r * r * r));
-    const double gm1 = gamma - 1.0;
     double best = 0.0;
     bool bad = false;
     for (int t = (int)it.first + (int)threadIdx.x; t < end; t += (int)blockDim.x) {
@@ -785,14 +801,14 @@ __device__ __forceinline__ void restrict_out_body(const T* data, const u64* mean
                      m2 = (double)data[at + 3 * (i64)cs], e = (double)data[at + 4 * (i64)cs];
         const double v0 = m0 / rho, v1 = m1 / rho, v2 = m2 / rho;
         const double kinetic = 0.5 * (m0 * v0 + m1 * v1 + m2 * v2);
-        const double pr = gm1 * (e - kinetic);
-        const double sound = sqrt(gamma * pr / rho);
+        const double pr = eos_pressure(eos.k, rho, e - kinetic);
+        const double sound = sqrt(eos_bulk_modulus(eos.k, rho, pr) / rho);
         double rt = fmax(fmax((fabs(v0) + sound) / d.dx[0], (fabs(v1) + sound) / d.dx[1]),
                          (fabs(v2) + sound) / d.dx[2]);
         rt = fmax(0.0, rt);
         const bool finite = isfinite(rho) && isfinite(m0) && isfinite(m1) && isfinite(m2) && isfinite(e) &&
                             isfinite(rt);
-        if (finite && rho > 0.0 && pr > 0.0)
+        if (finite && rho > 0.0 && pr > eos.p_min)
             best = fmax(best, rt);
         else
             bad = true;
@@ -820,8 +836,8 @@ __device__ __forceinline__ void restrict_out_body(const T* data, const u64* mean
 #define QUILT_RESTRICT_OUT_KERNEL(T, NAME)                                                                  \
     extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                          \
         NAME(const T* data, const u64* means, const u64* ratio, const PatchDesc* descs, const u32* order,    \
-             const ScanItem* items, u32 i0, int B, double gamma, u64* out) {                                \
-        restrict_out_body<T>(data, means, ratio, descs, order, items, i0, B, gamma, out);                  \
+             const ScanItem* items, u32 i0, int B, EosArgs eos, u64* out) {                                 \
+        restrict_out_body<T>(data, means, ratio, descs, order, items, i0, B, eos, out);                    \
     }
 
 QUILT_RESTRICT_OUT_KERNEL(float, restrict_out_f32)

@@ -39,8 +39,8 @@ template <class T> __device__ __forceinline__ T rtvd_limit(int lim, T a, T b) {
 template <class T>
 __device__ __forceinline__ void split_flux_known(const GasK<T>& k, const T u[5], T inv, T ke, T fr[5], T fl[5]) {
     T vn = u[1] * inv;
-    T p = q_max(k.gm1 * (u[4] - ke), k.p_floor);
-    T cs = q_sqrt(k.gamma * p * inv);
+    T p = q_max(eos_pressure(k.eos, u[0], u[4] - ke), k.p_floor);
+    T cs = q_sqrt(eos_bulk_modulus(k.eos, u[0], p) * inv);
     T c = q_abs(vn) + cs;
     T f[5];
     euler_flux(u, vn, p, f);

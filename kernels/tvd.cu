@@ -21,7 +21,7 @@
 template <class T> __device__ __forceinline__ void primitive(const GasK<T>& k, const T u[5], T w[5]) {
     T inv = q_rcp(u[0]);
     T ke = kinetic_energy(u, inv);
-    T p = q_max(k.gm1 * (u[4] - ke), k.p_floor);
+    T p = q_max(eos_pressure(k.eos, u[0], u[4] - ke), k.p_floor);
     w[0] = u[0];
     w[1] = u[1] * inv;
     w[2] = u[2] * inv;
@@ -44,8 +44,8 @@ template <class T> __device__ __forceinline__ T conserved(const GasK<T>& k, cons
     u[1] = rho * w[1];
     u[2] = rho * w[2];
     u[3] = rho * w[3];
-    u[4] = w[4] * k.inv_gm1 + ke;
-    return q_sqrt(q_div(k.gamma * w[4], rho));
+    u[4] = eos_internal_energy(k.eos, rho, w[4]) + ke;
+    return q_sqrt(q_div(eos_bulk_modulus(k.eos, rho, w[4]), rho));
 }
 
 // kind 0: HLL with Davis speeds, 1: local Lax-Friedrichs.

@@ -27,13 +27,27 @@ pub(crate) struct Device {
 
 /// How a kernel file is compiled: FMA contraction, approximate f32
 /// reciprocals, divisions and square roots, blocks per SM asked of the
-/// marching kernels, passive scalars of the batch layout.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+/// marching kernels, passive scalars of the batch layout, the equation of
+/// state's header ([`crate::CudaEos::SOURCE`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Build {
     pub fma: bool,
     pub fast_f32: bool,
     pub march_blocks: Option<u32>,
     pub scalars: u32,
+    pub eos: &'static str,
+}
+
+impl Default for Build {
+    fn default() -> Self {
+        Self {
+            fma: false,
+            fast_f32: false,
+            march_blocks: None,
+            scalars: 0,
+            eos: crate::eos::IDEAL_GAS_CUH,
+        }
+    }
 }
 
 /// (device, file, build).
@@ -112,6 +126,7 @@ fn build(dev: &Device, file: KernelFile, b: Build) -> Result<Image, CudaError> {
     let t = Instant::now();
     let mut opts = CompileOptions::new(dev.info.arch(), b.fma);
     opts.fast_f32 = b.fast_f32;
+    opts.eos = b.eos;
     if let Some(b) = b.march_blocks {
         for name in ["QUILT_MARCH_MINB_F32", "QUILT_MARCH_MINB_F64"] {
             opts.defines.push((name.to_string(), b.to_string()));

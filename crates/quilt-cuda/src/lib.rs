@@ -50,6 +50,7 @@ mod bandwidth;
 mod buffer;
 pub mod cache;
 mod device;
+mod eos;
 mod error;
 mod params;
 mod plan;
@@ -61,6 +62,7 @@ pub mod source;
 
 pub use bandwidth::{Bandwidth, measure_bandwidth};
 pub use buffer::PinnedAlloc;
+pub use eos::{CudaEos, IDEAL_GAS_CUH};
 pub use error::CudaError;
 pub use plan::{MAX_EDGE, step_traffic};
 pub use probe::{Backend, DeviceInfo, Selected, probe, probe_device, select_backend};

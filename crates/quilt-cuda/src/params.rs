@@ -46,15 +46,35 @@ const _: () = assert!(std::mem::size_of::<PassInfo>() == 56);
 const _: () = assert!(std::mem::size_of::<ColItem>() == 8);
 const _: () = assert!(std::mem::size_of::<ScanItem>() == 8);
 
-/// `GasK<T>`.
+/// `GasK<T>`: [`quilt_sweep::physics::GasConsts`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct GasK<T> {
-    pub gamma: T,
-    pub gm1: T,
-    pub inv_gm1: T,
+    pub eos: [T; 4],
     pub rho_floor: T,
     pub p_floor: T,
+}
+
+/// `EosArgs`: the equation of state's parameters in `f64` and its minimum
+/// pressure, passed by value to the scans.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct EosArgs {
+    pub k: [f64; 4],
+    pub p_min: f64,
+}
+
+// SAFETY: `#[repr(C)]` plain data matching `EosArgs` in the kernels.
+unsafe impl DeviceRepr for EosArgs {}
+
+impl EosArgs {
+    /// The arguments of `eos`.
+    pub fn of<E: quilt_sweep::physics::Eos>(eos: &E) -> Self {
+        Self {
+            k: eos.params(),
+            p_min: eos.min_pressure(),
+        }
+    }
 }
 
 /// `StepArgs<T>`, passed by value to every sweep kernel.

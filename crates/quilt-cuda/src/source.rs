@@ -199,6 +199,9 @@ pub struct CompileOptions {
     pub fast_f32: bool,
     /// Extra `-D` definitions, `(name, value)`.
     pub defines: Vec<(String, String)>,
+    /// The header `eos.cuh`: the equation of state's functions
+    /// ([`crate::CudaEos::SOURCE`]; the ideal gas's by default).
+    pub eos: &'static str,
 }
 
 impl CompileOptions {
@@ -209,6 +212,7 @@ impl CompileOptions {
             fma,
             fast_f32: false,
             defines: Vec::new(),
+            eos: crate::eos::IDEAL_GAS_CUH,
         }
     }
 
@@ -250,7 +254,7 @@ pub fn cache_key(file: KernelFile, opts: &CompileOptions) -> Result<Vec<u8>, Cud
         key.extend_from_slice(a.as_bytes());
         key.push(0);
     }
-    for part in [&*src, &*common] {
+    for part in [&*src, &*common, opts.eos] {
         key.extend_from_slice(&(part.len() as u64).to_le_bytes());
         key.extend_from_slice(part.as_bytes());
     }
@@ -352,8 +356,11 @@ pub fn compile(file: KernelFile, opts: &CompileOptions) -> Result<Compiled, Cuda
     let header = CString::new(text_common.into_owned())
         .map_err(|_| CudaError::Config("common.cuh contains a NUL".into()))?;
     let header_name = CString::new("common.cuh").expect("static name");
-    let headers = [header.as_ptr()];
-    let header_names = [header_name.as_ptr()];
+    let eos = CString::new(opts.eos)
+        .map_err(|_| CudaError::Config("the equation of state's header contains a NUL".into()))?;
+    let eos_name = CString::new("eos.cuh").expect("static name");
+    let headers = [header.as_ptr(), eos.as_ptr()];
+    let header_names = [header_name.as_ptr(), eos_name.as_ptr()];
     let mut raw: nvrtcProgram = ptr::null_mut();
     // SAFETY: all strings outlive the program's creation (NVRTC copies them).
     check("nvrtcCreateProgram", unsafe {
@@ -361,7 +368,7 @@ pub fn compile(file: KernelFile, opts: &CompileOptions) -> Result<Compiled, Cuda
             &mut raw,
             src.as_ptr(),
             name.as_ptr(),
-            1,
+            headers.len() as i32,
             headers.as_ptr(),
             header_names.as_ptr(),
         )

@@ -241,7 +241,10 @@ fn cache_keys_name_everything_an_image_depends_on() {
     ] {
         assert_ne!(base, other);
     }
-    // The sources are part of the key.
+    // The sources are part of the key, the equation of state's header too.
     let src = KernelFile::Rtvd.source();
     assert!(base.windows(src.len()).any(|w| w == src.as_bytes()));
+    let mut o = CompileOptions::new("sm_90", false);
+    o.eos = "// another equation of state\n";
+    assert_ne!(base, cache_key(KernelFile::Rtvd, &o).expect("key"));
 }

@@ -145,7 +145,7 @@ fn floors_act_and_are_counted_as_on_the_cpu() {
     // Floors just under the initial state of the expanding flows: every
     // scheme's outflow drops below them.
     let gas = Gas {
-        gamma: 1.4,
+        eos: quilt_sweep::physics::IdealGas { gamma: 1.4 },
         density_floor: 0.045,
         pressure_floor: 0.0195,
     };

@@ -1,13 +1,13 @@
 //! The CFL time step over every patch of every level, and the state check
 //! that comes with it.
 //!
-//! The signal rate is quilt-sweep's [`Gas::signal_rate`]
+//! The signal rate is quilt-sweep's `Gas::signal_rate`
 //! (`max_d (|v_d| + c_s) / dx_d`, in `f64` from the stored values). The
 //! solvers' scan computes it by faster operations; their CFL check allows
 //! 1e-12 for the rounding, so a step of `cfl / rate` never trips it.
 
 use quilt_mesh::{Hierarchy, HierarchyData, IntVect, iv};
-use quilt_sweep::physics::Gas;
+use quilt_sweep::physics::Thermo;
 use rayon::prelude::*;
 
 use crate::Real;
@@ -30,7 +30,7 @@ pub(crate) struct BadCell {
 pub(crate) fn max_rate<T: Real>(
     h: &Hierarchy,
     data: &HierarchyData<T>,
-    gas: &Gas,
+    gas: &dyn Thermo,
     only: Option<&[bool]>,
 ) -> Result<f64, BadCell> {
     let rates: Vec<PatchRate> = (0..h.num_patches())
@@ -96,7 +96,7 @@ impl PatchRate {
         index: usize,
         k: i32,
         dx: [f64; 3],
-        gas: &Gas,
+        gas: &dyn Thermo,
     ) {
         if self.bad.is_some() {
             return;
@@ -130,13 +130,13 @@ impl PatchRate {
 }
 
 /// The first cell of a row (starting at cell `first`) that
-/// [`Gas::signal_rate`] refuses, as the error naming it.
+/// `Gas::signal_rate` refuses, as the error naming it.
 fn first_bad<T: Real>(
     cells: [&[T]; 5],
     first: [i32; 3],
     patch: usize,
     dx: [f64; 3],
-    gas: &Gas,
+    gas: &dyn Thermo,
 ) -> BadCell {
     for (i, _) in cells[0].iter().enumerate() {
         let u: [f64; 5] = std::array::from_fn(|c| quilt_mesh::Real::as_f64(cells[c][i]));
@@ -164,7 +164,7 @@ fn first_bad<T: Real>(
 pub(crate) fn batch_rate<T: Real>(
     batch: &quilt_sweep::Batch<T>,
     descs: std::ops::Range<usize>,
-    gas: &Gas,
+    gas: &dyn Thermo,
 ) -> Option<f64> {
     let l = batch.layout();
     let (b, nc) = (l.bin_edge() as usize, l.ncomp() as usize);
@@ -202,11 +202,11 @@ pub(crate) fn batch_rate<T: Real>(
 pub(crate) fn find_floored<T: Real>(
     h: &Hierarchy,
     data: &HierarchyData<T>,
-    gas: &Gas,
+    gas: &dyn Thermo,
     floors: [f64; 2],
 ) -> Option<BadCell> {
     // A floored pressure is recomputed from energies that carry rounding.
-    let [rho_floor, p_floor] = floors.map(|f| f * (1.0 + 1e-6));
+    let [rho_floor, p_floor] = floors.map(|f| f + 1e-6 * f.abs());
     let found: Vec<Option<BadCell>> = (0..h.num_patches())
         .into_par_iter()
         .map(|i| {
@@ -214,8 +214,7 @@ pub(crate) fn find_floored<T: Real>(
             let b = d.interior();
             for q in b.iter() {
                 let u: [f64; 5] = std::array::from_fn(|c| quilt_mesh::Real::as_f64(d.get(c, &q)));
-                let ke = 0.5 * (u[1] * u[1] + u[2] * u[2] + u[3] * u[3]) / u[0];
-                let p = (gas.gamma - 1.0) * (u[4] - ke);
+                let (_, _, p) = gas.primitive(u);
                 let bad = |what, value| BadCell {
                     patch: i,
                     cell: q,

@@ -43,7 +43,7 @@ use quilt_mesh::restrict::{
 };
 use quilt_mesh::{BufferPool, Hierarchy, HierarchyData, PatchSpec, Side};
 use quilt_mesh::{PatchId, iv};
-use quilt_sweep::physics::{FloorCounts, Gas, NCOMP};
+use quilt_sweep::physics::{FloorCounts, NCOMP, Thermo};
 use quilt_sweep::{Solver, SweepOrder};
 use rayon::prelude::*;
 
@@ -127,7 +127,7 @@ pub struct RunTotals {
 /// The AMR hydro integrator (see the module docs).
 pub struct Integrator<T: Real, B: SolveBackend<T>> {
     deck: Deck,
-    gas: Gas,
+    gas: Arc<dyn Thermo>,
     cfl: f64,
     bc: BoundaryConditions<T>,
     limiter: Limiter,
@@ -276,10 +276,22 @@ impl<T: Real> IntegratorBuilder<T> {
         self
     }
 
-    fn take_problem(&mut self) -> Arc<dyn Problem<T>> {
-        self.problem
-            .take()
-            .unwrap_or_else(|| Arc::new(DeckProblem::new(&self.deck)))
+    /// The problem to solve: the one given, or the deck's, which is set
+    /// for the ideal gas of `hydro.gamma` and refused for a backend that
+    /// solves another fluid.
+    fn take_problem(&mut self, gas: &dyn Thermo) -> Result<Arc<dyn Problem<T>>, IntegratorError> {
+        if let Some(p) = self.problem.take() {
+            return Ok(p);
+        }
+        let gamma = self.deck.hydro.gamma;
+        if gas.ideal_gamma() != Some(gamma) {
+            return Err(IntegratorError::Config(format!(
+                "the deck's initial state is an ideal gas of hydro.gamma = {gamma}, but the backend solves the {} of parameters {:?}: give the builder a problem for that fluid",
+                gas.name(),
+                gas.params()
+            )));
+        }
+        Ok(Arc::new(DeckProblem::new(&self.deck)))
     }
 
     /// Builds the initial hierarchy (level 0 from the base grid, then tag →
@@ -290,7 +302,7 @@ impl<T: Real> IntegratorBuilder<T> {
         mut self,
         backend: B,
     ) -> Result<Integrator<T, B>, IntegratorError> {
-        let problem = self.take_problem();
+        let problem = self.take_problem(&*backend.thermo())?;
         Integrator::initial(&self.deck, problem, backend)
     }
 
@@ -304,7 +316,7 @@ impl<T: Real> IntegratorBuilder<T> {
         step: u64,
         backend: B,
     ) -> Result<Integrator<T, B>, IntegratorError> {
-        let problem = self.take_problem();
+        let problem = self.take_problem(&*backend.thermo())?;
         let arena = state_arena(&backend, &self.deck);
         let data = match &arena {
             Some(a) => relocate(&hierarchy, data, a)?,
@@ -333,7 +345,7 @@ impl<T: Real> IntegratorBuilder<T> {
     where
         T: CheckpointReal,
     {
-        let problem = self.take_problem();
+        let problem = self.take_problem(&*backend.thermo())?;
         Integrator::restart_with(path, Some(&self.deck), Some(problem), backend)
     }
 }
@@ -484,7 +496,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 deck.hydro.scalars
             ))
         })?;
-        let host_only = host_only(&criteria, &faces);
+        let host_only = host_only(&criteria, &faces, &*backend.thermo());
         let bc = boundary_conditions(faces, hierarchy.geometry())?;
         let limiter = limiter_of(deck.amr.interpolation);
         let mut backend = backend;
@@ -536,7 +548,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         };
         let mut me = Self {
             deck: deck.clone(),
-            gas: deck.gas(),
+            gas: backend.thermo(),
             cfl: deck.hydro.cfl,
             bc,
             limiter,
@@ -875,7 +887,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         if self.rank().is_some_and(|(r, _)| r != 0) {
             return Ok(None);
         }
-        let gas = self.gas;
+        let gas = self.gas.clone();
         let fields = move |u: &[T]| {
             let (density, velocity, pressure) =
                 gas.primitive(std::array::from_fn(|c| u[c].as_f64()));
@@ -938,7 +950,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let only = self.ranks.as_ref().map(Ranks::owned);
         let rate = match self.next_rate {
             Some(r) => r,
-            None => cfl::max_rate(&self.h, data, &self.gas, only),
+            None => cfl::max_rate(&self.h, data, &*self.gas, only),
         };
         let rate = rate.map_err(|b| {
             let p = &self.h.patches()[b.patch];
@@ -1252,7 +1264,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let scan = self
             .ranks
             .is_none()
-            .then_some((&self.gas, &mut self.rate_scratch));
+            .then_some((&*self.gas, &mut self.rate_scratch));
         let r = reflux_and_restrict(
             &self.h,
             &mut self.plan,
@@ -1319,13 +1331,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             return Ok(());
         }
         let data = self.data.as_ref().ok_or_else(poisoned)?;
-        let h = &self.deck.hydro;
-        let location = match cfl::find_floored(
-            &self.h,
-            data,
-            &self.gas,
-            [h.density_floor, h.pressure_floor],
-        ) {
+        let location = match cfl::find_floored(&self.h, data, &*self.gas, self.gas.floors()) {
             Some(b) => {
                 let p = &self.h.patches()[b.patch];
                 format!(
@@ -1570,7 +1576,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .resident()
             .ok_or_else(|| no_resident_mode(&name))?;
         let rate = ex
-            .max_rate(&self.gas)
+            .max_rate()
             .map_err(|source| backend_error(self.step + 1, &name, source))?;
         match rate {
             Some(rate) if rate > 0.0 && rate.is_finite() => Ok(self.cfl / rate),
@@ -1940,7 +1946,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             &self.h,
             data,
             &self.criteria,
-            self.gas.gamma,
+            &*self.gas,
             self.deck.amr.max_levels,
             only,
         )
@@ -1984,7 +1990,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let t0 = Instant::now();
         let name = self.backend.name().to_string();
         let old = self.resident.as_ref().ok_or_else(poisoned)?;
-        let specs = flat_criteria(&self.criteria, self.gas.gamma).ok_or_else(|| {
+        let specs = flat_criteria(&self.criteria, self.gas.ideal_gamma()).ok_or_else(|| {
             IntegratorError::Internal(
                 "a host-only criterion reached a regrid in the backend".into(),
             )
@@ -2623,7 +2629,7 @@ fn reflux_and_restrict<T: Real>(
     plan: &mut StepPlan<T>,
     data: &mut HierarchyData<T>,
     mut ranks: Option<&mut Ranks>,
-    mut scan: Option<(&Gas, &mut RateScratch<T>)>,
+    mut scan: Option<(&dyn Thermo, &mut RateScratch<T>)>,
 ) -> Result<Option<Result<f64, cfl::BadCell>>, IntegratorError> {
     if let Some((_, s)) = scan.as_mut() {
         s.rates.clear();
@@ -2705,7 +2711,9 @@ fn reflux_and_restrict<T: Real>(
                 &mut s.restrict,
                 &mut s.rates[range.clone()],
                 given,
-                |n, fine, k, acc: &mut cfl::PatchRate| acc.plane(fine, range.start + n, k, dx, gas),
+                |n, fine, k, acc: &mut cfl::PatchRate| {
+                    acc.plane(fine, range.start + n, k, dx, *gas)
+                },
             )
         } else {
             restrict_level_where(h, data, l, TimeLevel::New, owned.as_deref())

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use quilt_mesh::fill::PhysicalBc;
 use quilt_mesh::tag::{GradientDetector, ShockDetector, TagCriterion, TagError};
 use quilt_mesh::{Hierarchy, HierarchyData, IntVect, LevelGeometry, PatchData, Side};
-use quilt_sweep::physics::{NCOMP, RHO};
+use quilt_sweep::physics::{NCOMP, RHO, Thermo};
 
 use crate::Real;
 use crate::deck::{Boundary, Deck, Detector, InitialKind, TagField};
@@ -312,7 +312,11 @@ pub fn deck_faces<T>(deck: &Deck) -> Faces<T> {
 /// Why a problem's criteria or faces keep the state on the host, if they
 /// do: the first [`Refinement::Custom`] criterion or
 /// [`PhysicalBc::User`] face.
-pub(crate) fn host_only<T>(refinement: &[Refinement<T>], faces: &Faces<T>) -> Option<String> {
+pub(crate) fn host_only<T>(
+    refinement: &[Refinement<T>],
+    faces: &Faces<T>,
+    gas: &dyn Thermo,
+) -> Option<String> {
     if let Some(r) = refinement
         .iter()
         .find(|r| matches!(r, Refinement::Custom { .. }))
@@ -320,6 +324,15 @@ pub(crate) fn host_only<T>(refinement: &[Refinement<T>], faces: &Faces<T>) -> Op
         return Some(format!(
             "the refinement criterion {:?} runs host code",
             r.name()
+        ));
+    }
+    if gas.ideal_gamma().is_none()
+        && let Some(r) = refinement.iter().find(|r| r.field() == Field::Pressure)
+    {
+        return Some(format!(
+            "the refinement criterion {:?} reads the pressure of the {}, which only the host computes",
+            r.name(),
+            gas.name()
         ));
     }
     for (axis, pair) in faces.iter().enumerate() {

@@ -1,9 +1,9 @@
 //! Tagging every patch with the deck's criteria, for regrid.
 
 use quilt_mesh::flat::{TagCriterionSpec, TagDetector, TagField as FlatField};
-use quilt_mesh::tag::{TagBox, TagCriterion, TagError, TagInput, euler_pressure};
+use quilt_mesh::tag::{TagBox, TagCriterion, TagError, TagInput, internal_energy_density};
 use quilt_mesh::{Hierarchy, HierarchyData};
-use quilt_sweep::physics::{ENE, MX, MY, MZ, RHO};
+use quilt_sweep::physics::{ENE, MX, MY, MZ, RHO, Thermo};
 use rayon::prelude::*;
 
 use crate::Real;
@@ -12,10 +12,12 @@ use crate::problem::{Field, Refinement};
 /// The criteria in the flat form of tagging in a backend
 /// ([`quilt_mesh::flat::FlatTag`]): the same detectors on a component or
 /// on the ideal-gas pressure of ratio `gamma`; `None` if a criterion is
-/// the problem's own (host code).
+/// the problem's own (host code), or reads the pressure of a fluid that is
+/// not an ideal gas (`gamma` is `None`: the flat tagging kernels compute
+/// the ideal gas's alone).
 pub(crate) fn flat_criteria<T>(
     criteria: &[Refinement<T>],
-    gamma: f64,
+    gamma: Option<f64>,
 ) -> Option<Vec<TagCriterionSpec>> {
     criteria
         .iter()
@@ -23,7 +25,7 @@ pub(crate) fn flat_criteria<T>(
             let field = match c.field() {
                 Field::Component(c) => FlatField::Component(c),
                 Field::Pressure => FlatField::EulerPressure {
-                    gamma,
+                    gamma: gamma?,
                     rho: RHO,
                     momentum: [MX, MY, MZ],
                     energy: ENE,
@@ -76,11 +78,11 @@ pub(crate) fn tag_patches<T: Real>(
     h: &Hierarchy,
     data: &HierarchyData<T>,
     criteria: &[Refinement<T>],
-    gamma: f64,
+    gas: &dyn Thermo,
     max_levels: usize,
     only: Option<&[bool]>,
 ) -> Result<Vec<TagBox>, TagError> {
-    tag_in_slabs(h, data, criteria, gamma, max_levels, SLAB_CELLS, only)
+    tag_in_slabs(h, data, criteria, gas, max_levels, SLAB_CELLS, only)
 }
 
 /// [`tag_patches`] with slabs of about `slab_cells` cells.
@@ -88,7 +90,7 @@ fn tag_in_slabs<T: Real>(
     h: &Hierarchy,
     data: &HierarchyData<T>,
     criteria: &[Refinement<T>],
-    gamma: f64,
+    gas: &dyn Thermo,
     max_levels: usize,
     slab_cells: i64,
     only: Option<&[bool]>,
@@ -141,13 +143,13 @@ fn tag_in_slabs<T: Real>(
             let part = |c: usize| &d.comp(c)[at..at + len];
             if need_pressure {
                 pressure.resize(len, T::zero());
-                euler_pressure(
+                internal_energy_density(
                     part(RHO),
                     [part(MX), part(MY), part(MZ)],
                     part(ENE),
-                    gamma,
                     pressure,
                 )?;
+                gas.pressure_row(part(RHO), pressure);
             }
             let dx = h
                 .level_geometry(p.level())
@@ -212,6 +214,7 @@ mod tests {
         )
         .unwrap();
         let gamma = 1.4;
+        let gas = quilt_sweep::physics::Gas::ideal(gamma);
         let mut data = HierarchyData::<f64>::new(&h, 5).unwrap();
         // A dense sphere at higher pressure, cut by both patches and by
         // every slab boundary below.
@@ -226,8 +229,8 @@ mod tests {
         .unwrap();
         let criteria = deck_refinement::<f64>(&Deck::default()).unwrap();
         assert!(!criteria.is_empty());
-        let whole = tag_in_slabs(&h, &data, &criteria, gamma, 2, i64::MAX, None).unwrap();
-        let slabs = tag_in_slabs(&h, &data, &criteria, gamma, 2, 24 * 20 * 3, None).unwrap();
+        let whole = tag_in_slabs(&h, &data, &criteria, &gas, 2, i64::MAX, None).unwrap();
+        let slabs = tag_in_slabs(&h, &data, &criteria, &gas, 2, 24 * 20 * 3, None).unwrap();
         assert!(whole.iter().map(TagBox::count).sum::<u64>() > 100);
         for (a, b) in whole.iter().zip(&slabs) {
             assert_eq!(a.region(), b.region());
@@ -235,10 +238,10 @@ mod tests {
         }
         // The default slab size, and no refinement past the last level.
         assert_eq!(
-            tag_patches(&h, &data, &criteria, gamma, 2, None).unwrap(),
+            tag_patches(&h, &data, &criteria, &gas, 2, None).unwrap(),
             whole
         );
-        let last = tag_patches(&h, &data, &criteria, gamma, 1, None).unwrap();
+        let last = tag_patches(&h, &data, &criteria, &gas, 1, None).unwrap();
         assert!(last.iter().all(|t| t.count() == 0));
     }
 }

@@ -70,6 +70,9 @@ impl SolveBackend<f64> for Faulty {
     fn device(&self) -> String {
         "test".into()
     }
+    fn thermo(&self) -> std::sync::Arc<dyn quilt_sweep::physics::Thermo> {
+        self.inner.thermo()
+    }
     fn solve(
         &mut self,
         batch: &mut Batch<f64>,

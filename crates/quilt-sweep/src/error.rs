@@ -13,6 +13,16 @@ pub enum ConfigError {
     /// `gamma` must be finite and `> 1`.
     #[error("adiabatic index gamma = {0} must be finite and > 1")]
     Gamma(f64),
+    /// A parameter of an equation of state is out of range.
+    #[error("equation of state parameter {name} = {value} {why}")]
+    Parameter {
+        /// The parameter.
+        name: &'static str,
+        /// The offending value.
+        value: f64,
+        /// What it must be.
+        why: &'static str,
+    },
     /// A floor must be finite and `> 0`.
     #[error("{which} floor {value} must be finite and > 0")]
     Floor {

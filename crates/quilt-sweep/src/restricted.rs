@@ -11,7 +11,7 @@
 
 use crate::error::LayoutError;
 use crate::layout::PatchDesc;
-use crate::physics::Gas;
+use crate::physics::{Eos, Gas};
 use crate::real::Real;
 
 /// The largest CFL signal rate over a patch's new interior, as a backend
@@ -84,12 +84,12 @@ impl<T: Real> Restricted<'_, T> {
     /// multiplied by `1 / ratio³` rounded to `T`, as the host's
     /// restriction does; the rate is the largest of
     /// [`Gas::max_signal_rate`] over the interior's rows.
-    pub fn fill_from_box(
+    pub fn fill_from_box<E: Eos>(
         &mut self,
         d: &PatchDesc,
         ncomp: usize,
         new: &[T],
-        gas: &Gas,
+        gas: &Gas<E>,
     ) -> Result<(), LayoutError> {
         let [cx, cy, cz] = self.coarse_cells(d, ncomp)?.map(|v| v as usize);
         let [ex, ey, ez] = d.extent.map(|v| v as usize);

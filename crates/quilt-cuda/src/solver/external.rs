@@ -7,6 +7,7 @@
 //! move a page-locked batch over the bus can as well read and write the
 //! patch's own box.
 
+use crate::CudaEos;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -149,7 +150,7 @@ pub(super) fn load_boxes<T: GpuReal>(
     Ok(())
 }
 
-impl<T: GpuReal> CudaSolver<T> {
+impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
     /// Advances `batch` by `dt` with the sweeps in `order`, the patches
     /// named in `boxes` living in their own dense ghost boxes instead of
     /// the batch's bins, and those named in `probes` being parts of those

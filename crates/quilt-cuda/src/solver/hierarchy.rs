@@ -8,6 +8,8 @@
 //! one thread per cell of the phase; phases and levels run in order on
 //! stream 0, which the sweeps' streams wait for.
 
+use crate::CudaEos;
+use crate::params::EosArgs;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -117,7 +119,7 @@ pub(crate) struct Hierarchy {
     interior_len: u64,
 }
 
-impl<T: GpuReal> CudaSolver<T> {
+impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
     /// Keeps a hierarchy on the device: its batch of `layout` (the first
     /// `patches` descriptors are the hierarchy's patches, the rest its flux
     /// probes) with every patch's interior from `interiors` (compact, in
@@ -175,6 +177,7 @@ impl<T: GpuReal> CudaSolver<T> {
             KernelFile::Amr,
             Build {
                 fma: self.config.fma,
+                eos: E::SOURCE,
                 ..Build::default()
             },
         )?;
@@ -273,7 +276,8 @@ impl<T: GpuReal> CudaSolver<T> {
     /// The largest signal rate over the interiors of the hierarchy's
     /// patches (as quilt-integrator's CFL scan computes it), or `None` if
     /// a cell is bad.
-    pub fn hierarchy_rate(&mut self, gamma: f64) -> Result<Option<f64>, CudaError> {
+    pub fn hierarchy_rate(&mut self) -> Result<Option<f64>, CudaError> {
+        let eos = EosArgs::of(&self.cpu.gas().eos);
         self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
         let h = self.hierarchy()?;
         let st = self.state.as_ref().expect("a loaded hierarchy has a state");
@@ -295,7 +299,7 @@ impl<T: GpuReal> CudaSolver<T> {
                 .arg(&sy)
                 .arg(&sz)
                 .arg(&sc)
-                .arg(&gamma)
+                .arg(&eos)
                 .arg(&data)
                 .arg(&out);
             // SAFETY: arguments match `flat_rate_T`; the items address the

@@ -21,6 +21,8 @@ mod spare;
 mod stager;
 mod state;
 
+use crate::CudaEos;
+use quilt_sweep::physics::IdealGas;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -316,8 +318,8 @@ pub const RECENT_LAYOUTS: usize = 16;
 /// buffers of the layouts it saw last (built when a new layout comes, kept
 /// for the next batches of that layout, so that steps over batches of
 /// known layouts allocate nothing; [`RECENT_LAYOUTS`] are kept).
-pub struct CudaSolver<T: GpuReal> {
-    cpu: Solver,
+pub struct CudaSolver<T: GpuReal, E: CudaEos = IdealGas> {
+    cpu: Solver<E>,
     config: CudaConfig,
     dev: Device,
     module: Arc<CudaModule>,
@@ -372,12 +374,12 @@ pub struct CudaSolver<T: GpuReal> {
     totals: SolveTotals,
 }
 
-impl<T: GpuReal> CudaSolver<T> {
+impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
     /// A solver for `scheme` and `gas` (validated as by
     /// [`quilt_sweep::Solver::new`]) on the configured device. Probes the
     /// driver first, compiles the scheme's kernel file on first use in the
     /// process, and creates the streams.
-    pub fn new(scheme: Scheme, gas: Gas, config: CudaConfig) -> Result<Self, CudaError> {
+    pub fn new(scheme: Scheme, gas: Gas<E>, config: CudaConfig) -> Result<Self, CudaError> {
         config.validate()?;
         let cpu = Solver::new(scheme, gas).map_err(SweepError::from)?;
         let dev = device::device(config.device)?;
@@ -396,6 +398,7 @@ impl<T: GpuReal> CudaSolver<T> {
             fast_f32: config.fast_f32,
             march_blocks: config.march_blocks,
             scalars: config.scalars,
+            eos: E::SOURCE,
         };
         let module = device::module(&dev, file, build)?;
         let kernels = Kernels::load::<T>(&module, file, &dev.info, config.scalars > 0)?;
@@ -438,7 +441,7 @@ impl<T: GpuReal> CudaSolver<T> {
     }
 
     /// The CPU solver with the same scheme and gas (the reference).
-    pub fn cpu(&self) -> &Solver {
+    pub fn cpu(&self) -> &Solver<E> {
         &self.cpu
     }
 

@@ -1,5 +1,6 @@
 //! Turning what the kernels flagged into the errors of the CPU solver.
 
+use quilt_sweep::physics::Eos;
 use quilt_sweep::{Batch, PatchDesc, Real, Solver, SweepError, SweepOrder, Workspace};
 
 use super::run::DtSpec;
@@ -77,8 +78,8 @@ pub(crate) fn decode_sweep_error(
 /// copy of the (untouched) input batch so that it is exactly the CPU's. If
 /// the CPU finds none, the GPU's own finding is returned.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn input_error<T: Real>(
-    cpu: &Solver,
+pub(crate) fn input_error<T: Real, E: Eos>(
+    cpu: &Solver<E>,
     batch: &Batch<T>,
     dt: DtSpec<'_>,
     order: SweepOrder,

@@ -1,6 +1,8 @@
 //! The step pipeline: per-step constants, chunks on streams, kernel
 //! launches, and the host side of copies and checks.
 
+use crate::CudaEos;
+use crate::params::EosArgs;
 use std::time::Instant;
 
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
@@ -136,7 +138,7 @@ fn courant_exceeds(courant: f64, limit: f64, f32_scan: bool) -> bool {
     courant > limit * (1.0 + slack)
 }
 
-impl<T: GpuReal> CudaSolver<T> {
+impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
     /// Makes the device state match `layout`: a kept state of that layout
     /// if there is one, else a new one; the current state is kept for
     /// later batches and hands its pinned staging over.
@@ -384,9 +386,7 @@ impl<T: GpuReal> CudaSolver<T> {
             pass0: 0,
             npasses: st.steps[&order].passes.len() as i32,
             k: GasK {
-                gamma: k.gamma,
-                gm1: k.gm1,
-                inv_gm1: k.inv_gm1,
+                eos: k.eos,
                 rho_floor: k.rho_floor,
                 p_floor: k.p_floor,
             },
@@ -432,7 +432,7 @@ impl<T: GpuReal> CudaSolver<T> {
         let st = self.state.as_ref().expect("state built");
         let (data, descs, order, scan, b) = self.item_tables();
         let (rates, bad) = (st.d_rates.at(0), st.d_bad.at(0));
-        let gamma = self.cpu.gas().gamma;
+        let eos = EosArgs::of(&self.cpu.gas().eos);
         let mut l = stream.launch_builder(&self.kernels.scan);
         l.arg(&data)
             .arg(&descs)
@@ -440,7 +440,7 @@ impl<T: GpuReal> CudaSolver<T> {
             .arg(&scan)
             .arg(&i0)
             .arg(&b)
-            .arg(&gamma)
+            .arg(&eos)
             .arg(&rates)
             .arg(&bad);
         // SAFETY: arguments match `scan_T`'s signature; buffers cover every
@@ -532,7 +532,7 @@ impl<T: GpuReal> CudaSolver<T> {
             return Ok(());
         };
         let (data, descs, order, scan, b) = self.item_tables();
-        let gamma = self.cpu.gas().gamma;
+        let eos = EosArgs::of(&self.cpu.gas().eos);
         let out = self
             .restrict_out
             .as_ref()
@@ -547,7 +547,7 @@ impl<T: GpuReal> CudaSolver<T> {
             .arg(&scan)
             .arg(&i0)
             .arg(&b)
-            .arg(&gamma)
+            .arg(&eos)
             .arg(&out);
         // SAFETY: arguments match `restrict_out_T`'s signature; every
         // address in the means part is a registered slice of the size its

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use quilt_mesh::flat::{CopyItem, FlatTag, FlatTransfer, StepItems, run_copies};
-use quilt_sweep::physics::Gas;
+use quilt_sweep::physics::{Eos, IdealGas, Thermo};
 use quilt_sweep::{Batch, Real, Solver, StepReport, SweepOrder, Workspace};
 
 use super::{ResidentSolve, SolveBackend, SolveError, mesh_failure};
@@ -15,8 +15,8 @@ use crate::resident::ResidentPlan;
 /// memory and runs the plan's items as stated (the reference the GPU's
 /// resident steps are held to).
 #[derive(Debug)]
-pub struct CpuBackend<T: Real> {
-    solver: Solver,
+pub struct CpuBackend<T: Real, E: Eos = IdealGas> {
+    solver: Solver<E>,
     workspace: Workspace<T>,
     resident: Option<CpuResident<T>>,
 }
@@ -59,9 +59,9 @@ impl<T: crate::Real> CpuResident<T> {
     }
 }
 
-impl<T: Real> CpuBackend<T> {
+impl<T: Real, E: Eos> CpuBackend<T, E> {
     /// A backend advancing batches with `solver`.
-    pub fn new(solver: Solver) -> Self {
+    pub fn new(solver: Solver<E>) -> Self {
         Self {
             solver,
             workspace: Workspace::new(),
@@ -74,12 +74,12 @@ impl<T: Real> CpuBackend<T> {
     }
 
     /// The solver.
-    pub fn solver(&self) -> &Solver {
+    pub fn solver(&self) -> &Solver<E> {
         &self.solver
     }
 }
 
-impl<T: crate::Real> SolveBackend<T> for CpuBackend<T> {
+impl<T: crate::Real, E: Eos> SolveBackend<T> for CpuBackend<T, E> {
     fn name(&self) -> &str {
         "cpu"
     }
@@ -91,6 +91,10 @@ impl<T: crate::Real> SolveBackend<T> for CpuBackend<T> {
             self.solver.scheme().name(),
             <T as Real>::NAME
         )
+    }
+
+    fn thermo(&self) -> Arc<dyn Thermo> {
+        Arc::new(self.solver.gas())
     }
 
     fn solve(
@@ -107,7 +111,7 @@ impl<T: crate::Real> SolveBackend<T> for CpuBackend<T> {
     }
 }
 
-impl<T: crate::Real> ResidentSolve<T> for CpuBackend<T> {
+impl<T: crate::Real, E: Eos> ResidentSolve<T> for CpuBackend<T, E> {
     fn load(&mut self, plan: &ResidentPlan, interiors: &[T]) -> Result<(), SolveError> {
         self.solver.check_layout(&plan.layout)?;
         let mut batch = Batch::new(plan.layout.clone());
@@ -124,9 +128,10 @@ impl<T: crate::Real> ResidentSolve<T> for CpuBackend<T> {
         Ok(())
     }
 
-    fn max_rate(&mut self, gas: &Gas) -> Result<Option<f64>, SolveError> {
+    fn max_rate(&mut self) -> Result<Option<f64>, SolveError> {
+        let gas = self.solver.gas();
         let r = self.resident_state()?;
-        Ok(crate::cfl::batch_rate(&r.batch, 0..r.patches, gas))
+        Ok(crate::cfl::batch_rate(&r.batch, 0..r.patches, &gas))
     }
 
     fn step(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, SolveError> {

@@ -1,10 +1,12 @@
 //! The CUDA backend: [`quilt_cuda::CudaSolver`] behind [`SolveBackend`].
 
+use quilt_cuda::CudaEos;
 use quilt_cuda::{
     CudaConfig, CudaError, CudaSolver, ExternalBox, GpuReal, SolveTotals, StepTiming,
 };
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
-use quilt_sweep::physics::Gas;
+use quilt_sweep::physics::IdealGas;
+use quilt_sweep::physics::{Gas, Thermo};
 use quilt_sweep::{Batch, BatchLayout, Scheme, StepReport, SweepOrder};
 use std::sync::Arc;
 
@@ -19,22 +21,22 @@ use crate::resident::ResidentPlan;
 /// paper's per-batch transfers). With FMA contraction off (the default of
 /// [`CudaConfig`]) the results are bit for bit those of [`super::CpuBackend`],
 /// so a run may switch backends at a restart without changing its answer.
-pub struct CudaBackend<T: GpuReal> {
-    solver: CudaSolver<T>,
+pub struct CudaBackend<T: GpuReal, E: CudaEos = IdealGas> {
+    solver: CudaSolver<T, E>,
 }
 
-impl<T: GpuReal> CudaBackend<T> {
+impl<T: GpuReal, E: CudaEos> CudaBackend<T, E> {
     /// A backend for `scheme` and `gas` on the device and with the kernels
     /// that `config` names. Fails with the probe's error (no driver, no
     /// device, no NVRTC) instead of panicking when CUDA is unusable.
-    pub fn new(scheme: Scheme, gas: Gas, config: CudaConfig) -> Result<Self, CudaError> {
+    pub fn new(scheme: Scheme, gas: Gas<E>, config: CudaConfig) -> Result<Self, CudaError> {
         Ok(Self {
             solver: CudaSolver::new(scheme, gas, config)?,
         })
     }
 
     /// The GPU solver (kernel information, configuration).
-    pub fn solver(&self) -> &CudaSolver<T> {
+    pub fn solver(&self) -> &CudaSolver<T, E> {
         &self.solver
     }
 
@@ -68,9 +70,13 @@ impl<T: GpuReal> LayoutStage for CudaLayoutStage<T> {
     }
 }
 
-impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
+impl<T: GpuReal, E: CudaEos> SolveBackend<T> for CudaBackend<T, E> {
     fn name(&self) -> &str {
         "cuda"
+    }
+
+    fn thermo(&self) -> Arc<dyn Thermo> {
+        Arc::new(self.solver.cpu().gas())
     }
 
     fn device(&self) -> String {
@@ -212,15 +218,15 @@ impl<T: GpuReal> SolveBackend<T> for CudaBackend<T> {
 
 /// Device residency on the GPU: the hierarchy's batch and the items of
 /// its step stay in device memory ([`CudaSolver::load_hierarchy`]).
-impl<T: GpuReal> ResidentSolve<T> for CudaBackend<T> {
+impl<T: GpuReal, E: CudaEos> ResidentSolve<T> for CudaBackend<T, E> {
     fn load(&mut self, plan: &ResidentPlan, interiors: &[T]) -> Result<(), SolveError> {
         Ok(self
             .solver
             .load_hierarchy(&plan.layout, &plan.items, plan.patches, interiors)?)
     }
 
-    fn max_rate(&mut self, gas: &Gas) -> Result<Option<f64>, SolveError> {
-        Ok(self.solver.hierarchy_rate(gas.gamma)?)
+    fn max_rate(&mut self) -> Result<Option<f64>, SolveError> {
+        Ok(self.solver.hierarchy_rate()?)
     }
 
     fn step(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, SolveError> {

@@ -37,7 +37,7 @@ use std::sync::Arc;
 pub use quilt_cuda::SolveTotals;
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_mesh::locked::PageLock;
-use quilt_sweep::physics::Gas;
+use quilt_sweep::physics::Thermo;
 use quilt_sweep::{
     Batch, BatchLayout, HostAlloc, Real, StepReport, SweepError, SweepOrder, VecAlloc,
 };
@@ -105,6 +105,10 @@ pub trait SolveBackend<T: Real>: Send {
 
     /// A line describing the device (model, threads, memory).
     fn device(&self) -> String;
+
+    /// The fluid this backend solves (its equation of state and floors):
+    /// the integrator's CFL scan, tagging and state checks ask the same.
+    fn thermo(&self) -> Arc<dyn Thermo>;
 
     /// Whether `solve` includes host–device transfers; the cost model then
     /// keeps the transfer term of the solve estimate.
@@ -335,7 +339,7 @@ pub trait ResidentSolve<T: Real> {
     /// The largest signal rate `max_d (|v_d| + c_s) / dx_d` over the
     /// interiors of the hierarchy's patches, computed as the host's scan
     /// does; `None` if a cell is bad (the host scan then names it).
-    fn max_rate(&mut self, gas: &Gas) -> Result<Option<f64>, SolveError>;
+    fn max_rate(&mut self) -> Result<Option<f64>, SolveError>;
 
     /// One step of `dt` with the sweeps in `order`.
     fn step(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, SolveError>;
@@ -368,6 +372,10 @@ impl<T: Real, B: SolveBackend<T> + ?Sized> SolveBackend<T> for Box<B> {
 
     fn device(&self) -> String {
         (**self).device()
+    }
+
+    fn thermo(&self) -> Arc<dyn Thermo> {
+        (**self).thermo()
     }
 
     fn transfers(&self) -> bool {

@@ -2,7 +2,7 @@
 
 use quilt_mesh::cluster::ClusterOptions;
 use quilt_mesh::{Geometry, IndexBox, MeshError, SizeLimits, iv};
-use quilt_sweep::physics::{Gas, NCOMP};
+use quilt_sweep::physics::{Gas, IdealGas, NCOMP};
 use quilt_sweep::{ConfigError, Scheme, Solver};
 
 use super::{Boundary, Deck};
@@ -54,10 +54,12 @@ impl Deck {
         NCOMP + self.hydro.scalars.len()
     }
 
-    /// The gas: `gamma` and floors.
+    /// The gas: the ideal gas of `hydro.gamma` and the floors.
     pub fn gas(&self) -> Gas {
         Gas {
-            gamma: self.hydro.gamma,
+            eos: IdealGas {
+                gamma: self.hydro.gamma,
+            },
             density_floor: self.hydro.density_floor,
             pressure_floor: self.hydro.pressure_floor,
         }

@@ -71,6 +71,10 @@ impl SolveBackend<f64> for InPlace {
         self.cpu.device()
     }
 
+    fn thermo(&self) -> Arc<dyn quilt_sweep::physics::Thermo> {
+        self.cpu.thermo()
+    }
+
     fn solve(
         &mut self,
         batch: &mut Batch<f64>,

@@ -26,6 +26,25 @@ pub fn euler_pressure<T: Float>(
             why: "must be finite and > 1",
         });
     }
+    internal_energy_density(rho, momentum, energy, out)?;
+    let gm1: T = to_field(gamma - 1.0);
+    for p in out.iter_mut() {
+        *p = gm1 * *p;
+    }
+    Ok(())
+}
+
+/// Internal energy density `E - |m|^2 / (2 rho)` from conserved variables,
+/// cell by cell, written into `out`: what an equation of state turns into
+/// a pressure ([`euler_pressure`] for the ideal gas).
+///
+/// Fails if the slices differ in length.
+pub fn internal_energy_density<T: Float>(
+    rho: &[T],
+    momentum: [&[T]; 3],
+    energy: &[T],
+    out: &mut [T],
+) -> Result<(), TagError> {
     let n = rho.len();
     let lens = [
         momentum[0].len(),
@@ -43,13 +62,12 @@ pub fn euler_pressure<T: Float>(
             });
         }
     }
-    let gm1: T = to_field(gamma - 1.0);
     let half: T = to_field(0.5);
     for i in 0..n {
         let m2 = momentum[0][i] * momentum[0][i]
             + momentum[1][i] * momentum[1][i]
             + momentum[2][i] * momentum[2][i];
-        out[i] = gm1 * (energy[i] - half * m2 / rho[i]);
+        out[i] = energy[i] - half * m2 / rho[i];
     }
     Ok(())
 }

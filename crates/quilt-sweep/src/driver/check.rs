@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use crate::batch::Batch;
 use crate::error::SweepError;
 use crate::layout::{PatchDesc, data_index};
-use crate::physics::{Gas, NCOMP, NOT_FINITE};
+use crate::physics::{Eos, Gas, NCOMP, NOT_FINITE};
 use crate::real::Real;
 
 /// Fastest signal rate of one patch and where it occurs.
@@ -43,7 +43,11 @@ fn bad(d: &PatchDesc, c: [usize; 3], what: &'static str, value: f64) -> SweepErr
 // visible part of an f64 step (docs/quilt-sweep.md). The two rates may
 // differ in their last bits; the step's CFL check allows 1e-12 for that.
 #[allow(clippy::needless_range_loop)]
-fn scan_patch<T: Real>(batch: &Batch<T>, gas: &Gas, d: &PatchDesc) -> Result<Rate, SweepError> {
+fn scan_patch<E: Eos, T: Real>(
+    batch: &Batch<T>,
+    gas: &Gas<E>,
+    d: &PatchDesc,
+) -> Result<Rate, SweepError> {
     let l = batch.layout();
     let (b, nc) = (l.bin_edge() as usize, l.ncomp() as usize);
     let data = batch.data();
@@ -55,7 +59,8 @@ fn scan_patch<T: Real>(batch: &Batch<T>, gas: &Gas, d: &PatchDesc) -> Result<Rat
     let o = d.offset.map(|v| v as usize);
     let g = d.ghost as usize;
     let inv_dx = d.dx.map(|h| 1.0 / h);
-    let gm1 = gas.gamma - 1.0;
+    let par = gas.eos.params();
+    let p_min = gas.eos.min_pressure();
     for k in 0..e[2] {
         for j in 0..e[1] {
             let rows: [&[T]; 5] = std::array::from_fn(|v| {
@@ -82,12 +87,13 @@ fn scan_patch<T: Real>(batch: &Batch<T>, gas: &Gas, d: &PatchDesc) -> Result<Rat
                 }
                 let inv = 1.0 / u[0];
                 let vel = [u[1] * inv, u[2] * inv, u[3] * inv];
-                let p = gm1 * (u[4] - 0.5 * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]));
-                if p.is_nan() || p <= 0.0 {
-                    return Err(bad(d, c, "pressure is not positive", p));
+                let kinetic = 0.5 * (u[1] * vel[0] + u[2] * vel[1] + u[3] * vel[2]);
+                let p = E::pressure(&par, u[0], u[4] - kinetic);
+                if p.is_nan() || p <= p_min {
+                    return Err(bad(d, c, gas.pressure_refusal(), p));
                 }
                 if interior_row && (g..e[0] - g).contains(&i) {
-                    let cs = (gas.gamma * p * inv).sqrt();
+                    let cs = (E::bulk_modulus(&par, u[0], p) * inv).sqrt();
                     for a in 0..3 {
                         let r = (vel[a].abs() + cs) * inv_dx[a];
                         if r > best.rate {
@@ -106,7 +112,10 @@ fn scan_patch<T: Real>(batch: &Batch<T>, gas: &Gas, d: &PatchDesc) -> Result<Rat
 
 /// Scans every patch; returns the per-patch rates or the first bad cell in
 /// patch order (deterministic whatever the thread count).
-pub(crate) fn scan<T: Real>(batch: &Batch<T>, gas: &Gas) -> Result<Vec<Rate>, SweepError> {
+pub(crate) fn scan<E: Eos, T: Real>(
+    batch: &Batch<T>,
+    gas: &Gas<E>,
+) -> Result<Vec<Rate>, SweepError> {
     batch
         .layout()
         .patches()

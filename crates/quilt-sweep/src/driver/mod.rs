@@ -15,12 +15,14 @@ mod shared;
 mod split;
 mod unsplit;
 
+use std::marker::PhantomData;
+
 use serde::{Deserialize, Serialize};
 
 use crate::batch::Batch;
 use crate::error::{ConfigError, SweepError};
 use crate::layout::BatchLayout;
-use crate::physics::{FloorCounts, Gas, NCOMP};
+use crate::physics::{Eos, FloorCounts, Gas, IdealGas, NCOMP};
 use crate::real::Real;
 use crate::scheme::Scheme;
 
@@ -96,16 +98,17 @@ impl<T: Real> Workspace<T> {
     }
 }
 
-/// A configured hydro solver: scheme plus gas.
+/// A configured hydro solver: scheme plus gas, monomorphised for the
+/// gas's equation of state (the ideal gas unless said otherwise).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Solver {
+pub struct Solver<E = IdealGas> {
     scheme: Scheme,
-    gas: Gas,
+    gas: Gas<E>,
 }
 
-impl Solver {
+impl<E: Eos> Solver<E> {
     /// A solver for `scheme` and `gas` (validated).
-    pub fn new(scheme: Scheme, gas: Gas) -> Result<Self, ConfigError> {
+    pub fn new(scheme: Scheme, gas: Gas<E>) -> Result<Self, ConfigError> {
         gas.validate()?;
         Ok(Self { scheme, gas })
     }
@@ -116,7 +119,7 @@ impl Solver {
     }
 
     /// The gas.
-    pub fn gas(&self) -> Gas {
+    pub fn gas(&self) -> Gas<E> {
         self.gas
     }
 
@@ -287,10 +290,30 @@ impl Solver {
         let cells = batch.layout().interior_cells();
         let k = self.gas.consts::<T>();
         let floors = match self.scheme {
-            Scheme::Rtvd { limiter } => split::step(&split::Rtvd { k, limiter }, batch, order, ws)?,
-            Scheme::Waf { limiter } => split::step(&split::Waf { k, limiter }, batch, order, ws)?,
+            Scheme::Rtvd { limiter } => {
+                let kernel = split::Rtvd::<T, E> {
+                    k,
+                    limiter,
+                    eos: PhantomData,
+                };
+                split::step(&kernel, batch, order, ws)?
+            }
+            Scheme::Waf { limiter } => {
+                let kernel = split::Waf::<T, E> {
+                    k,
+                    limiter,
+                    eos: PhantomData,
+                };
+                split::step(&kernel, batch, order, ws)?
+            }
             Scheme::Tvd { slope, flux } => {
-                unsplit::step(&unsplit::Tvd { k, slope, flux }, batch, order, ws)?
+                let scheme = unsplit::Tvd::<T, E> {
+                    k,
+                    slope,
+                    flux,
+                    eos: PhantomData,
+                };
+                unsplit::step(&scheme, batch, order, ws)?
             }
         };
         if floors.total() > 0 {

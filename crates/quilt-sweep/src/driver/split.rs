@@ -1,6 +1,8 @@
 //! The directionally split schemes (RTVD, WAF): three passes, each advancing
 //! columns in place.
 
+use std::marker::PhantomData;
+
 use rayon::prelude::*;
 
 use super::Workspace;
@@ -10,7 +12,7 @@ use super::plan::{Pass, build_groups};
 use super::shared::Shared;
 use crate::batch::Batch;
 use crate::error::SweepError;
-use crate::physics::{FloorCounts, GasConsts, NCOMP};
+use crate::physics::{Eos, FloorCounts, GasConsts, NCOMP};
 use crate::real::Real;
 use crate::scheme::rtvd::{self, RtvdScratch};
 use crate::scheme::scalar::{ScalarScratch, scalar_column};
@@ -30,12 +32,13 @@ pub(crate) trait SplitKernel<T: Real>: Sync {
     fn run(&self, dtdx: T, len: usize, s: &mut Self::Scratch, floors: &mut FloorCounts);
 }
 
-pub(crate) struct Rtvd<T> {
+pub(crate) struct Rtvd<T, E> {
     pub k: GasConsts<T>,
     pub limiter: RtvdLimiter,
+    pub eos: PhantomData<E>,
 }
 
-impl<T: Real> SplitKernel<T> for Rtvd<T> {
+impl<T: Real, E: Eos> SplitKernel<T> for Rtvd<T, E> {
     type Scratch = RtvdScratch<T>;
     const REACH: usize = rtvd::REACH;
     fn scratch(&self, cap: usize) -> Self::Scratch {
@@ -54,16 +57,17 @@ impl<T: Real> SplitKernel<T> for Rtvd<T> {
         &s.flux
     }
     fn run(&self, dtdx: T, len: usize, s: &mut Self::Scratch, floors: &mut FloorCounts) {
-        rtvd::rtvd_column(&self.k, self.limiter, dtdx, len, s, floors);
+        rtvd::rtvd_column::<E, T>(&self.k, self.limiter, dtdx, len, s, floors);
     }
 }
 
-pub(crate) struct Waf<T> {
+pub(crate) struct Waf<T, E> {
     pub k: GasConsts<T>,
     pub limiter: WafLimiter,
+    pub eos: PhantomData<E>,
 }
 
-impl<T: Real> SplitKernel<T> for Waf<T> {
+impl<T: Real, E: Eos> SplitKernel<T> for Waf<T, E> {
     type Scratch = WafScratch<T>;
     const REACH: usize = waf::REACH;
     fn scratch(&self, cap: usize) -> Self::Scratch {
@@ -82,7 +86,7 @@ impl<T: Real> SplitKernel<T> for Waf<T> {
         &s.flux
     }
     fn run(&self, dtdx: T, len: usize, s: &mut Self::Scratch, floors: &mut FloorCounts) {
-        waf::waf_column(&self.k, self.limiter, dtdx, len, s, floors);
+        waf::waf_column::<E, T>(&self.k, self.limiter, dtdx, len, s, floors);
     }
 }
 

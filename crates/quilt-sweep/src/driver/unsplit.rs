@@ -1,6 +1,8 @@
 //! The TVD scheme: two RK stages, each summing the flux differences of three
 //! passes taken from the same stage state.
 
+use std::marker::PhantomData;
+
 use rayon::prelude::*;
 
 use super::Workspace;
@@ -10,24 +12,25 @@ use super::plan::{Pass, build_groups};
 use super::shared::Shared;
 use crate::batch::Batch;
 use crate::error::SweepError;
-use crate::physics::{FloorCounts, GasConsts};
+use crate::physics::{Eos, FloorCounts, GasConsts};
 use crate::physics::{NCOMP, NOT_FINITE};
 use crate::real::Real;
 use crate::scheme::scalar::{ScalarScratch, scalar_column};
 use crate::scheme::tvd::{self, TvdScratch};
 use crate::scheme::{SlopeLimiter, TvdFlux};
 
-pub(crate) struct Tvd<T> {
+pub(crate) struct Tvd<T, E> {
     pub k: GasConsts<T>,
     pub slope: SlopeLimiter,
     pub flux: TvdFlux,
+    pub eos: PhantomData<E>,
 }
 
 const AFTER_STAGE: [&str; 2] = ["after TVD stage 1", "after TVD stage 2"];
 
 /// One SSP-RK2 step.
-pub(crate) fn step<T: Real>(
-    scheme: &Tvd<T>,
+pub(crate) fn step<T: Real, E: Eos>(
+    scheme: &Tvd<T, E>,
     batch: &mut Batch<T>,
     order: super::SweepOrder,
     ws: &mut Workspace<T>,
@@ -83,7 +86,7 @@ pub(crate) fn step<T: Real>(
                         for lane in 0..lanes {
                             let col = Column::new(layout, &pass, g, ta + lane as u32);
                             block.to_column(lane, col.len, &mut scr.u);
-                            tvd::tvd_column(
+                            tvd::tvd_column::<E, T>(
                                 &scheme.k,
                                 scheme.slope,
                                 scheme.flux,
@@ -167,7 +170,7 @@ pub(crate) fn step<T: Real>(
                                 let load = |b: &Shared<'_, T>| idx.map(|j| unsafe { b.get(j) });
                                 let (w, dst) = if stage == 0 {
                                     (
-                                        tvd::stage_one(
+                                        tvd::stage_one::<E, T>(
                                             &scheme.k,
                                             &load(&data),
                                             &load(&acc),
@@ -178,7 +181,7 @@ pub(crate) fn step<T: Real>(
                                     )
                                 } else {
                                     (
-                                        tvd::stage_two(
+                                        tvd::stage_two::<E, T>(
                                             &scheme.k,
                                             &load(&data),
                                             &load(&stage_buf),

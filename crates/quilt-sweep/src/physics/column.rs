@@ -5,7 +5,7 @@
 //! kinetic energy sums the normal term last-to-first as
 //! `m_n^2 + (m_t1^2 + m_t2^2)`.
 
-use super::GasConsts;
+use super::{Eos, GasConsts};
 use crate::real::Real;
 
 /// Batch components that form the column components `[rho, m_n, m_t1, m_t2,
@@ -15,12 +15,12 @@ pub const fn column_components(axis: usize) -> [usize; 5] {
     [0, 1 + axis, 1 + (axis + 1) % 3, 1 + (axis + 2) % 3, 4]
 }
 
-/// Pressure `(gamma - 1) (E - |m|^2 / (2 rho))` of a column-ordered state.
+/// Pressure [`Eos::pressure`] of `E - |m|^2 / (2 rho)` of a column-ordered state.
 #[inline(always)]
-pub fn pressure_of<T: Real>(k: &GasConsts<T>, u: &[T; 5]) -> T {
+pub fn pressure_of<E: Eos, T: Real>(k: &GasConsts<T>, u: &[T; 5]) -> T {
     let inv = T::one() / u[0];
     let ke = T::from_f64(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
-    k.gm1 * (u[4] - ke)
+    E::pressure(&k.eos, u[0], u[4] - ke)
 }
 
 /// Normal velocity, pressure (clamped to the pressure floor) and sound speed of
@@ -29,12 +29,12 @@ pub fn pressure_of<T: Real>(k: &GasConsts<T>, u: &[T; 5]) -> T {
 /// Returns `(v_n, p, c_s)`; the clamp is silent because the state it is
 /// applied to has already been floored where it was produced.
 #[inline(always)]
-pub fn signal_speed<T: Real>(k: &GasConsts<T>, u: &[T; 5]) -> (T, T, T) {
+pub fn signal_speed<E: Eos, T: Real>(k: &GasConsts<T>, u: &[T; 5]) -> (T, T, T) {
     let inv = T::one() / u[0];
     let vn = u[1] * inv;
     let ke = T::from_f64(0.5) * (u[1] * u[1] + (u[2] * u[2] + u[3] * u[3])) * inv;
-    let p = (k.gm1 * (u[4] - ke)).max(k.p_floor);
-    let cs = (k.gamma * p * inv).sqrt();
+    let p = E::pressure(&k.eos, u[0], u[4] - ke).max(k.p_floor);
+    let cs = (E::bulk_modulus(&k.eos, u[0], p) * inv).sqrt();
     (vn, p, cs)
 }
 

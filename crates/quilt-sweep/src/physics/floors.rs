@@ -4,7 +4,7 @@ use std::ops::AddAssign;
 
 use serde::{Deserialize, Serialize};
 
-use super::GasConsts;
+use super::{Eos, GasConsts};
 use crate::real::Real;
 
 /// How often the floors of [`Gas`](super::Gas) were applied.
@@ -38,20 +38,20 @@ impl AddAssign for FloorCounts {
 ///
 /// The density is raised first (momenta are kept, so the velocity shrinks);
 /// then, if the pressure is below its floor, the total energy is reset to
-/// kinetic energy plus `p_floor / (gamma - 1)`. Returns the new state and
+/// kinetic energy plus the internal energy of `p_floor` at the new density. Returns the new state and
 /// whether each floor was used. Written with selects rather than branches
 /// (it vectorises, and maps to predicated CUDA code); NaN values pass through
 /// unchanged so that the caller can report them.
 #[inline(always)]
-pub fn floor_state<T: Real>(k: &GasConsts<T>, w: [T; 5]) -> ([T; 5], bool, bool) {
+pub fn floor_state<E: Eos, T: Real>(k: &GasConsts<T>, w: [T; 5]) -> ([T; 5], bool, bool) {
     let low_rho = w[0] < k.rho_floor;
     let rho = if low_rho { k.rho_floor } else { w[0] };
     let inv = T::one() / rho;
     let ke = T::from_f64(0.5) * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3])) * inv;
-    let p = k.gm1 * (w[4] - ke);
+    let p = E::pressure(&k.eos, rho, w[4] - ke);
     let low_p = p < k.p_floor;
     let e = if low_p {
-        ke + k.p_floor * k.inv_gm1
+        ke + E::internal_energy(&k.eos, rho, k.p_floor)
     } else {
         w[4]
     };
@@ -60,8 +60,8 @@ pub fn floor_state<T: Real>(k: &GasConsts<T>, w: [T; 5]) -> ([T; 5], bool, bool)
 
 /// [`floor_state`] in place, counting the floors used.
 #[inline(always)]
-pub fn apply_floors<T: Real>(k: &GasConsts<T>, u: &mut [T; 5], counts: &mut FloorCounts) {
-    let (w, d, p) = floor_state(k, *u);
+pub fn apply_floors<E: Eos, T: Real>(k: &GasConsts<T>, u: &mut [T; 5], counts: &mut FloorCounts) {
+    let (w, d, p) = floor_state::<E, T>(k, *u);
     *u = w;
     counts.density += u64::from(d);
     counts.pressure += u64::from(p);

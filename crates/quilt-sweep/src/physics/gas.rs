@@ -1,13 +1,14 @@
-//! The ideal-gas configuration and its precomputed constants.
+//! A fluid (equation of state and floors) and its precomputed constants.
 
 use serde::{Deserialize, Serialize};
 
 use super::NOT_FINITE;
+use super::eos::{EOS_PARAMS, Eos, IdealGas};
 use crate::error::ConfigError;
 use crate::real::Real;
 
-/// Ideal gas with adiabatic index `gamma`, plus the floors that keep the
-/// solution physical.
+/// A fluid: its equation of state (by default the ideal gas) plus the
+/// floors that keep the solution physical.
 ///
 /// The floors are applied to every state a scheme produces (half steps,
 /// stages and final states) and each use is counted in
@@ -15,39 +16,44 @@ use crate::real::Real;
 /// violates them is rejected instead (see
 /// [`SweepError::BadState`](crate::SweepError::BadState)).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Gas {
-    /// Ratio of specific heats, `> 1`.
-    pub gamma: f64,
+pub struct Gas<E = IdealGas> {
+    /// The equation of state.
+    pub eos: E,
     /// Smallest density a scheme may produce, `> 0`.
     pub density_floor: f64,
-    /// Smallest pressure a scheme may produce, `> 0`.
+    /// How far above the equation of state's [`Eos::min_pressure`] (0 for
+    /// a gas) a scheme keeps the pressure, `> 0`.
     pub pressure_floor: f64,
 }
 
 impl Default for Gas {
+    /// The ideal gas with `γ = 1.4` and floors of `1e-10`.
     fn default() -> Self {
-        Self {
-            gamma: 1.4,
-            density_floor: 1e-10,
-            pressure_floor: 1e-10,
-        }
+        Self::new(IdealGas::default())
     }
 }
 
 impl Gas {
     /// An ideal gas with the given `gamma` and the default floors.
     pub fn ideal(gamma: f64) -> Self {
+        Self::new(IdealGas { gamma })
+    }
+}
+
+impl<E: Eos> Gas<E> {
+    /// A fluid of equation of state `eos` with floors of `1e-10`.
+    pub fn new(eos: E) -> Self {
         Self {
-            gamma,
-            ..Self::default()
+            eos,
+            density_floor: 1e-10,
+            pressure_floor: 1e-10,
         }
     }
 
-    /// Checks that `gamma > 1` and that both floors are finite and positive.
+    /// Checks the equation of state's parameters and that both floors are
+    /// finite and positive.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !(self.gamma.is_finite() && self.gamma > 1.0) {
-            return Err(ConfigError::Gamma(self.gamma));
-        }
+        self.eos.validate()?;
         if !(self.density_floor.is_finite() && self.density_floor > 0.0) {
             return Err(ConfigError::Floor {
                 which: "density",
@@ -69,12 +75,23 @@ impl Gas {
     pub fn primitive(&self, u: [f64; 5]) -> (f64, [f64; 3], f64) {
         let v = [u[1] / u[0], u[2] / u[0], u[3] / u[0]];
         let kinetic = 0.5 * (u[1] * v[0] + u[2] * v[1] + u[3] * v[2]);
-        (u[0], v, (self.gamma - 1.0) * (u[4] - kinetic))
+        (
+            u[0],
+            v,
+            E::pressure(&self.eos.params(), u[0], u[4] - kinetic),
+        )
     }
 
-    /// Sound speed `sqrt(gamma p / rho)`.
+    /// Total energy density of density `rho`, velocity `vel` and pressure
+    /// `p`: the inverse of [`Gas::primitive`]'s energy.
+    pub fn total_energy(&self, rho: f64, vel: [f64; 3], p: f64) -> f64 {
+        let [u, v, w] = vel;
+        E::internal_energy(&self.eos.params(), rho, p) + 0.5 * rho * (u * u + v * v + w * w)
+    }
+
+    /// Sound speed `sqrt(ρ c² / ρ)` of [`Eos::bulk_modulus`].
     pub fn sound_speed(&self, rho: f64, p: f64) -> f64 {
-        (self.gamma * p / rho).sqrt()
+        (E::bulk_modulus(&self.eos.params(), rho, p) / rho).sqrt()
     }
 
     /// [`Gas::primitive`] of a state no scheme may be given, refused:
@@ -91,8 +108,8 @@ impl Gas {
             return Err(("density is not positive", u[0]));
         }
         let (rho, v, p) = self.primitive(u);
-        if p.is_nan() || p <= 0.0 {
-            return Err(("pressure is not positive", p));
+        if p.is_nan() || p <= self.eos.min_pressure() {
+            return Err((self.pressure_refusal(), p));
         }
         Ok((rho, v, p))
     }
@@ -116,29 +133,39 @@ impl Gas {
         Ok(rate)
     }
 
+    /// The lowest pressure a scheme may produce: the equation of state's
+    /// minimum plus the floor.
+    pub fn lowest_pressure(&self) -> f64 {
+        self.eos.min_pressure() + self.pressure_floor
+    }
+
+    /// What the state checks say of a pressure at or below
+    /// [`Eos::min_pressure`].
+    pub fn pressure_refusal(&self) -> &'static str {
+        if self.eos.min_pressure() == 0.0 {
+            "pressure is not positive"
+        } else {
+            "pressure is not above the equation of state's minimum"
+        }
+    }
+
     /// The constants a column function needs, rounded to `T` once on the host
     /// (the CUDA port receives the same values in its parameter block).
     pub fn consts<T: Real>(&self) -> GasConsts<T> {
         GasConsts {
-            gamma: T::from_f64(self.gamma),
-            gm1: T::from_f64(self.gamma - 1.0),
-            inv_gm1: T::from_f64(1.0 / (self.gamma - 1.0)),
+            eos: self.eos.params().map(T::from_f64),
             rho_floor: T::from_f64(self.density_floor),
-            p_floor: T::from_f64(self.pressure_floor),
+            p_floor: T::from_f64(self.lowest_pressure()),
         }
     }
 }
 
-/// Gas constants in the working precision, computed in `f64` and rounded
-/// once (see [`Gas::consts`]).
+/// A fluid's constants in the working precision, computed in `f64` and
+/// rounded once (see [`Gas::consts`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GasConsts<T> {
-    /// `gamma`.
-    pub gamma: T,
-    /// `gamma - 1`.
-    pub gm1: T,
-    /// `1 / (gamma - 1)`.
-    pub inv_gm1: T,
+    /// The equation of state's parameters ([`Eos::params`]).
+    pub eos: [T; EOS_PARAMS],
     /// Density floor.
     pub rho_floor: T,
     /// Pressure floor.

@@ -1,6 +1,6 @@
-//! Ideal-gas Euler physics: the equation of state, conserved/primitive
-//! conversion, sound speed, directional fluxes and the density/pressure
-//! floors.
+//! Euler physics: the equation of state ([`Eos`], [`IdealGas`] built in),
+//! conserved/primitive conversion, sound speed, directional fluxes and
+//! the density/pressure floors.
 //!
 //! The conserved components, in storage order, are
 //! `[rho, rho*u, rho*v, rho*w, E]` ([`RHO`], [`MX`], [`MY`], [`MZ`],
@@ -11,15 +11,19 @@
 //! and z.
 
 mod column;
+mod eos;
 mod floors;
 mod gas;
 mod rate_row;
 mod state;
+mod thermo;
 
 pub use column::{column_components, euler_flux, pressure_of, signal_speed};
+pub use eos::{EOS_PARAMS, Eos, IdealGas};
 pub use floors::{FloorCounts, apply_floors, floor_state};
 pub use gas::{Gas, GasConsts};
 pub use state::Primitive;
+pub use thermo::Thermo;
 
 /// Number of conserved components of the Euler system.
 pub const NCOMP: usize = 5;

@@ -12,13 +12,14 @@
 //! `signal_rate` gives, and the maximum of exact values does not depend
 //! on their order.
 
+use super::eos::{EOS_PARAMS, Eos};
 use super::gas::Gas;
 use crate::real::Real;
 
 /// Cells computed per pass before their rates are reduced.
 const CHUNK: usize = 32;
 
-impl Gas {
+impl<E: Eos> Gas<E> {
     /// The largest [`Gas::signal_rate`] over the cells of a row, given as
     /// its five components (`u[c][i]`, all of one length), in cells of
     /// size `dx`; `None` if `signal_rate` refuses any cell of the row (the
@@ -32,31 +33,33 @@ impl Gas {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above).
-            return unsafe { rates_avx2(self.gamma, u, dx) };
+            return unsafe { rates_avx2::<E, T>(&self.eos, u, dx) };
         }
-        rates(self.gamma, u, dx)
+        rates::<E, T>(&self.eos, u, dx)
     }
 }
 
 /// [`rates`] compiled with AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn rates_avx2<T: Real>(gamma: f64, u: [&[T]; 5], dx: [f64; 3]) -> Option<f64> {
-    rates(gamma, u, dx)
+fn rates_avx2<E: Eos, T: Real>(eos: &E, u: [&[T]; 5], dx: [f64; 3]) -> Option<f64> {
+    rates::<E, T>(eos, u, dx)
 }
 
 #[inline(always)]
-fn rates<T: Real>(gamma: f64, u: [&[T]; 5], dx: [f64; 3]) -> Option<f64> {
+fn rates<E: Eos, T: Real>(eos: &E, u: [&[T]; 5], dx: [f64; 3]) -> Option<f64> {
+    let k = &eos.params();
+    let p_min = eos.min_pressure();
     // Cubic cells (every level of quilt's decks): division by a positive
     // size and the addition of `cs` are monotonic in exact rounding, so
     // the largest `(|v_d| + cs) / dx` is `(max_d |v_d| + cs) / dx`, bit
     // for bit, with two divisions fewer per cell.
     if dx[0] == dx[1] && dx[1] == dx[2] {
-        rates_by(gamma, u, |v, cs| {
+        rates_by::<E, T>(k, p_min, u, |v, cs| {
             (v[0].abs().max(v[1].abs()).max(v[2].abs()) + cs) / dx[0]
         })
     } else {
-        rates_by(gamma, u, |v, cs| {
+        rates_by::<E, T>(k, p_min, u, |v, cs| {
             let x = (v[0].abs() + cs) / dx[0];
             let y = (v[1].abs() + cs) / dx[1];
             let z = (v[2].abs() + cs) / dx[2];
@@ -67,8 +70,12 @@ fn rates<T: Real>(gamma: f64, u: [&[T]; 5], dx: [f64; 3]) -> Option<f64> {
 
 /// The row loop, with `axes(v, cs)` the largest of the three axes' rates.
 #[inline(always)]
-fn rates_by<T: Real>(gamma: f64, u: [&[T]; 5], axes: impl Fn([f64; 3], f64) -> f64) -> Option<f64> {
-    let gm1 = gamma - 1.0;
+fn rates_by<E: Eos, T: Real>(
+    par: &[f64; EOS_PARAMS],
+    p_min: f64,
+    u: [&[T]; 5],
+    axes: impl Fn([f64; 3], f64) -> f64,
+) -> Option<f64> {
     let mut best = [0.0f64; 4];
     let mut rate = [0.0f64; CHUNK];
     let mut start = 0;
@@ -99,8 +106,8 @@ fn rates_by<T: Real>(gamma: f64, u: [&[T]; 5], axes: impl Fn([f64; 3], f64) -> f
             );
             let v = [m0 / r, m1 / r, m2 / r];
             let kinetic = 0.5 * (m0 * v[0] + m1 * v[1] + m2 * v[2]);
-            let p = gm1 * (e - kinetic);
-            let cs = (gamma * p / r).sqrt();
+            let p = E::pressure(par, r, e - kinetic);
+            let cs = (E::bulk_modulus(par, r, p) / r).sqrt();
             let rt = 0.0f64.max(axes(v, cs));
             let finite = r.is_finite()
                 && m0.is_finite()
@@ -108,7 +115,7 @@ fn rates_by<T: Real>(gamma: f64, u: [&[T]; 5], axes: impl Fn([f64; 3], f64) -> f
                 && m2.is_finite()
                 && e.is_finite()
                 && rt.is_finite();
-            bad |= !(finite && r > 0.0 && p > 0.0);
+            bad |= !(finite && r > 0.0 && p > p_min);
             rate[i] = rt;
         }
         if bad {

@@ -1,7 +1,7 @@
 //! Primitive states and their conversion to and from conserved variables
 //! (host-side, `f64`).
 
-use super::{ENE, Gas, MX, MY, MZ, NCOMP, RHO};
+use super::{ENE, Eos, Gas, MX, MY, MZ, NCOMP, RHO};
 
 /// A primitive state: density, velocity and pressure.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -25,27 +25,20 @@ impl Primitive {
     }
 
     /// Conserved components `[rho, rho u, rho v, rho w, E]`.
-    pub fn to_conserved(&self, gas: &Gas) -> [f64; NCOMP] {
+    pub fn to_conserved<E: Eos>(&self, gas: &Gas<E>) -> [f64; NCOMP] {
         let [u, v, w] = self.vel;
-        let ke = 0.5 * self.rho * (u * u + v * v + w * w);
         [
             self.rho,
             self.rho * u,
             self.rho * v,
             self.rho * w,
-            self.p / (gas.gamma - 1.0) + ke,
+            gas.total_energy(self.rho, self.vel, self.p),
         ]
     }
 
     /// Inverse of [`Primitive::to_conserved`] (no floors applied).
-    pub fn from_conserved(u: &[f64; NCOMP], gas: &Gas) -> Self {
-        let rho = u[RHO];
-        let vel = [u[MX] / rho, u[MY] / rho, u[MZ] / rho];
-        let ke = 0.5 * (u[MX] * vel[0] + u[MY] * vel[1] + u[MZ] * vel[2]);
-        Self {
-            rho,
-            vel,
-            p: (gas.gamma - 1.0) * (u[ENE] - ke),
-        }
+    pub fn from_conserved<E: Eos>(u: &[f64; NCOMP], gas: &Gas<E>) -> Self {
+        let (rho, vel, p) = gas.primitive([u[RHO], u[MX], u[MY], u[MZ], u[ENE]]);
+        Self { rho, vel, p }
     }
 }

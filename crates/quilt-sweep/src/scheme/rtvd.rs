@@ -23,7 +23,7 @@
 use super::scratch::{prefix, prefix_mut};
 use super::update::update;
 use super::{ColumnBuf, RtvdLimiter};
-use crate::physics::{FloorCounts, GasConsts};
+use crate::physics::{Eos, FloorCounts, GasConsts};
 use crate::real::Real;
 
 /// Cells on each side of a cell that its update reads.
@@ -61,7 +61,7 @@ impl<T: Real> RtvdScratch<T> {
 
 /// Right- and left-moving split fluxes of the cells `lo .. n` of `u`.
 #[inline(always)]
-fn split_fluxes<T: Real>(
+fn split_fluxes<E: Eos, T: Real>(
     k: &GasConsts<T>,
     u: [&[T]; 5],
     fr: [&mut [T]; 5],
@@ -78,8 +78,8 @@ fn split_fluxes<T: Real>(
         let inv = T::one() / w[0];
         let vn = w[1] * inv;
         let ke = half * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3])) * inv;
-        let p = (k.gm1 * (w[4] - ke)).max(k.p_floor);
-        let c = vn.abs() + (k.gamma * p * inv).sqrt();
+        let p = E::pressure(&k.eos, w[0], w[4] - ke).max(k.p_floor);
+        let c = vn.abs() + (E::bulk_modulus(&k.eos, w[0], p) * inv).sqrt();
         let f = [w[1], w[1] * vn + p, w[2] * vn, w[3] * vn, (w[4] + p) * vn];
         r0[i] = half * (c * w[0] + f[0]);
         r1[i] = half * (c * w[1] + f[1]);
@@ -109,7 +109,7 @@ fn limited_fluxes<T: Real>(lim: impl Fn(T, T) -> T, fr: &[T], fl: &[T], out: &mu
 
 /// Advances one column of `len` cells (`len >= 2 * REACH + 1`) by one RTVD
 /// sweep with `dtdx = dt / dx` along the column.
-pub fn rtvd_column<T: Real>(
+pub fn rtvd_column<E: Eos, T: Real>(
     k: &GasConsts<T>,
     limiter: RtvdLimiter,
     dtdx: T,
@@ -125,13 +125,13 @@ pub fn rtvd_column<T: Real>(
     let half = T::from_f64(0.5);
 
     // 1. First-order half step on cells 1 .. n-1.
-    split_fluxes(k, s.u.slices(), s.fr.slices_mut(), s.fl.slices_mut(), 0, n);
+    split_fluxes::<E, T>(k, s.u.slices(), s.fr.slices_mut(), s.fl.slices_mut(), 0, n);
     {
         let fr = prefix(s.fr.slices(), n);
         let fl = prefix(s.fl.slices(), n);
         // Face f (between f and f+1): F_R,f - F_L,f+1.
         let face = |v: usize, f: usize| fr[v][f] - fl[v][f + 1];
-        *floors += update(
+        *floors += update::<E, T>(
             k,
             half * dtdx,
             s.u.slices(),
@@ -143,7 +143,7 @@ pub fn rtvd_column<T: Real>(
     }
 
     // 2. Second-order fluxes of the half-step state, faces 2 ..= n-4.
-    split_fluxes(
+    split_fluxes::<E, T>(
         k,
         s.next.slices(),
         s.fr.slices_mut(),
@@ -168,7 +168,7 @@ pub fn rtvd_column<T: Real>(
     //    state is no longer needed once its fluxes are formed).
     let flux = prefix(s.flux.slices(), n);
     let face = |v: usize, f: usize| flux[v][f];
-    *floors += update(
+    *floors += update::<E, T>(
         k,
         dtdx,
         s.u.slices(),

@@ -18,7 +18,7 @@
 
 use super::scratch::{prefix, prefix_mut};
 use super::{ColumnBuf, SlopeLimiter, TvdFlux};
-use crate::physics::{FloorCounts, GasConsts, apply_floors, euler_flux};
+use crate::physics::{Eos, FloorCounts, GasConsts, apply_floors, euler_flux};
 use crate::real::Real;
 
 /// Cells on each side of a cell that one stage's difference reads.
@@ -55,7 +55,7 @@ impl<T: Real> TvdScratch<T> {
 
 /// Conserved state of primitive `w`, with its pressure and sound speed.
 #[inline(always)]
-fn conserved<T: Real>(k: &GasConsts<T>, w: &[T; 5]) -> ([T; 5], T) {
+fn conserved<E: Eos, T: Real>(k: &GasConsts<T>, w: &[T; 5]) -> ([T; 5], T) {
     let rho = w[0];
     let ke = T::from_f64(0.5) * rho * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3]));
     let u = [
@@ -63,9 +63,9 @@ fn conserved<T: Real>(k: &GasConsts<T>, w: &[T; 5]) -> ([T; 5], T) {
         rho * w[1],
         rho * w[2],
         rho * w[3],
-        w[4] * k.inv_gm1 + ke,
+        E::internal_energy(&k.eos, rho, w[4]) + ke,
     ];
-    let cs = (k.gamma * w[4] / rho).sqrt();
+    let cs = (E::bulk_modulus(&k.eos, rho, w[4]) / rho).sqrt();
     (u, cs)
 }
 
@@ -73,9 +73,9 @@ fn conserved<T: Real>(k: &GasConsts<T>, w: &[T; 5]) -> ([T; 5], T) {
 /// all three candidates are formed and one is selected, so that the face
 /// loop is branch-free.
 #[inline(always)]
-fn hll<T: Real>(k: &GasConsts<T>, wl: &[T; 5], wr: &[T; 5]) -> [T; 5] {
-    let (ul, cl) = conserved(k, wl);
-    let (ur, cr) = conserved(k, wr);
+fn hll<E: Eos, T: Real>(k: &GasConsts<T>, wl: &[T; 5], wr: &[T; 5]) -> [T; 5] {
+    let (ul, cl) = conserved::<E, T>(k, wl);
+    let (ur, cr) = conserved::<E, T>(k, wr);
     let fl = euler_flux(&ul, wl[1], wl[4]);
     let fr = euler_flux(&ur, wr[1], wr[4]);
     let sl = (wl[1] - cl).min(wr[1] - cr);
@@ -96,9 +96,9 @@ fn hll<T: Real>(k: &GasConsts<T>, wl: &[T; 5], wr: &[T; 5]) -> [T; 5] {
 
 /// Local Lax-Friedrichs (Rusanov) flux between primitive states.
 #[inline(always)]
-fn llf<T: Real>(k: &GasConsts<T>, wl: &[T; 5], wr: &[T; 5]) -> [T; 5] {
-    let (ul, cl) = conserved(k, wl);
-    let (ur, cr) = conserved(k, wr);
+fn llf<E: Eos, T: Real>(k: &GasConsts<T>, wl: &[T; 5], wr: &[T; 5]) -> [T; 5] {
+    let (ul, cl) = conserved::<E, T>(k, wl);
+    let (ur, cr) = conserved::<E, T>(k, wr);
     let fl = euler_flux(&ul, wl[1], wl[4]);
     let fr = euler_flux(&ur, wr[1], wr[4]);
     let a = (wl[1].abs() + cl).max(wr[1].abs() + cr);
@@ -143,7 +143,7 @@ fn face_fluxes<T: Real>(
 /// Computes one stage's flux difference along one axis for a column of `len`
 /// cells (`len >= 2 * REACH + 1`): fills `s.flux` (faces `1 ..= len-3`) and
 /// `s.du` (cells `2 .. len-2`).
-pub fn tvd_column<T: Real>(
+pub fn tvd_column<E: Eos, T: Real>(
     k: &GasConsts<T>,
     slope: SlopeLimiter,
     kind: TvdFlux,
@@ -167,7 +167,7 @@ pub fn tvd_column<T: Real>(
             w1[i] = u1[i] * inv;
             w2[i] = u2[i] * inv;
             w3[i] = u3[i] * inv;
-            w4[i] = (k.gm1 * (u4[i] - ke)).max(k.p_floor);
+            w4[i] = E::pressure(&k.eos, u0[i], u4[i] - ke).max(k.p_floor);
         }
     }
     // Limiter and flux are chosen outside the loops (branch-free bodies).
@@ -179,8 +179,8 @@ pub fn tvd_column<T: Real>(
     }
     let (w, dw, out) = (s.w.slices(), s.dw.slices(), s.flux.slices_mut());
     match kind {
-        TvdFlux::Hll => face_fluxes(|l, r| hll(k, l, r), w, dw, out, n),
-        TvdFlux::Llf => face_fluxes(|l, r| llf(k, l, r), w, dw, out, n),
+        TvdFlux::Hll => face_fluxes(|l, r| hll::<E, T>(k, l, r), w, dw, out, n),
+        TvdFlux::Llf => face_fluxes(|l, r| llf::<E, T>(k, l, r), w, dw, out, n),
     }
     for (flux, du) in s.flux.0.iter().zip(&mut s.du.0) {
         let (flux, du) = (&flux[..n], &mut du[..n]);
@@ -207,7 +207,7 @@ pub fn stage_two_value<T: Real>(un: T, us: T, acc: T, du: T) -> T {
 /// First-stage state `U* = U^n + (acc + du)` with floors, where `acc` holds
 /// the differences of the axes swept before the last one.
 #[inline(always)]
-pub fn stage_one<T: Real>(
+pub fn stage_one<E: Eos, T: Real>(
     k: &GasConsts<T>,
     un: &[T; 5],
     acc: &[T; 5],
@@ -218,13 +218,13 @@ pub fn stage_one<T: Real>(
     for v in 0..5 {
         w[v] = stage_one_value(un[v], acc[v], du[v]);
     }
-    apply_floors(k, &mut w, floors);
+    apply_floors::<E, T>(k, &mut w, floors);
     w
 }
 
 /// Final state `U^{n+1} = (U^n + (U* + (acc + du))) / 2` with floors.
 #[inline(always)]
-pub fn stage_two<T: Real>(
+pub fn stage_two<E: Eos, T: Real>(
     k: &GasConsts<T>,
     un: &[T; 5],
     us: &[T; 5],
@@ -236,6 +236,6 @@ pub fn stage_two<T: Real>(
     for v in 0..5 {
         w[v] = stage_two_value(un[v], us[v], acc[v], du[v]);
     }
-    apply_floors(k, &mut w, floors);
+    apply_floors::<E, T>(k, &mut w, floors);
     w
 }

@@ -1,13 +1,13 @@
 //! The conservative update shared by the split schemes.
 
 use super::scratch::{prefix, prefix_mut};
-use crate::physics::{FloorCounts, GasConsts, floor_state};
+use crate::physics::{Eos, FloorCounts, GasConsts, floor_state};
 use crate::real::Real;
 
 /// `U_i - a (F_{i+1/2} - F_{i-1/2})` with floors for cells `lo .. hi`,
 /// where the face fluxes come from `face(v, f)`; returns the floor counts.
 #[inline(always)]
-pub(crate) fn update<T: Real>(
+pub(crate) fn update<E: Eos, T: Real>(
     k: &GasConsts<T>,
     a: T,
     u: [&[T]; 5],
@@ -27,7 +27,7 @@ pub(crate) fn update<T: Real>(
             u3[i] - a * (face(3, i) - face(3, i - 1)),
             u4[i] - a * (face(4, i) - face(4, i - 1)),
         ];
-        let (w, d, p) = floor_state(k, w);
+        let (w, d, p) = floor_state::<E, T>(k, w);
         nd += u32::from(d);
         np += u32::from(p);
         o0[i] = w[0];

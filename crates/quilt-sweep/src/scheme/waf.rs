@@ -19,7 +19,7 @@
 use super::scratch::{prefix, prefix_mut};
 use super::update::update;
 use super::{ColumnBuf, WafLimiter};
-use crate::physics::{FloorCounts, GasConsts};
+use crate::physics::{Eos, FloorCounts, GasConsts};
 use crate::real::Real;
 use crate::scheme::limiter::WAF_RATIO_CAP;
 
@@ -69,12 +69,12 @@ impl<T: Real> WafScratch<T> {
 
 /// Primitive quantities of a column-ordered state: `(1/rho, v_n, p, c_s)`.
 #[inline(always)]
-fn primitive<T: Real>(k: &GasConsts<T>, w: &[T; 5]) -> (T, T, T, T) {
+fn primitive<E: Eos, T: Real>(k: &GasConsts<T>, w: &[T; 5]) -> (T, T, T, T) {
     let inv = T::one() / w[0];
     let vn = w[1] * inv;
     let ke = T::from_f64(0.5) * (w[1] * w[1] + (w[2] * w[2] + w[3] * w[3])) * inv;
-    let p = (k.gm1 * (w[4] - ke)).max(k.p_floor);
-    (inv, vn, p, (k.gamma * p * inv).sqrt())
+    let p = E::pressure(&k.eos, w[0], w[4] - ke).max(k.p_floor);
+    (inv, vn, p, (E::bulk_modulus(&k.eos, w[0], p) * inv).sqrt())
 }
 
 /// The HLLC star state of side `K` (Toro eq. 10.39).
@@ -117,7 +117,7 @@ fn weights<T: Real>(psi: impl Fn(T) -> T, courant: &[T], drho: &[T], out: &mut [
 
 /// Advances one column of `len` cells (`len >= 2 * REACH + 1`) by one WAF
 /// sweep with `dtdx = dt / dx` along the column.
-pub fn waf_column<T: Real>(
+pub fn waf_column<E: Eos, T: Real>(
     k: &GasConsts<T>,
     limiter: WafLimiter,
     dtdx: T,
@@ -140,7 +140,8 @@ pub fn waf_column<T: Real>(
         let [pi, pv, pp, pc] = &mut s.prim;
         let (pi, pv, pp, pc) = (&mut pi[..n], &mut pv[..n], &mut pp[..n], &mut pc[..n]);
         for i in 0..n {
-            let (inv, vn, p, cs) = primitive(k, &[u[0][i], u[1][i], u[2][i], u[3][i], u[4][i]]);
+            let (inv, vn, p, cs) =
+                primitive::<E, T>(k, &[u[0][i], u[1][i], u[2][i], u[3][i], u[4][i]]);
             pi[i] = inv;
             pv[i] = vn;
             pp[i] = p;
@@ -237,7 +238,7 @@ pub fn waf_column<T: Real>(
     // 3. Conservative update of cells 2 .. n-2.
     let flux = prefix(s.flux.slices(), n);
     let face = |v: usize, f: usize| flux[v][f];
-    *floors += update(
+    *floors += update::<E, T>(
         k,
         dtdx,
         s.u.slices(),

@@ -1,0 +1,156 @@
+//! [`Thermo`]: a fluid behind a pointer, for code that is not generic over
+//! its equation of state.
+//!
+//! The schemes are monomorphised per equation of state ([`Gas<E>`]); the
+//! integrator, its CFL scan, tagging and problems hold whatever fluid the
+//! backend solves as an `Arc<dyn Thermo>`. Its row functions are
+//! monomorphised inside, so a call covers a row of cells, and compute
+//! exactly what the schemes' functions compute in the row's precision.
+
+use std::any::TypeId;
+use std::fmt::Debug;
+
+use super::eos::{EOS_PARAMS, Eos};
+use super::gas::Gas;
+use crate::real::Real;
+
+/// A fluid of some equation of state with its floors, object safe.
+/// Every [`Gas<E>`] is one.
+pub trait Thermo: Debug + Send + Sync {
+    /// The equation of state's name.
+    fn name(&self) -> &'static str;
+    /// The equation of state's parameters ([`Eos::params`]).
+    fn params(&self) -> [f64; EOS_PARAMS];
+    /// [`Eos::ideal_gamma`].
+    fn ideal_gamma(&self) -> Option<f64>;
+    /// The density floor and [`Gas::lowest_pressure`].
+    fn floors(&self) -> [f64; 2];
+    /// [`Gas::primitive`].
+    fn primitive(&self, u: [f64; 5]) -> (f64, [f64; 3], f64);
+    /// [`Gas::total_energy`].
+    fn total_energy(&self, rho: f64, vel: [f64; 3], p: f64) -> f64;
+    /// [`Gas::sound_speed`].
+    fn sound_speed(&self, rho: f64, p: f64) -> f64;
+    /// [`Gas::signal_rate`].
+    fn signal_rate(&self, u: [f64; 5], dx: [f64; 3]) -> Result<f64, (&'static str, f64)>;
+    /// [`Gas::max_signal_rate`] of an `f32` row.
+    fn max_signal_rate_f32(&self, u: [&[f32]; 5], dx: [f64; 3]) -> Option<f64>;
+    /// [`Gas::max_signal_rate`] of an `f64` row.
+    fn max_signal_rate_f64(&self, u: [&[f64]; 5], dx: [f64; 3]) -> Option<f64>;
+    /// Replaces each internal energy density `e[i]` of density `rho[i]`
+    /// by its pressure, in `f32` ([`Eos::pressure`]).
+    fn pressure_row_f32(&self, rho: &[f32], e: &mut [f32]);
+    /// The same in `f64`.
+    fn pressure_row_f64(&self, rho: &[f64], e: &mut [f64]);
+}
+
+impl<E: Eos> Thermo for Gas<E> {
+    fn name(&self) -> &'static str {
+        self.eos.name()
+    }
+    fn params(&self) -> [f64; EOS_PARAMS] {
+        self.eos.params()
+    }
+    fn ideal_gamma(&self) -> Option<f64> {
+        self.eos.ideal_gamma()
+    }
+    fn floors(&self) -> [f64; 2] {
+        [self.density_floor, self.lowest_pressure()]
+    }
+    fn primitive(&self, u: [f64; 5]) -> (f64, [f64; 3], f64) {
+        Gas::primitive(self, u)
+    }
+    fn total_energy(&self, rho: f64, vel: [f64; 3], p: f64) -> f64 {
+        Gas::total_energy(self, rho, vel, p)
+    }
+    fn sound_speed(&self, rho: f64, p: f64) -> f64 {
+        Gas::sound_speed(self, rho, p)
+    }
+    fn signal_rate(&self, u: [f64; 5], dx: [f64; 3]) -> Result<f64, (&'static str, f64)> {
+        Gas::signal_rate(self, u, dx)
+    }
+    fn max_signal_rate_f32(&self, u: [&[f32]; 5], dx: [f64; 3]) -> Option<f64> {
+        Gas::max_signal_rate(self, u, dx)
+    }
+    fn max_signal_rate_f64(&self, u: [&[f64]; 5], dx: [f64; 3]) -> Option<f64> {
+        Gas::max_signal_rate(self, u, dx)
+    }
+    fn pressure_row_f32(&self, rho: &[f32], e: &mut [f32]) {
+        pressure_row::<E, f32>(&self.eos, rho, e);
+    }
+    fn pressure_row_f64(&self, rho: &[f64], e: &mut [f64]) {
+        pressure_row::<E, f64>(&self.eos, rho, e);
+    }
+}
+
+fn pressure_row<E: Eos, T: Real>(eos: &E, rho: &[T], e: &mut [T]) {
+    let k = eos.params().map(T::from_f64);
+    for (e, &r) in e.iter_mut().zip(rho) {
+        *e = E::pressure(&k, r, *e);
+    }
+}
+
+/// Whether `T` is `X` (the two precisions of [`Real`]).
+fn is<T: 'static, X: 'static>() -> bool {
+    TypeId::of::<T>() == TypeId::of::<X>()
+}
+
+impl dyn Thermo + '_ {
+    /// [`Gas::max_signal_rate`] of a row in the working precision.
+    pub fn max_signal_rate<T: Real>(&self, u: [&[T]; 5], dx: [f64; 3]) -> Option<f64> {
+        if is::<T, f32>() {
+            self.max_signal_rate_f32(u.map(bytemuck::cast_slice), dx)
+        } else if is::<T, f64>() {
+            self.max_signal_rate_f64(u.map(bytemuck::cast_slice), dx)
+        } else {
+            // Another `Real`: cell by cell in f64.
+            let mut best = 0.0f64;
+            for i in 0..u[0].len() {
+                let cell = std::array::from_fn(|c| u[c].get(i).map_or(f64::NAN, |v| v.as_f64()));
+                best = best.max(self.signal_rate(cell, dx).ok()?);
+            }
+            Some(best)
+        }
+    }
+
+    /// [`Thermo::pressure_row_f32`] or `_f64`, by the working precision.
+    pub fn pressure_row<T: Real>(&self, rho: &[T], e: &mut [T]) {
+        if is::<T, f32>() {
+            self.pressure_row_f32(bytemuck::cast_slice(rho), bytemuck::cast_slice_mut(e));
+        } else if is::<T, f64>() {
+            self.pressure_row_f64(bytemuck::cast_slice(rho), bytemuck::cast_slice_mut(e));
+        } else {
+            // Another `Real`: in f64, the energy taken as all internal.
+            for (e, &r) in e.iter_mut().zip(rho) {
+                let (_, _, p) = self.primitive([r.as_f64(), 0.0, 0.0, 0.0, e.as_f64()]);
+                *e = T::from_f64(p);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_through_the_pointer_are_the_gas_rows() {
+        let gas = Gas::ideal(5.0 / 3.0);
+        let thermo: &dyn Thermo = &gas;
+        let rho = [1.0f32, 2.0, 0.5];
+        let mx = [0.1f32, -0.3, 0.0];
+        let z = [0.0f32; 3];
+        let en = [2.0f32, 3.0, 1.0];
+        let dx = [0.1; 3];
+        assert_eq!(
+            thermo.max_signal_rate([&rho, &mx, &z, &z, &en], dx),
+            gas.max_signal_rate([&rho, &mx, &z, &z, &en], dx)
+        );
+        let mut e = en;
+        thermo.pressure_row(&rho, &mut e);
+        let k = gas.consts::<f32>().eos;
+        for i in 0..3 {
+            assert_eq!(e[i], crate::physics::IdealGas::pressure(&k, rho[i], en[i]));
+        }
+    }
+}
