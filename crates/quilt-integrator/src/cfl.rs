@@ -7,7 +7,7 @@
 //! 1e-12 for the rounding, so a step of `cfl / rate` never trips it.
 
 use quilt_mesh::{Hierarchy, HierarchyData, IntVect, iv};
-use quilt_sweep::physics::Thermo;
+use quilt_sweep::physics::{Rows, Thermo};
 use rayon::prelude::*;
 
 use crate::Real;
@@ -115,15 +115,19 @@ impl PatchRate {
             }
         }
         let plane = d.index(&iv(b.lo.x, b.lo.y, k));
-        for (jn, j) in (b.lo.y..=b.hi.y).enumerate() {
-            let row = plane + jn * sy;
-            let cells: [&[T]; 5] = std::array::from_fn(|c| &comps[c][row..row + n]);
-            match gas.max_signal_rate(cells, dx) {
-                Some(rate) => self.best = self.best.max(rate),
-                None => {
-                    self.bad = Some(first_bad(cells, [b.lo.x, j, k], index, dx, gas));
-                    return;
-                }
+        let rows = Rows {
+            first: plane,
+            count: (b.hi.y - b.lo.y + 1).max(0) as usize,
+            stride: sy,
+            len: n,
+        };
+        match gas.max_signal_rate_rows(comps, rows, dx) {
+            Ok(rate) => self.best = self.best.max(rate),
+            Err(jn) => {
+                let row = plane + jn * sy;
+                let cells: [&[T]; 5] = std::array::from_fn(|c| &comps[c][row..row + n]);
+                let j = b.lo.y + jn as i32;
+                self.bad = Some(first_bad(cells, [b.lo.x, j, k], index, dx, gas));
             }
         }
     }

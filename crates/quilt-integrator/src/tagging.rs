@@ -1,7 +1,7 @@
 //! Tagging every patch with the deck's criteria, for regrid.
 
 use quilt_mesh::flat::{TagCriterionSpec, TagDetector, TagField as FlatField};
-use quilt_mesh::tag::{TagBox, TagCriterion, TagError, TagInput, internal_energy_density};
+use quilt_mesh::tag::{TagBox, TagCriterion, TagError, TagInput};
 use quilt_mesh::{Hierarchy, HierarchyData};
 use quilt_sweep::physics::{ENE, MX, MY, MZ, RHO, Thermo};
 use rayon::prelude::*;
@@ -143,13 +143,12 @@ fn tag_in_slabs<T: Real>(
             let part = |c: usize| &d.comp(c)[at..at + len];
             if need_pressure {
                 pressure.resize(len, T::zero());
-                internal_energy_density(
+                gas.pressure_row(
                     part(RHO),
                     [part(MX), part(MY), part(MZ)],
                     part(ENE),
                     pressure,
                 )?;
-                gas.pressure_row(part(RHO), pressure);
             }
             let dx = h
                 .level_geometry(p.level())

@@ -26,24 +26,21 @@ pub fn euler_pressure<T: Float>(
             why: "must be finite and > 1",
         });
     }
-    internal_energy_density(rho, momentum, energy, out)?;
     let gm1: T = to_field(gamma - 1.0);
-    for p in out.iter_mut() {
-        *p = gm1 * *p;
-    }
-    Ok(())
+    pressure_with(rho, momentum, energy, out, |_, e| gm1 * e)
 }
 
-/// Internal energy density `E - |m|^2 / (2 rho)` from conserved variables,
-/// cell by cell, written into `out`: what an equation of state turns into
-/// a pressure ([`euler_pressure`] for the ideal gas).
+/// The pressure `eos(rho, E - |m|^2 / (2 rho))` of conserved variables,
+/// cell by cell, written into `out`: `eos` takes the density and the
+/// internal energy density ([`euler_pressure`] is the ideal gas's).
 ///
 /// Fails if the slices differ in length.
-pub fn internal_energy_density<T: Float>(
+pub fn pressure_with<T: Float>(
     rho: &[T],
     momentum: [&[T]; 3],
     energy: &[T],
     out: &mut [T],
+    eos: impl Fn(T, T) -> T,
 ) -> Result<(), TagError> {
     let n = rho.len();
     let lens = [
@@ -67,7 +64,7 @@ pub fn internal_energy_density<T: Float>(
         let m2 = momentum[0][i] * momentum[0][i]
             + momentum[1][i] * momentum[1][i]
             + momentum[2][i] * momentum[2][i];
-        out[i] = energy[i] - half * m2 / rho[i];
+        out[i] = eos(rho[i], energy[i] - half * m2 / rho[i]);
     }
     Ok(())
 }

@@ -25,7 +25,7 @@ mod tag_box;
 mod tests;
 
 pub use criterion::{FnCriterion, TagCriterion, TagInput};
-pub use derived::{euler_pressure, internal_energy_density};
+pub use derived::{euler_pressure, pressure_with};
 pub use detectors::{
     DEFAULT_RETAG_ONSET_FACTOR, DEFAULT_RETAG_TOL_FACTOR, DEFAULT_SHOCK_ONSET, DIRECTIONS,
     GradientDetector, ShockDetector, direction_lengths,

@@ -22,6 +22,7 @@ pub use column::{column_components, euler_flux, pressure_of, signal_speed};
 pub use eos::{EOS_PARAMS, Eos, IdealGas};
 pub use floors::{FloorCounts, apply_floors, floor_state};
 pub use gas::{Gas, GasConsts};
+pub use rate_row::Rows;
 pub use state::Primitive;
 pub use thermo::Thermo;
 

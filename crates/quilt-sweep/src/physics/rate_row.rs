@@ -19,7 +19,51 @@ use crate::real::Real;
 /// Cells computed per pass before their rates are reduced.
 const CHUNK: usize = 32;
 
+/// Rows of cells in component slices: `count` rows of `len` cells, the
+/// first starting at index `first`, each `stride` values after the one
+/// before (a plane of a patch's interior, for instance).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rows {
+    /// Index of the first row's first cell.
+    pub first: usize,
+    /// Number of rows.
+    pub count: usize,
+    /// Values from one row's start to the next's.
+    pub stride: usize,
+    /// Cells per row.
+    pub len: usize,
+}
+
 impl<E: Eos> Gas<E> {
+    /// [`Gas::max_signal_rate`] over several rows of the component slices
+    /// `comps` at once (the parameters derived and the vector width chosen
+    /// once): the largest rate, or `Err(r)` with the first row `r` that
+    /// `signal_rate` refuses somewhere (or whose cells lie outside a
+    /// slice).
+    pub fn max_signal_rate_rows<T: Real>(
+        &self,
+        comps: [&[T]; 5],
+        rows: Rows,
+        dx: [f64; 3],
+    ) -> Result<f64, usize> {
+        if rows.count == 0 {
+            return Ok(0.0);
+        }
+        let end = (rows.count - 1)
+            .checked_mul(rows.stride)
+            .and_then(|v| v.checked_add(rows.first))
+            .and_then(|v| v.checked_add(rows.len));
+        if end.is_none_or(|e| comps.iter().any(|c| c.len() < e)) {
+            return Err(0);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            return unsafe { rows_avx2::<E, T>(&self.eos, comps, rows, dx) };
+        }
+        rows_of::<E, T>(&self.eos, comps, rows, dx)
+    }
+
     /// The largest [`Gas::signal_rate`] over the cells of a row, given as
     /// its five components (`u[c][i]`, all of one length), in cells of
     /// size `dx`; `None` if `signal_rate` refuses any cell of the row (the
@@ -46,10 +90,49 @@ fn rates_avx2<E: Eos, T: Real>(eos: &E, u: [&[T]; 5], dx: [f64; 3]) -> Option<f6
     rates::<E, T>(eos, u, dx)
 }
 
+/// [`rows_of`] compiled with AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn rows_avx2<E: Eos, T: Real>(
+    eos: &E,
+    comps: [&[T]; 5],
+    rows: Rows,
+    dx: [f64; 3],
+) -> Result<f64, usize> {
+    rows_of::<E, T>(eos, comps, rows, dx)
+}
+
+/// The rows' largest rate (their bounds checked by the caller).
+#[inline(always)]
+fn rows_of<E: Eos, T: Real>(
+    eos: &E,
+    comps: [&[T]; 5],
+    rows: Rows,
+    dx: [f64; 3],
+) -> Result<f64, usize> {
+    let (k, p_min) = (eos.params(), eos.min_pressure());
+    let mut best = 0.0f64;
+    for r in 0..rows.count {
+        let s = rows.first + r * rows.stride;
+        let u = comps.map(|c| &c[s..s + rows.len]);
+        best = best.max(rates_with::<E, T>(&k, p_min, u, dx).ok_or(r)?);
+    }
+    Ok(best)
+}
+
 #[inline(always)]
 fn rates<E: Eos, T: Real>(eos: &E, u: [&[T]; 5], dx: [f64; 3]) -> Option<f64> {
-    let k = &eos.params();
-    let p_min = eos.min_pressure();
+    rates_with::<E, T>(&eos.params(), eos.min_pressure(), u, dx)
+}
+
+/// [`rates`] with the parameters derived.
+#[inline(always)]
+fn rates_with<E: Eos, T: Real>(
+    k: &[f64; EOS_PARAMS],
+    p_min: f64,
+    u: [&[T]; 5],
+    dx: [f64; 3],
+) -> Option<f64> {
     // Cubic cells (every level of quilt's decks): division by a positive
     // size and the addition of `cs` are monotonic in exact rounding, so
     // the largest `(|v_d| + cs) / dx` is `(max_d |v_d| + cs) / dx`, bit

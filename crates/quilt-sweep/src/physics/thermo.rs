@@ -10,8 +10,11 @@
 use std::any::TypeId;
 use std::fmt::Debug;
 
+use quilt_mesh::tag::{TagError, pressure_with};
+
 use super::eos::{EOS_PARAMS, Eos};
 use super::gas::Gas;
+use super::rate_row::Rows;
 use crate::real::Real;
 
 /// A fluid of some equation of state with its floors, object safe.
@@ -37,11 +40,37 @@ pub trait Thermo: Debug + Send + Sync {
     fn max_signal_rate_f32(&self, u: [&[f32]; 5], dx: [f64; 3]) -> Option<f64>;
     /// [`Gas::max_signal_rate`] of an `f64` row.
     fn max_signal_rate_f64(&self, u: [&[f64]; 5], dx: [f64; 3]) -> Option<f64>;
-    /// Replaces each internal energy density `e[i]` of density `rho[i]`
-    /// by its pressure, in `f32` ([`Eos::pressure`]).
-    fn pressure_row_f32(&self, rho: &[f32], e: &mut [f32]);
+    /// [`Gas::max_signal_rate_rows`] of `f32` rows.
+    fn max_signal_rate_rows_f32(
+        &self,
+        comps: [&[f32]; 5],
+        rows: Rows,
+        dx: [f64; 3],
+    ) -> Result<f64, usize>;
+    /// [`Gas::max_signal_rate_rows`] of `f64` rows.
+    fn max_signal_rate_rows_f64(
+        &self,
+        comps: [&[f64]; 5],
+        rows: Rows,
+        dx: [f64; 3],
+    ) -> Result<f64, usize>;
+    /// The pressure of each cell of conserved `f32` values into `out`:
+    /// quilt-mesh's [`pressure_with`] with [`Eos::pressure`].
+    fn pressure_row_f32(
+        &self,
+        rho: &[f32],
+        momentum: [&[f32]; 3],
+        energy: &[f32],
+        out: &mut [f32],
+    ) -> Result<(), TagError>;
     /// The same in `f64`.
-    fn pressure_row_f64(&self, rho: &[f64], e: &mut [f64]);
+    fn pressure_row_f64(
+        &self,
+        rho: &[f64],
+        momentum: [&[f64]; 3],
+        energy: &[f64],
+        out: &mut [f64],
+    ) -> Result<(), TagError>;
 }
 
 impl<E: Eos> Thermo for Gas<E> {
@@ -75,19 +104,51 @@ impl<E: Eos> Thermo for Gas<E> {
     fn max_signal_rate_f64(&self, u: [&[f64]; 5], dx: [f64; 3]) -> Option<f64> {
         Gas::max_signal_rate(self, u, dx)
     }
-    fn pressure_row_f32(&self, rho: &[f32], e: &mut [f32]) {
-        pressure_row::<E, f32>(&self.eos, rho, e);
+    fn max_signal_rate_rows_f32(
+        &self,
+        comps: [&[f32]; 5],
+        rows: Rows,
+        dx: [f64; 3],
+    ) -> Result<f64, usize> {
+        Gas::max_signal_rate_rows(self, comps, rows, dx)
     }
-    fn pressure_row_f64(&self, rho: &[f64], e: &mut [f64]) {
-        pressure_row::<E, f64>(&self.eos, rho, e);
+    fn max_signal_rate_rows_f64(
+        &self,
+        comps: [&[f64]; 5],
+        rows: Rows,
+        dx: [f64; 3],
+    ) -> Result<f64, usize> {
+        Gas::max_signal_rate_rows(self, comps, rows, dx)
+    }
+    fn pressure_row_f32(
+        &self,
+        rho: &[f32],
+        momentum: [&[f32]; 3],
+        energy: &[f32],
+        out: &mut [f32],
+    ) -> Result<(), TagError> {
+        pressure_row::<E, f32>(&self.eos, rho, momentum, energy, out)
+    }
+    fn pressure_row_f64(
+        &self,
+        rho: &[f64],
+        momentum: [&[f64]; 3],
+        energy: &[f64],
+        out: &mut [f64],
+    ) -> Result<(), TagError> {
+        pressure_row::<E, f64>(&self.eos, rho, momentum, energy, out)
     }
 }
 
-fn pressure_row<E: Eos, T: Real>(eos: &E, rho: &[T], e: &mut [T]) {
+fn pressure_row<E: Eos, T: Real>(
+    eos: &E,
+    rho: &[T],
+    momentum: [&[T]; 3],
+    energy: &[T],
+    out: &mut [T],
+) -> Result<(), TagError> {
     let k = eos.params().map(T::from_f64);
-    for (e, &r) in e.iter_mut().zip(rho) {
-        *e = E::pressure(&k, r, *e);
-    }
+    pressure_with(rho, momentum, energy, out, |r, e| E::pressure(&k, r, e))
 }
 
 /// Whether `T` is `X` (the two precisions of [`Real`]).
@@ -113,18 +174,51 @@ impl dyn Thermo + '_ {
         }
     }
 
-    /// [`Thermo::pressure_row_f32`] or `_f64`, by the working precision.
-    pub fn pressure_row<T: Real>(&self, rho: &[T], e: &mut [T]) {
+    /// [`Thermo::max_signal_rate_rows_f32`] or `_f64`, by the working
+    /// precision.
+    pub fn max_signal_rate_rows<T: Real>(
+        &self,
+        comps: [&[T]; 5],
+        rows: Rows,
+        dx: [f64; 3],
+    ) -> Result<f64, usize> {
         if is::<T, f32>() {
-            self.pressure_row_f32(bytemuck::cast_slice(rho), bytemuck::cast_slice_mut(e));
+            self.max_signal_rate_rows_f32(comps.map(bytemuck::cast_slice), rows, dx)
         } else if is::<T, f64>() {
-            self.pressure_row_f64(bytemuck::cast_slice(rho), bytemuck::cast_slice_mut(e));
+            self.max_signal_rate_rows_f64(comps.map(bytemuck::cast_slice), rows, dx)
         } else {
-            // Another `Real`: in f64, the energy taken as all internal.
-            for (e, &r) in e.iter_mut().zip(rho) {
-                let (_, _, p) = self.primitive([r.as_f64(), 0.0, 0.0, 0.0, e.as_f64()]);
-                *e = T::from_f64(p);
+            let mut best = 0.0f64;
+            for r in 0..rows.count {
+                let s = rows.first + r * rows.stride;
+                let row = comps.map(|c| c.get(s..s + rows.len).unwrap_or(&[]));
+                best = best.max(self.max_signal_rate(row, dx).ok_or(r)?);
             }
+            Ok(best)
+        }
+    }
+
+    /// [`Thermo::pressure_row_f32`] or `_f64`, by the working precision.
+    pub fn pressure_row<T: Real>(
+        &self,
+        rho: &[T],
+        momentum: [&[T]; 3],
+        energy: &[T],
+        out: &mut [T],
+    ) -> Result<(), TagError> {
+        if is::<T, f32>() {
+            let m = momentum.map(bytemuck::cast_slice);
+            let (r, e) = (bytemuck::cast_slice(rho), bytemuck::cast_slice(energy));
+            self.pressure_row_f32(r, m, e, bytemuck::cast_slice_mut(out))
+        } else if is::<T, f64>() {
+            let m = momentum.map(bytemuck::cast_slice);
+            let (r, e) = (bytemuck::cast_slice(rho), bytemuck::cast_slice(energy));
+            self.pressure_row_f64(r, m, e, bytemuck::cast_slice_mut(out))
+        } else {
+            // Another `Real`: in f64.
+            pressure_with(rho, momentum, energy, out, |r, e| {
+                let (_, _, p) = self.primitive([r.as_f64(), 0.0, 0.0, 0.0, e.as_f64()]);
+                T::from_f64(p)
+            })
         }
     }
 }
@@ -146,11 +240,31 @@ mod tests {
             thermo.max_signal_rate([&rho, &mx, &z, &z, &en], dx),
             gas.max_signal_rate([&rho, &mx, &z, &z, &en], dx)
         );
-        let mut e = en;
-        thermo.pressure_row(&rho, &mut e);
-        let k = gas.consts::<f32>().eos;
-        for i in 0..3 {
-            assert_eq!(e[i], crate::physics::IdealGas::pressure(&k, rho[i], en[i]));
-        }
+        let mut p = [0.0f32; 3];
+        thermo
+            .pressure_row(&rho, [&mx, &z, &z], &en, &mut p)
+            .unwrap();
+        let mut q = [0.0f32; 3];
+        quilt_mesh::tag::euler_pressure(&rho, [&mx, &z, &z], &en, 5.0 / 3.0, &mut q).unwrap();
+        assert_eq!(p, q);
+        let rows = Rows {
+            first: 0,
+            count: 2,
+            stride: 1,
+            len: 2,
+        };
+        let got = thermo.max_signal_rate_rows([&rho, &mx, &z, &z, &en], rows, dx);
+        let by_row = (0..2)
+            .map(|s| {
+                let u = [&rho, &mx, &z, &z, &en].map(|c| &c[s..s + 2]);
+                gas.max_signal_rate(u, dx).unwrap()
+            })
+            .fold(0.0f64, f64::max);
+        assert_eq!(got, Ok(by_row));
+        let short = Rows { count: 3, ..rows };
+        assert_eq!(
+            thermo.max_signal_rate_rows([&rho, &mx, &z, &z, &en], short, dx),
+            Err(0)
+        );
     }
 }
