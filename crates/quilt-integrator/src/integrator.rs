@@ -755,8 +755,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     }
 
     /// Batch buffers the step loop has allocated so far. The loop reuses
-    /// its batches across batches and steps, so after the first step this
-    /// grows only when a batch larger than any before comes.
+    /// its batches across batches and steps, so this grows only when more
+    /// batches are alive at once than before (at most six in the pipelined
+    /// loop) or a batch larger than any before comes.
     pub fn batch_allocations(&self) -> u64 {
         self.ring.allocations()
     }
