@@ -178,19 +178,21 @@ pub(crate) fn batch_rate<T: Real>(
         .map(|d| {
             let g = d.ghost as usize;
             let n = d.interior().map(|v| v as usize);
+            let at = |c, cell| quilt_sweep::layout::data_index(b, nc, d.bin as usize, c, cell);
+            // Each component's part of the bin, and the interior's rows
+            // plane by plane at the same offsets in every part.
+            let comps: [&[T]; 5] = std::array::from_fn(|c| &data[at(c, [0; 3])..]);
+            let o = [0, 1, 2].map(|a| d.offset[a] as usize + g);
+            let stride = at(0, [0, 1, 0]) - at(0, [0; 3]);
             let mut best = 0.0f64;
             for k in 0..n[2] {
-                for j in 0..n[1] {
-                    for i in 0..n[0] {
-                        let cell = [0, 1, 2].map(|a| d.offset[a] as usize + g + [i, j, k][a]);
-                        let u: [f64; 5] = std::array::from_fn(|c| {
-                            let at =
-                                quilt_sweep::layout::data_index(b, nc, d.bin as usize, c, cell);
-                            quilt_mesh::Real::as_f64(data[at])
-                        });
-                        best = best.max(gas.signal_rate(u, d.dx).ok()?);
-                    }
-                }
+                let rows = Rows {
+                    first: at(0, [o[0], o[1], o[2] + k]) - at(0, [0; 3]),
+                    count: n[1],
+                    stride,
+                    len: n[0],
+                };
+                best = best.max(gas.max_signal_rate_rows(comps, rows, d.dx).ok()?);
             }
             Some(best)
         })

@@ -74,20 +74,14 @@ impl<E: Eos> Gas<E> {
         if u.iter().any(|c| c.len() != n) {
             return None;
         }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above).
-            return unsafe { rates_avx2::<E, T>(&self.eos, u, dx) };
-        }
-        rates::<E, T>(&self.eos, u, dx)
+        let row = Rows {
+            first: 0,
+            count: 1,
+            stride: 0,
+            len: n,
+        };
+        self.max_signal_rate_rows(u, row, dx).ok()
     }
-}
-
-/// [`rates`] compiled with AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn rates_avx2<E: Eos, T: Real>(eos: &E, u: [&[T]; 5], dx: [f64; 3]) -> Option<f64> {
-    rates::<E, T>(eos, u, dx)
 }
 
 /// [`rows_of`] compiled with AVX2.
@@ -120,12 +114,8 @@ fn rows_of<E: Eos, T: Real>(
     Ok(best)
 }
 
-#[inline(always)]
-fn rates<E: Eos, T: Real>(eos: &E, u: [&[T]; 5], dx: [f64; 3]) -> Option<f64> {
-    rates_with::<E, T>(&eos.params(), eos.min_pressure(), u, dx)
-}
-
-/// [`rates`] with the parameters derived.
+/// The largest rate of one row, given the equation of state's parameters
+/// `k` and minimum pressure `p_min`.
 #[inline(always)]
 fn rates_with<E: Eos, T: Real>(
     k: &[f64; EOS_PARAMS],

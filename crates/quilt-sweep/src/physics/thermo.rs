@@ -36,10 +36,6 @@ pub trait Thermo: Debug + Send + Sync {
     fn sound_speed(&self, rho: f64, p: f64) -> f64;
     /// [`Gas::signal_rate`].
     fn signal_rate(&self, u: [f64; 5], dx: [f64; 3]) -> Result<f64, (&'static str, f64)>;
-    /// [`Gas::max_signal_rate`] of an `f32` row.
-    fn max_signal_rate_f32(&self, u: [&[f32]; 5], dx: [f64; 3]) -> Option<f64>;
-    /// [`Gas::max_signal_rate`] of an `f64` row.
-    fn max_signal_rate_f64(&self, u: [&[f64]; 5], dx: [f64; 3]) -> Option<f64>;
     /// [`Gas::max_signal_rate_rows`] of `f32` rows.
     fn max_signal_rate_rows_f32(
         &self,
@@ -98,12 +94,6 @@ impl<E: Eos> Thermo for Gas<E> {
     fn signal_rate(&self, u: [f64; 5], dx: [f64; 3]) -> Result<f64, (&'static str, f64)> {
         Gas::signal_rate(self, u, dx)
     }
-    fn max_signal_rate_f32(&self, u: [&[f32]; 5], dx: [f64; 3]) -> Option<f64> {
-        Gas::max_signal_rate(self, u, dx)
-    }
-    fn max_signal_rate_f64(&self, u: [&[f64]; 5], dx: [f64; 3]) -> Option<f64> {
-        Gas::max_signal_rate(self, u, dx)
-    }
     fn max_signal_rate_rows_f32(
         &self,
         comps: [&[f32]; 5],
@@ -157,23 +147,6 @@ fn is<T: 'static, X: 'static>() -> bool {
 }
 
 impl dyn Thermo + '_ {
-    /// [`Gas::max_signal_rate`] of a row in the working precision.
-    pub fn max_signal_rate<T: Real>(&self, u: [&[T]; 5], dx: [f64; 3]) -> Option<f64> {
-        if is::<T, f32>() {
-            self.max_signal_rate_f32(u.map(bytemuck::cast_slice), dx)
-        } else if is::<T, f64>() {
-            self.max_signal_rate_f64(u.map(bytemuck::cast_slice), dx)
-        } else {
-            // Another `Real`: cell by cell in f64.
-            let mut best = 0.0f64;
-            for i in 0..u[0].len() {
-                let cell = std::array::from_fn(|c| u[c].get(i).map_or(f64::NAN, |v| v.as_f64()));
-                best = best.max(self.signal_rate(cell, dx).ok()?);
-            }
-            Some(best)
-        }
-    }
-
     /// [`Thermo::max_signal_rate_rows_f32`] or `_f64`, by the working
     /// precision.
     pub fn max_signal_rate_rows<T: Real>(
@@ -187,11 +160,14 @@ impl dyn Thermo + '_ {
         } else if is::<T, f64>() {
             self.max_signal_rate_rows_f64(comps.map(bytemuck::cast_slice), rows, dx)
         } else {
+            // Another `Real`: cell by cell in f64.
             let mut best = 0.0f64;
             for r in 0..rows.count {
                 let s = rows.first + r * rows.stride;
-                let row = comps.map(|c| c.get(s..s + rows.len).unwrap_or(&[]));
-                best = best.max(self.max_signal_rate(row, dx).ok_or(r)?);
+                for i in s..s + rows.len {
+                    let cell = comps.map(|c| c.get(i).map_or(f64::NAN, |v| v.as_f64()));
+                    best = best.max(self.signal_rate(cell, dx).map_err(|_| r)?);
+                }
             }
             Ok(best)
         }
@@ -236,8 +212,16 @@ mod tests {
         let z = [0.0f32; 3];
         let en = [2.0f32, 3.0, 1.0];
         let dx = [0.1; 3];
+        let whole = Rows {
+            first: 0,
+            count: 1,
+            stride: 0,
+            len: 3,
+        };
         assert_eq!(
-            thermo.max_signal_rate([&rho, &mx, &z, &z, &en], dx),
+            thermo
+                .max_signal_rate_rows([&rho, &mx, &z, &z, &en], whole, dx)
+                .ok(),
             gas.max_signal_rate([&rho, &mx, &z, &z, &en], dx)
         );
         let mut p = [0.0f32; 3];
