@@ -276,22 +276,21 @@ impl<T: Real> IntegratorBuilder<T> {
         self
     }
 
-    /// The problem to solve: the one given, or the deck's, which is set
-    /// for the ideal gas of `hydro.gamma` and refused for a backend that
-    /// solves another fluid.
+    /// The problem to solve, the one given or the deck's, refused with
+    /// the reason when it is not written for the backend's fluid
+    /// ([`Problem::accepts`]).
     fn take_problem(&mut self, gas: &dyn Thermo) -> Result<Arc<dyn Problem<T>>, IntegratorError> {
-        if let Some(p) = self.problem.take() {
-            return Ok(p);
-        }
-        let gamma = self.deck.hydro.gamma;
-        if gas.ideal_gamma() != Some(gamma) {
-            return Err(IntegratorError::Config(format!(
-                "the deck's initial state is an ideal gas of hydro.gamma = {gamma}, but the backend solves the {} of parameters {:?}: give the builder a problem for that fluid",
-                gas.name(),
-                gas.params()
-            )));
-        }
-        Ok(Arc::new(DeckProblem::new(&self.deck)))
+        let problem = match self.problem.take() {
+            Some(p) => p,
+            None => Arc::new(DeckProblem::new(&self.deck)),
+        };
+        problem.accepts(gas).map_err(|why| {
+            IntegratorError::Config(format!(
+                "the problem {:?} does not suit the backend: {why}; give the builder a problem for that fluid",
+                problem.name()
+            ))
+        })?;
+        Ok(problem)
     }
 
     /// Builds the initial hierarchy (level 0 from the base grid, then tag →

@@ -19,8 +19,7 @@
 //! | `schedule` | adaptive / static batch selection through quilt-batch |
 //! | [`stop`] | the graceful stop on SIGINT, SIGTERM and SIGHUP |
 //! | [`timing`] | time per phase |
-//! | [`problem`] | [`Problem`]: initial state, refinement criteria, boundary conditions; the deck's problem |
-//! | [`init`] | the deck's initial conditions |
+//! | [`problem`] | [`Problem`]: initial state, refinement criteria, boundary conditions; the deck's sphere, Sedov, Riemann and uniform problems |
 #![warn(missing_docs)]
 
 pub mod backend;
@@ -29,7 +28,6 @@ mod cfl;
 pub mod cli;
 pub mod deck;
 mod error;
-pub mod init;
 mod integrator;
 mod pipeline;
 mod plan;

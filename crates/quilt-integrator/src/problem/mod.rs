@@ -8,13 +8,15 @@
 //! iterations (tag, cluster, and the initial state set afresh on the new
 //! patches, up to `amr.max_levels`). Everything else of a run (the mesh,
 //! the schemes, the batching, the backend) comes from the settings
-//! ([`Deck`]).
+//! ([`Deck`](crate::deck::Deck)).
 //!
-//! [`DeckProblem`] is the implementation behind the TOML decks: the
-//! sphere, Sedov, Riemann and uniform initial conditions of `[initial]`,
-//! the criteria of `[[tagging]]` and the faces of `[boundary]`. A problem
-//! of one's own may reuse parts of it through [`deck_refinement`] and
-//! [`deck_faces`].
+//! quilt's own problems are those of the TOML decks: [`Sphere`],
+//! [`Sedov`], [`Riemann`] and [`Uniform`], each an initial state of an
+//! ideal gas averaged over every cell by sampling, with a [`Setting`] (the
+//! gas, the criteria of `[[tagging]]` and the faces of `[boundary]`).
+//! [`DeckProblem`] is the one a deck's `[initial]` names. A problem of
+//! one's own may reuse parts of them through [`Setting`],
+//! [`deck_refinement`] and [`deck_faces`].
 //!
 //! Built-in criteria and boundary conditions run on the host and in the
 //! backend's device residency; [`Refinement::Custom`] criteria and
@@ -25,15 +27,27 @@ use std::fmt;
 use std::sync::Arc;
 
 use quilt_mesh::fill::PhysicalBc;
-use quilt_mesh::tag::{GradientDetector, ShockDetector, TagCriterion, TagError};
+use quilt_mesh::tag::{GradientDetector, ShockDetector, TagCriterion};
 use quilt_mesh::{Hierarchy, HierarchyData, IntVect, LevelGeometry, PatchData, Side};
-use quilt_sweep::physics::{NCOMP, RHO, Thermo};
+use quilt_sweep::physics::{RHO, Thermo};
 
 use crate::Real;
-use crate::deck::{Boundary, Deck, Detector, InitialKind, TagField};
+use crate::deck::TagField;
 use crate::error::IntegratorError;
-use crate::init::InitialCondition;
 use crate::integrator::StepInfo;
+
+mod riemann;
+mod sampling;
+mod sedov;
+mod setting;
+mod sphere;
+mod uniform;
+
+pub use riemann::Riemann;
+pub use sedov::Sedov;
+pub use setting::{DeckProblem, Setting, deck_faces, deck_refinement};
+pub use sphere::Sphere;
+pub use uniform::Uniform;
 
 /// The field a refinement criterion looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,6 +194,15 @@ pub trait Problem<T: Real>: Send + Sync {
     /// domain), from several threads at once.
     fn initial_state(&self, level: &LevelGeometry, cell: &IntVect, state: &mut [f64]);
 
+    /// `Ok` when the initial state is written for `gas`, the fluid the
+    /// backend solves; else why not (the builder refuses the problem with
+    /// it). quilt's problems state pressures of an ideal gas of a given
+    /// γ. The default accepts every fluid.
+    fn accepts(&self, gas: &dyn Thermo) -> Result<(), String> {
+        let _ = gas;
+        Ok(())
+    }
+
     /// Sets the whole data box of one patch of `level` (ghost cells
     /// included) to the initial state. The default evaluates
     /// [`Problem::initial_state`] cell by cell; a problem that computes a
@@ -231,82 +254,6 @@ pub struct AfterStep<'a, T: Real> {
     /// The state after the step (its `old` half holds the new time), if
     /// the problem reads it ([`Problem::reads_state_after_step`]).
     pub data: Option<&'a HierarchyData<T>>,
-}
-
-/// The problem of a deck: its `[initial]` condition (sphere, Sedov,
-/// Riemann or uniform), its `[[tagging]]` criteria and its `[boundary]`
-/// faces. Each passive scalar of `hydro.scalars` starts as the partial
-/// density of the gas inside the sphere or the Sedov deposit, of the
-/// Riemann problem's left state, or of all the gas for a uniform state.
-#[derive(Clone, Debug)]
-pub struct DeckProblem {
-    deck: Deck,
-    initial: InitialCondition,
-}
-
-impl DeckProblem {
-    /// The problem of `deck` (validated when the integrator is built).
-    pub fn new(deck: &Deck) -> Self {
-        Self {
-            deck: deck.clone(),
-            initial: InitialCondition::new(deck),
-        }
-    }
-}
-
-impl<T: Real> Problem<T> for DeckProblem {
-    fn name(&self) -> &str {
-        match self.deck.initial.kind {
-            InitialKind::Sphere => "sphere",
-            InitialKind::Sedov => "sedov",
-            InitialKind::Riemann => "riemann",
-            InitialKind::Uniform => "uniform",
-        }
-    }
-
-    fn initial_state(&self, level: &LevelGeometry, cell: &IntVect, state: &mut [f64]) {
-        let (u, marked) = self.initial.cell_average_marked(level, cell);
-        let (euler, scalars) = state.split_at_mut(NCOMP);
-        euler.copy_from_slice(&u);
-        scalars.fill(marked);
-    }
-
-    fn refinement(&self) -> Result<Vec<Refinement<T>>, IntegratorError> {
-        deck_refinement(&self.deck).map_err(|source| IntegratorError::Tag { step: 0, source })
-    }
-
-    fn faces(&self) -> Result<Faces<T>, IntegratorError> {
-        Ok(deck_faces(&self.deck))
-    }
-}
-
-/// The criteria of a deck's `[[tagging]]` tables.
-pub fn deck_refinement<T>(deck: &Deck) -> Result<Vec<Refinement<T>>, TagError> {
-    deck.tagging
-        .iter()
-        .map(|t| {
-            Ok(match t.detector {
-                Detector::Gradient => {
-                    Refinement::Gradient(t.field.into(), GradientDetector::new(t.tol)?)
-                }
-                Detector::Shock => {
-                    Refinement::Shock(t.field.into(), ShockDetector::new(t.tol, t.onset)?)
-                }
-            })
-        })
-        .collect()
-}
-
-/// The faces of a deck's `[boundary]` section.
-pub fn deck_faces<T>(deck: &Deck) -> Faces<T> {
-    let f = deck.boundary.faces();
-    std::array::from_fn(|axis| {
-        Side::BOTH.map(|side| match f[2 * axis + side.index()] {
-            Boundary::Outflow => PhysicalBc::Outflow,
-            Boundary::Reflecting => PhysicalBc::Reflecting,
-            Boundary::Periodic => PhysicalBc::Periodic,
-        })
-    })
 }
 
 /// Why a problem's criteria or faces keep the state on the host, if they
