@@ -90,11 +90,11 @@ struct TagItem {
 // One criterion (quilt_mesh::flat::TagRule).
 struct TagRule {
     u32 kind;   // 0 gradient, 1 shock
-    u32 field;  // 0 component comps[0], 1 ideal-gas pressure of comps
+    u32 field;  // 0 component comps[0], 1 pressure of comps by eos.cuh
     u32 comps[5];
     u32 pad;
     double onset;
-    double gamma;
+    double eos[4];
 };
 
 __device__ __forceinline__ u64 at(const Strided& s, u64 x, u64 y, u64 z, u64 c) {
@@ -325,7 +325,8 @@ __constant__ int TAG_DIRECTIONS[13][3] = {
     {1, 1, 0}, {1, -1, 0}, {1, 1, 1}, {1, 1, -1}, {1, -1, 1}, {1, -1, -1}};
 
 // The field of `rule` at store index `i` (component 0 of a cell), as
-// quilt_mesh::tag::euler_pressure computes the pressure.
+// quilt_mesh::tag::pressure_with computes the pressure, with the equation
+// of state's parameters rounded to T.
 template <typename T>
 __device__ __forceinline__ T tag_field(const TagRule& rule, const T* data, long long i, u64 sc) {
     if (rule.field == 0) return data[i + (long long)(sc * rule.comps[0])];
@@ -335,9 +336,9 @@ __device__ __forceinline__ T tag_field(const TagRule& rule, const T* data, long 
     T mz = data[i + (long long)(sc * rule.comps[3])];
     T e = data[i + (long long)(sc * rule.comps[4])];
     T m2 = mx * mx + my * my + mz * mz;
-    T gm1 = (T)(rule.gamma - 1.0);
+    const T k[4] = {(T)rule.eos[0], (T)rule.eos[1], (T)rule.eos[2], (T)rule.eos[3]};
     T half = (T)0.5;
-    return gm1 * (e - half * m2 / rho);
+    return eos_pressure(k, rho, e - half * m2 / rho);
 }
 
 // Whether `rule` tags the cell at store index `i` (the detectors of

@@ -495,7 +495,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 deck.hydro.scalars
             ))
         })?;
-        let host_only = host_only(&criteria, &faces, &*backend.thermo());
+        let host_only = host_only(&criteria, &faces);
         let bc = boundary_conditions(faces, hierarchy.geometry())?;
         let limiter = limiter_of(deck.amr.interpolation);
         let mut backend = backend;
@@ -1990,7 +1990,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let t0 = Instant::now();
         let name = self.backend.name().to_string();
         let old = self.resident.as_ref().ok_or_else(poisoned)?;
-        let specs = flat_criteria(&self.criteria, self.gas.ideal_gamma()).ok_or_else(|| {
+        let specs = flat_criteria(&self.criteria, &*self.gas).ok_or_else(|| {
             IntegratorError::Internal(
                 "a host-only criterion reached a regrid in the backend".into(),
             )

@@ -11,21 +11,20 @@ use crate::problem::{Field, Refinement};
 
 /// The criteria in the flat form of tagging in a backend
 /// ([`quilt_mesh::flat::FlatTag`]): the same detectors on a component or
-/// on the ideal-gas pressure of ratio `gamma`; `None` if a criterion is
-/// the problem's own (host code), or reads the pressure of a fluid that is
-/// not an ideal gas (`gamma` is `None`: the flat tagging kernels compute
-/// the ideal gas's alone).
+/// on the pressure of `gas` (its parameters; the backend computes it with
+/// its equation of state); `None` if a criterion is the problem's own
+/// (host code).
 pub(crate) fn flat_criteria<T>(
     criteria: &[Refinement<T>],
-    gamma: Option<f64>,
+    gas: &dyn Thermo,
 ) -> Option<Vec<TagCriterionSpec>> {
     criteria
         .iter()
         .map(|c| {
             let field = match c.field() {
                 Field::Component(c) => FlatField::Component(c),
-                Field::Pressure => FlatField::EulerPressure {
-                    gamma: gamma?,
+                Field::Pressure => FlatField::Pressure {
+                    eos: gas.params(),
                     rho: RHO,
                     momentum: [MX, MY, MZ],
                     energy: ENE,

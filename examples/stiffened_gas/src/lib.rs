@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use quilt::cuda::CudaEos;
-use quilt::integrator::deck::Deck;
+use quilt::integrator::deck::{Deck, Residency};
 use quilt::integrator::problem::{Faces, Problem, Refinement, deck_faces, deck_refinement};
 use quilt::integrator::{CpuBackend, Integrator, IntegratorBuilder, IntegratorError, SolveBackend};
 use quilt::mesh::{IntVect, LevelGeometry};
@@ -155,13 +155,16 @@ pub struct ShockTube<E> {
     pub deck_levels: usize,
     /// The scheme's name (`rtvd`, `tvd`, `waf`).
     pub scheme: &'static str,
+    /// Where the state lives between steps (`run.residency`).
+    pub residency: Residency,
 }
 
 impl<E: Eos> ShockTube<E> {
-    /// [`SETTINGS`] with this tube's levels and scheme.
+    /// [`SETTINGS`] with this tube's levels, scheme and residency.
     pub fn settings(&self) -> Result<Deck, IntegratorError> {
         let mut deck = settings(self.deck_levels)?;
         deck.hydro.scheme = self.scheme.to_string();
+        deck.run.residency = self.residency;
         Ok(deck)
     }
 
@@ -211,6 +214,7 @@ pub fn water_tube(gas: Gas<StiffenedGas>, levels: usize) -> ShockTube<StiffenedG
         right: State1d::new(1000.0, 0.0, 1e8),
         deck_levels: levels,
         scheme: "rtvd",
+        residency: Residency::Auto,
     }
 }
 
@@ -234,6 +238,8 @@ pub struct Outcome {
     pub mass_drift: f64,
     /// The state digest (`Integrator::state_digest`).
     pub digest: u64,
+    /// Where the state lived at the end.
+    pub residency: Residency,
 }
 
 /// Runs `problem` on the CPU backend to the settings' end time (or `steps`
@@ -263,12 +269,14 @@ pub fn run_on<E: Eos, B: SolveBackend<f64>>(
     let mut it = IntegratorBuilder::new(&deck)
         .shared_problem(Arc::new(problem))
         .build(backend)?;
+    it.sync_host()?;
     let m0 = base_mass(&it)?;
     let mut steps_taken = 0;
     while !it.finished() {
         let info = it.step()?;
         steps_taken = info.step;
     }
+    it.sync_host()?;
     let m1 = base_mass(&it)?;
     let digest = it.state_digest()?;
     let (l1_density, l1_pressure) = errors(&it, exact)?;
@@ -280,6 +288,7 @@ pub fn run_on<E: Eos, B: SolveBackend<f64>>(
         l1_pressure,
         mass_drift: (m1 - m0) / m0,
         digest,
+        residency: it.residency(),
     })
 }
 

@@ -4,6 +4,7 @@
 
 use quilt::cuda::CudaConfig;
 use quilt::integrator::CudaBackend;
+use quilt::integrator::deck::Residency;
 use quilt::sweep::exact::{ExactRiemann, State1d};
 use quilt::sweep::physics::{Eos, Gas, IdealGas};
 use stiffened_gas::{ShockTube, StiffenedGas, X0, run, run_on, water_tube};
@@ -18,6 +19,7 @@ fn without_stiffening_it_is_the_ideal_gas_bit_for_bit() {
         right: ideal.right,
         deck_levels: ideal.deck_levels,
         scheme: ideal.scheme,
+        residency: ideal.residency,
     };
     let a = run(ideal, Some(12), (gamma, 0.0)).unwrap();
     let b = run(as_ideal, Some(12), (gamma, 0.0)).unwrap();
@@ -117,6 +119,26 @@ fn the_deck_problem_refuses_another_fluid() {
     assert!(err.to_string().contains("stiffened gas"), "{err}");
 }
 
+/// Device residency (here the CPU backend's, which executes the flat
+/// items as the GPU does) tags on the stiffened gas's pressure and gives
+/// the host-staged run's state bit for bit.
+#[test]
+fn water_runs_resident_as_it_runs_host_staged() {
+    let water = StiffenedGas::WATER;
+    let exact = (water.gamma, water.p_inf);
+    let tube = |residency| ShockTube {
+        residency,
+        ..water_tube(Gas::new(water), 2)
+    };
+    let host = run(tube(Residency::Host), Some(8), exact).unwrap();
+    let device = run(tube(Residency::Device), Some(8), exact).unwrap();
+    assert_eq!(host.residency, Residency::Host);
+    assert_eq!(device.residency, Residency::Device);
+    assert_eq!(device.levels, 2, "{device:?}");
+    assert_eq!(device.digest, host.digest, "{device:?} against {host:?}");
+    assert_eq!(device.time.to_bits(), host.time.to_bits());
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU: run with --ignored on the GPU machine"]
 fn the_gpu_solves_water_as_the_cpu_does() {
@@ -130,15 +152,33 @@ fn the_gpu_solves_water_as_the_cpu_does() {
             ..water_tube(Gas::new(water), 2)
         };
         let deck = tube.settings().unwrap();
+        let exact = (water.gamma, water.p_inf);
+        // Host-staged, then resident (tagging on the device, through the
+        // equation of state's header), each against the CPU.
+        let cpu = run(tube, Some(16), exact).unwrap();
+        let resident = ShockTube {
+            residency: Residency::Device,
+            ..tube
+        };
         let cuda = CudaBackend::<f64, StiffenedGas>::new(
             deck.scheme().unwrap(),
             tube.gas,
             CudaConfig::default(),
         )
         .unwrap();
-        let exact = (water.gamma, water.p_inf);
+        let gpu = run_on(resident, Some(16), exact, cuda).unwrap();
+        assert_eq!(gpu.residency, Residency::Device, "{scheme}");
+        assert_eq!(
+            gpu.digest, cpu.digest,
+            "{scheme} resident: {gpu:?} against {cpu:?}"
+        );
+        let cuda = CudaBackend::<f64, StiffenedGas>::new(
+            deck.scheme().unwrap(),
+            tube.gas,
+            CudaConfig::default(),
+        )
+        .unwrap();
         let gpu = run_on(tube, Some(16), exact, cuda).unwrap();
-        let cpu = run(tube, Some(16), exact).unwrap();
         assert_eq!(gpu.steps, 16, "{scheme}");
         assert_eq!(gpu.digest, cpu.digest, "{scheme}: {gpu:?} against {cpu:?}");
         assert_eq!(gpu.time.to_bits(), cpu.time.to_bits(), "{scheme}");

@@ -159,8 +159,10 @@ impl<T: crate::Real, E: Eos> ResidentSolve<T> for CpuBackend<T, E> {
     fn tag(&mut self, tag: &FlatTag, out: &mut [u32]) -> Result<(), SolveError> {
         let r = self.resident_state()?;
         r.fill()?;
-        tag.run(r.batch.data(), out)
-            .map_err(|e| mesh_failure("cpu", "resident tagging", e))
+        tag.run(r.batch.data(), out, |k, rho, rho_e| {
+            E::pressure(k, rho, rho_e)
+        })
+        .map_err(|e| mesh_failure("cpu", "resident tagging", e))
     }
 
     fn regrid(&mut self, plan: &ResidentPlan, transfer: &FlatTransfer) -> Result<(), SolveError> {

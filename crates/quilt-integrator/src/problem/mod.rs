@@ -259,11 +259,7 @@ pub struct AfterStep<'a, T: Real> {
 /// Why a problem's criteria or faces keep the state on the host, if they
 /// do: the first [`Refinement::Custom`] criterion or
 /// [`PhysicalBc::User`] face.
-pub(crate) fn host_only<T>(
-    refinement: &[Refinement<T>],
-    faces: &Faces<T>,
-    gas: &dyn Thermo,
-) -> Option<String> {
+pub(crate) fn host_only<T>(refinement: &[Refinement<T>], faces: &Faces<T>) -> Option<String> {
     if let Some(r) = refinement
         .iter()
         .find(|r| matches!(r, Refinement::Custom { .. }))
@@ -271,15 +267,6 @@ pub(crate) fn host_only<T>(
         return Some(format!(
             "the refinement criterion {:?} runs host code",
             r.name()
-        ));
-    }
-    if gas.ideal_gamma().is_none()
-        && let Some(r) = refinement.iter().find(|r| r.field() == Field::Pressure)
-    {
-        return Some(format!(
-            "the refinement criterion {:?} reads the pressure of the {}, which only the host computes",
-            r.name(),
-            gas.name()
         ));
     }
     for (axis, pair) in faces.iter().enumerate() {

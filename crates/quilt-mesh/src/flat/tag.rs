@@ -6,8 +6,8 @@
 //! of 32-bit words), at a word of its own, so an executor with one thread
 //! per bit assembles a word from 32 neighbouring threads and nothing else
 //! writes it. The criteria are [`GradientDetector`] and [`ShockDetector`]
-//! on a component or on the ideal-gas pressure, as [`TagRule`]s with their
-//! thresholds per level (`tol · h_e`, [`direction_lengths`]). Tags of a
+//! on a component or on the pressure of an equation of state, as
+//! [`TagRule`]s with their thresholds per level (`tol · h_e`, [`direction_lengths`]). Tags of a
 //! previous regrid (the detectors' relaxed thresholds) are not part of the
 //! flat form.
 //!
@@ -25,7 +25,7 @@ use crate::index::{IndexBox, iv};
 use crate::real::Real;
 use crate::tag::{
     GradientDetector, ShockDetector, TagBox, TagCriterion, TagError, TagInput, direction_lengths,
-    euler_pressure,
+    pressure_with,
 };
 
 /// Cells the detectors read on each side of a cell (the shock detector's
@@ -37,11 +37,14 @@ pub const TAG_REACH: i32 = 2;
 pub enum TagField {
     /// One stored component.
     Component(usize),
-    /// The ideal-gas pressure `(γ − 1)(E − ½|m|²/ρ)` of the components
-    /// `rho`, `momentum` and `energy` (what [`euler_pressure`] computes).
-    EulerPressure {
-        /// Ratio of specific heats.
-        gamma: f64,
+    /// The pressure `p(ρ, E − ½|m|²/ρ)` of the components `rho`,
+    /// `momentum` and `energy`, by the executor's equation of state over
+    /// the parameters `eos` (what [`pressure_with`] computes; the caller of
+    /// [`FlatTag::run`] gives `p`).
+    Pressure {
+        /// The equation of state's parameters, in `f64` (executors round
+        /// them to the field precision).
+        eos: [f64; 4],
         /// Density component.
         rho: usize,
         /// Momentum components along `x`, `y`, `z`.
@@ -75,7 +78,7 @@ pub struct TagCriterionSpec {
 pub struct TagRule {
     /// [`TagRule::GRADIENT`] or [`TagRule::SHOCK`].
     pub kind: u32,
-    /// [`TagRule::COMPONENT`] or [`TagRule::EULER_PRESSURE`].
+    /// [`TagRule::COMPONENT`] or [`TagRule::PRESSURE`].
     pub field: u32,
     /// The component (a component field), or density, momentum `x`, `y`,
     /// `z` and energy (the pressure).
@@ -84,8 +87,8 @@ pub struct TagRule {
     pub pad: u32,
     /// The shock detector's onset ratio.
     pub onset: f64,
-    /// `γ` of the pressure.
-    pub gamma: f64,
+    /// The equation of state's parameters (the pressure).
+    pub eos: [f64; 4],
 }
 
 impl TagRule {
@@ -95,8 +98,8 @@ impl TagRule {
     pub const SHOCK: u32 = 1;
     /// A stored component.
     pub const COMPONENT: u32 = 0;
-    /// The ideal-gas pressure.
-    pub const EULER_PRESSURE: u32 = 1;
+    /// The pressure of an equation of state.
+    pub const PRESSURE: u32 = 1;
 }
 
 /// One patch to tag.
@@ -189,15 +192,15 @@ impl FlatTag {
         let mut rules = Vec::with_capacity(criteria.len());
         let mut thresholds = Vec::with_capacity(criteria.len() * levels * 13);
         for c in criteria {
-            let (field, comps, gamma) = match c.field {
-                TagField::Component(k) => (TagRule::COMPONENT, [comp(k)?, 0, 0, 0, 0], 0.0),
-                TagField::EulerPressure {
-                    gamma,
+            let (field, comps, eos) = match c.field {
+                TagField::Component(k) => (TagRule::COMPONENT, [comp(k)?, 0, 0, 0, 0], [0.0; 4]),
+                TagField::Pressure {
+                    eos,
                     rho,
                     momentum,
                     energy,
                 } => (
-                    TagRule::EULER_PRESSURE,
+                    TagRule::PRESSURE,
                     [
                         comp(rho)?,
                         comp(momentum[0])?,
@@ -205,7 +208,7 @@ impl FlatTag {
                         comp(momentum[2])?,
                         comp(energy)?,
                     ],
-                    gamma,
+                    eos,
                 ),
             };
             let (kind, tol, onset) = match c.detector {
@@ -218,7 +221,7 @@ impl FlatTag {
                 comps,
                 pad: 0,
                 onset,
-                gamma,
+                eos,
             });
             for d in &dx {
                 thresholds.extend(direction_lengths(*d).map(|len| tol * len));
@@ -260,8 +263,18 @@ impl FlatTag {
     /// Tags every item on the CPU from `store` (its ghost cells filled)
     /// into `out` (at least [`FlatTag::words`] words): each patch's
     /// interior grown by [`TAG_REACH`] is handed to the detectors, as the
-    /// host's tagging does. The statement of what executors compute.
-    pub fn run<T: Real>(&self, store: &[T], out: &mut [u32]) -> Result<(), MeshError> {
+    /// host's tagging does, with `pressure(k, ρ, ρe)` the equation of
+    /// state of a [`TagField::Pressure`] (`k` its parameters rounded to
+    /// `T`). The statement of what executors compute.
+    pub fn run<T: Real, P>(
+        &self,
+        store: &[T],
+        out: &mut [u32],
+        pressure: P,
+    ) -> Result<(), MeshError>
+    where
+        P: Fn(&[T; 4], T, T) -> T + Sync,
+    {
         if (out.len() as u64) < self.words {
             return Err(MeshError::invalid(
                 "flat tagging",
@@ -278,15 +291,19 @@ impl FlatTag {
         self.items
             .par_iter()
             .zip(parts)
-            .try_for_each(|(it, part)| self.run_item(it, store, part))
+            .try_for_each(|(it, part)| self.run_item(it, store, part, &pressure))
     }
 
-    fn run_item<T: Real>(
+    fn run_item<T: Real, P>(
         &self,
         it: &TagItem,
         store: &[T],
         out: &mut [u32],
-    ) -> Result<(), MeshError> {
+        pressure: &P,
+    ) -> Result<(), MeshError>
+    where
+        P: Fn(&[T; 4], T, T) -> T,
+    {
         let lo = iv(it.lo[0], it.lo[1], it.lo[2]);
         let n = it.n.map(|v| v as i32);
         let interior = IndexBox::new(lo, lo + iv(n[0] - 1, n[1] - 1, n[2] - 1));
@@ -318,8 +335,12 @@ impl FlatTag {
                 TagRule::COMPONENT => gather(rule.comps[0]),
                 _ => {
                     let [r, mx, my, mz, e] = rule.comps.map(&gather);
+                    let k = rule.eos.map(T::from_f64);
                     let mut p = vec![T::zero(); len];
-                    euler_pressure(&r, [&mx, &my, &mz], &e, rule.gamma, &mut p).map_err(tag_err)?;
+                    pressure_with(&r, [&mx, &my, &mz], &e, &mut p, |rho, rho_e| {
+                        pressure(&k, rho, rho_e)
+                    })
+                    .map_err(tag_err)?;
                     p
                 }
             };

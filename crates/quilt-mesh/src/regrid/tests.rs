@@ -679,10 +679,13 @@ fn flat_tags_match_the_detectors_bitwise() {
     })
     .unwrap();
     let gamma = 1.4;
+    // The ideal gas as an equation of state of parameters
+    // `[γ, γ − 1, 1/(γ − 1), 0]`.
+    let ideal = |k: &[f64; 4], _: f64, rho_e: f64| k[1] * rho_e;
     let criteria = [
         TagCriterionSpec {
-            field: TagField::EulerPressure {
-                gamma,
+            field: TagField::Pressure {
+                eos: [gamma, gamma - 1.0, 1.0 / (gamma - 1.0), 0.0],
                 rho: 0,
                 momentum: [1, 2, 3],
                 energy: 4,
@@ -704,7 +707,7 @@ fn flat_tags_match_the_detectors_bitwise() {
             .count();
         assert_eq!(flat.items.len(), tagged);
         let mut words = vec![u32::MAX; flat.words as usize];
-        flat.run(&store, &mut words).unwrap();
+        flat.run(&store, &mut words, ideal).unwrap();
         let got = flat.tag_boxes(h, &words).unwrap();
         let mut any = 0;
         for (i, p) in h.patches().iter().enumerate() {
@@ -737,8 +740,11 @@ fn flat_tags_match_the_detectors_bitwise() {
     // out of range, placements that do not match.
     let flat = FlatTag::new(h, &places, 5, &criteria, 3).unwrap();
     let mut words = vec![0; flat.words as usize];
-    assert!(flat.run(&store[..store.len() / 2], &mut words).is_err());
-    assert!(flat.run(&store, &mut words[1..]).is_err());
+    assert!(
+        flat.run(&store[..store.len() / 2], &mut words, ideal)
+            .is_err()
+    );
+    assert!(flat.run(&store, &mut words[1..], ideal).is_err());
     let bad = [TagCriterionSpec {
         field: TagField::Component(5),
         ..criteria[1]
@@ -747,7 +753,7 @@ fn flat_tags_match_the_detectors_bitwise() {
     assert!(FlatTag::new(h, &places[1..], 5, &criteria, 3).is_err());
     // A set padding bit is refused when the words become fields.
     let mut words = vec![0; flat.words as usize];
-    flat.run(&store, &mut words).unwrap();
+    flat.run(&store, &mut words, ideal).unwrap();
     let it = flat.items.iter().find(|it| it.n[0] % 64 != 0).unwrap();
     words[it.word as usize + 1] |= 1 << 31;
     assert!(flat.tag_boxes(h, &words).is_err());
