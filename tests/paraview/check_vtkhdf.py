@@ -14,6 +14,7 @@ come from the command line or from a JSON sidecar (command-line values win):
       "blocks": [2, 2, 1],               # blocks (patches) per level
       "density_range": [lo, hi],         # min/max of `density` over all cells
       "array_ranges": {"name": [lo, hi]},  # optional: min/max of other cell arrays
+      "array_bounds": {"name": [lo, hi]},  # optional: other cell arrays within [lo, hi]
       "tolerance": 1e-12,                # relative tolerance on ranges
       "time": 0.25,                      # series only: time step to check
       "times": [0.0, 0.25],              # series only: expected time steps
@@ -141,7 +142,8 @@ def check_amr(args, exp, tol, amr, failures, check):
     # or HIDDENCELL (older blanking); either counts as covered.
     hidden = vtkDataSetAttributes.HIDDENCELL | getattr(vtkDataSetAttributes, "REFINEDCELL", 0)
     lo, hi = math.inf, -math.inf
-    others = {name: [math.inf, -math.inf] for name in exp.get("array_ranges", {})}
+    bounded = list(exp.get("array_ranges", {})) + list(exp.get("array_bounds", {}))
+    others = {name: [math.inf, -math.inf] for name in bounded}
     lin = exp.get("density_linear")
     worst_lin = 0.0
     covered = []
@@ -213,9 +215,16 @@ def check_amr(args, exp, tol, amr, failures, check):
           "density range: ParaView has [%r, %r], expected [%r, %r]" % (lo, hi, want[0], want[1]))
     for name, (a_lo, a_hi) in others.items():
         print("%s range: [%r, %r]" % (name, a_lo, a_hi))
-        w_lo, w_hi = exp["array_ranges"][name]
-        check(close(a_lo, w_lo, tol) and close(a_hi, w_hi, tol),
-              "%s range: ParaView has [%r, %r], expected [%r, %r]" % (name, a_lo, a_hi, w_lo, w_hi))
+        if name in exp.get("array_ranges", {}):
+            w_lo, w_hi = exp["array_ranges"][name]
+            check(close(a_lo, w_lo, tol) and close(a_hi, w_hi, tol),
+                  "%s range: ParaView has [%r, %r], expected [%r, %r]"
+                  % (name, a_lo, a_hi, w_lo, w_hi))
+        if name in exp.get("array_bounds", {}):
+            w_lo, w_hi = exp["array_bounds"][name]
+            check(w_lo <= a_lo and a_hi <= w_hi and a_lo <= a_hi,
+                  "%s range: ParaView has [%r, %r], outside the bounds [%r, %r]"
+                  % (name, a_lo, a_hi, w_lo, w_hi))
     if lin is not None:
         print("density vs analytic at cell centres: max relative error %.3g" % worst_lin)
         check(worst_lin <= tol, "density differs from c0 + grad.x at cell centres by %.3g "

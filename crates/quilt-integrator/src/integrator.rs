@@ -53,11 +53,11 @@ use crate::calibration::{
     CalibrationReport, Calibrator, coefficient_path, load_coefficients, save_coefficients,
 };
 use crate::cfl;
-use crate::deck::{BatchMode, Deck, FloorAction, Interpolation, Residency};
+use crate::deck::{BatchMode, Deck, FloorAction, Interpolation, MAX_SCALARS, Residency};
 use crate::error::IntegratorError;
 use crate::pipeline::{LoopInputs, run_batches, solve_error};
 use crate::plan::{Preparations, Probe, StepPlan};
-use crate::problem::{DeckProblem, Faces, Problem, Refinement, host_only};
+use crate::problem::{Column, DeckProblem, Faces, Problem, Refinement, columns, host_only};
 use crate::ranks::Ranks;
 use crate::residency::{self, RegridMove};
 use crate::resident::{
@@ -134,6 +134,8 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     criteria: Vec<Refinement<T>>,
     /// The problem: initial state, criteria, faces.
     problem: Arc<dyn Problem<T>>,
+    /// The output's cell arrays after the passive scalars' fractions.
+    columns: Vec<Column>,
     /// Why the run keeps the state on the host (criteria or boundary
     /// conditions that run host code), if it does.
     host_only: Option<String>,
@@ -488,6 +490,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let criteria = problem.refinement()?;
         check_fields(&criteria, deck.ncomp()).map_err(IntegratorError::Config)?;
         let faces = problem.faces()?;
+        let columns = columns(deck, problem.output_fields()).map_err(IntegratorError::Config)?;
         backend.solves_components(deck.ncomp()).map_err(|why| {
             IntegratorError::Config(format!(
                 "the {} backend cannot solve hydro.scalars {:?}: {why}",
@@ -553,6 +556,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             limiter,
             criteria,
             problem,
+            columns,
             host_only,
             preparations,
             h: hierarchy,
@@ -878,8 +882,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
 
     /// The ParaView output of the current state: density, velocity,
     /// pressure, total energy, the mass fraction of each passive scalar
-    /// (named as in `hydro.scalars`) and patch ids of every patch interior
-    /// ([`quilt_io::euler_output_with`]). In a run over ranks every rank must
+    /// (named as in `hydro.scalars`), the derived fields of
+    /// `output.derived`, the problem's [`Problem::output_fields`] and patch
+    /// ids of every patch interior ([`quilt_io::euler_output_with`]). In a run over ranks every rank must
     /// call it at the same point: the state is gathered onto rank 0, which
     /// alone gets `Some`, so a run writes one file whatever its rank count.
     pub fn output(&mut self) -> Result<Option<AmrOutput>, IntegratorError> {
@@ -899,12 +904,28 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             }
         };
         let data = self.data.as_ref().ok_or_else(poisoned)?;
-        let names: Vec<&str> = self.deck.hydro.scalars.iter().map(String::as_str).collect();
-        // A passive scalar is shown as its mass fraction `s / rho`.
+        let scalars = self.deck.hydro.scalars.len();
+        let names: Vec<&str> = (self.deck.hydro.scalars.iter().map(String::as_str))
+            .chain(self.columns.iter().map(Column::name))
+            .collect();
+        let gas = &*self.gas;
+        let columns = &self.columns;
+        // A passive scalar is shown as its mass fraction `s / rho`; the
+        // other columns get the cell's values in f64.
         let fractions = |u: &[T], out: &mut [f64]| {
             let rho = u[0].as_f64();
-            for (o, s) in out.iter_mut().zip(&u[NCOMP..]) {
+            let (fractions, rest) = out.split_at_mut(scalars);
+            for (o, s) in fractions.iter_mut().zip(&u[NCOMP..]) {
                 *o = s.as_f64() / rho;
+            }
+            if !columns.is_empty() {
+                let mut cell = [0.0; NCOMP + MAX_SCALARS];
+                for (c, v) in cell.iter_mut().zip(u) {
+                    *c = v.as_f64();
+                }
+                for (o, col) in rest.iter_mut().zip(columns) {
+                    *o = col.value(&cell[..u.len()], gas);
+                }
             }
         };
         let out = euler_output_with(

@@ -7,7 +7,9 @@ mod common;
 use std::sync::Arc;
 
 use quilt_integrator::deck::{Deck, Residency};
-use quilt_integrator::problem::{Faces, Field, Problem, Refinement, deck_faces};
+use quilt_integrator::problem::{
+    DeckProblem, Faces, Field, OutputField, Problem, Refinement, deck_faces,
+};
 use quilt_integrator::{CpuBackend, Integrator, IntegratorBuilder, IntegratorError};
 use quilt_mesh::fill::{BoundaryFace, FillTarget, PhysicalBc, UserBoundary};
 use quilt_mesh::tag::{FnCriterion, TagInput};
@@ -373,4 +375,91 @@ impl Problem<f64> for Shared {
     ) -> Result<(), IntegratorError> {
         self.0.after_step(step)
     }
+}
+
+/// The deck's sphere with a cell array of its own: the density in units
+/// of the ambient gas's, less one.
+struct Contrast(DeckProblem);
+
+impl Problem<f64> for Contrast {
+    fn initial_state(&self, level: &LevelGeometry, cell: &IntVect, state: &mut [f64]) {
+        Problem::<f64>::initial_state(&self.0, level, cell, state);
+    }
+    fn refinement(&self) -> Result<Vec<Refinement<f64>>, IntegratorError> {
+        self.0.refinement()
+    }
+    fn faces(&self) -> Result<Faces<f64>, IntegratorError> {
+        self.0.faces()
+    }
+    fn output_fields(&self) -> Vec<OutputField> {
+        vec![OutputField::new("contrast", |u, _| u[0] - 1.0)]
+    }
+}
+
+#[test]
+fn outputs_hold_the_derived_fields_and_the_problems_own() {
+    let mut deck = common::closed_box();
+    deck.output.derived = vec!["mach".into(), "sound_speed".into()];
+    let mut it = build(&deck, Contrast(DeckProblem::new(&deck))).unwrap();
+    it.step().unwrap();
+    let out = it.output().unwrap().unwrap();
+    let gas = quilt_sweep::physics::Gas::ideal(GAMMA);
+    let mut checked = 0;
+    for (l, level) in out.levels.iter().enumerate() {
+        let names: Vec<&str> = level.cell_arrays.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "density",
+                "velocity",
+                "pressure",
+                "total_energy",
+                "mach",
+                "sound_speed",
+                "contrast",
+                "patch_id"
+            ],
+            "level {l}"
+        );
+        let col = |name: &str| match &level.array(name).unwrap().values {
+            quilt_io::CellValues::F64(v) => v.clone(),
+            other => panic!("{name}: {other:?}"),
+        };
+        let (rho, vel, p) = (col("density"), col("velocity"), col("pressure"));
+        let (mach, c, contrast) = (col("mach"), col("sound_speed"), col("contrast"));
+        for i in 0..rho.len() {
+            let cs = gas.sound_speed(rho[i], p[i]);
+            let v = &vel[3 * i..3 * i + 3];
+            let speed = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+            assert!((c[i] - cs).abs() <= 1e-12 * cs, "level {l} cell {i}");
+            assert!((mach[i] - speed / cs).abs() <= 1e-12, "level {l} cell {i}");
+            assert_eq!(contrast[i], rho[i] - 1.0);
+            checked += 1;
+        }
+    }
+    assert!(checked > 1000);
+    assert!(out.levels.iter().any(|l| {
+        let quilt_io::CellValues::F64(m) = &l.array("mach").unwrap().values else {
+            return false;
+        };
+        m.iter().any(|&m| m > 0.01)
+    }));
+    // A name another cell array has is refused when the run is built.
+    struct Clash;
+    impl Problem<f64> for Clash {
+        fn initial_state(&self, level: &LevelGeometry, cell: &IntVect, state: &mut [f64]) {
+            Lumps.initial_state(level, cell, state);
+        }
+        fn refinement(&self) -> Result<Vec<Refinement<f64>>, IntegratorError> {
+            Lumps.refinement()
+        }
+        fn faces(&self) -> Result<Faces<f64>, IntegratorError> {
+            Lumps.faces()
+        }
+        fn output_fields(&self) -> Vec<OutputField> {
+            vec![OutputField::new("mach", |u, _| u[0])]
+        }
+    }
+    let err = build(&deck, Clash).err().expect("a clashing name");
+    assert!(err.to_string().contains("\"mach\""), "{err}");
 }

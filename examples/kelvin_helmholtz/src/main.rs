@@ -10,7 +10,8 @@
 //! from one cell to the next, so the levels follow the rolling interfaces.
 //! A passive scalar, `dye`, marks the gas of the dense band (its mass
 //! fraction is 1 there and 0 outside), so the output shows how the two
-//! streams mix.
+//! streams mix; the output also holds the Mach number (a derived field of
+//! the settings) and `mixing`, a field of this program's own.
 //!
 //! ```text
 //! cargo run --release -p kelvin-helmholtz -- [--steps N] [--out DIR] [--every N] [--levels N]
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use clap::Parser;
 use quilt::integrator::deck::Deck;
-use quilt::integrator::problem::{Faces, Field, Problem, Refinement};
+use quilt::integrator::problem::{Faces, Field, OutputField, Problem, Refinement};
 use quilt::integrator::{AfterStep, IntegratorBuilder, IntegratorError, SolveBackend, backend_for};
 use quilt::io::VtkHdfSeries;
 use quilt::mesh::fill::{BoundaryFace, FillTarget, PhysicalBc, UserBoundary};
@@ -53,6 +54,8 @@ cfl = 0.4
 scalars = ["dye"]
 [run]
 end_time = 100.0
+[output]
+derived = ["mach"]
 "#;
 
 const GAMMA: f64 = 1.4;
@@ -152,6 +155,15 @@ impl Problem<f64> for ShearLayer {
             [PhysicalBc::Reflecting, PhysicalBc::Reflecting],
             [PhysicalBc::Periodic, PhysicalBc::Periodic],
         ])
+    }
+
+    fn output_fields(&self) -> Vec<OutputField> {
+        // 4 φ (1 − φ) of the dye's fraction φ: 0 in either pure stream, 1
+        // where they are mixed half and half.
+        vec![OutputField::new("mixing", |u, _| {
+            let phi = u[5] / u[0];
+            4.0 * phi * (1.0 - phi)
+        })]
     }
 
     fn reads_state_after_step(&self) -> bool {

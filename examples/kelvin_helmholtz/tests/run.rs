@@ -60,13 +60,18 @@ fn a_few_steps_write_a_series_that_paraview_opens() {
             let script =
                 Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/paraview/check_vtkhdf.py");
             // The first time step: the initial hierarchy, the density of
-            // the streams between 1 and 2 (within the tanh profile's 6e-7)
-            // and the dye's mass fraction between 0 and 1.
+            // the streams between 1 and 2 (within the tanh profile's 6e-7),
+            // the dye's mass fraction between 0 and 1, the Mach number of
+            // the slow light stream (0.3 / sqrt(1.4 · 2.5)) and of the fast
+            // dense one (0.9 / sqrt(1.4 · 2.5 / 2)), and the problem's
+            // mixing field within [0, 1].
             let expect = dir.join("expect.json");
             std::fs::write(
                 &expect,
                 r#"{"time": 0.0, "density_range": [1.0, 2.0], "tolerance": 1e-5,
-                    "array_ranges": {"dye": [0.0, 1.0]}}"#,
+                    "array_ranges": {"dye": [0.0, 1.0],
+                                     "mach": [0.16035674514745463, 0.680336051416609]},
+                    "array_bounds": {"mixing": [0.0, 1.0]}}"#,
             )
             .unwrap();
             let check = Command::new(pv)

@@ -606,6 +606,12 @@ pub struct OutputSection {
     /// Write the hierarchy file (JSON, for benchmark replay) at every
     /// regrid. Default true.
     pub hierarchy_files: bool,
+    /// Fields derived from each cell's state written besides density,
+    /// velocity, pressure, total energy and the passive scalars'
+    /// fractions: any of `sound_speed`, `mach` and
+    /// `specific_internal_energy` (`quilt_sweep::physics::Derived`),
+    /// computed by the backend's fluid. Default none.
+    pub derived: Vec<String>,
 }
 
 impl Default for OutputSection {
@@ -616,6 +622,7 @@ impl Default for OutputSection {
             interval: 10,
             checkpoint_interval: 0,
             hierarchy_files: true,
+            derived: Vec::new(),
         }
     }
 }

@@ -239,6 +239,18 @@ fn bad_run_output_batching_values() {
     at("[run]\nthreads = 100000\n", "run.threads", 2);
     at("[output]\nname = \"a/b\"\n", "output.name", 2);
     at("[output]\ndir = \"\"\n", "output.dir", 2);
+    at("[output]\nderived = [\"vorticity\"]\n", "output.derived", 2);
+    at(
+        "[output]\nderived = [\"mach\", \"mach\"]\n",
+        "output.derived",
+        2,
+    );
+    at(
+        "[hydro]\nscalars = [\"mach\"]\n[output]\nderived = [\"mach\"]\n",
+        "output.derived",
+        4,
+    );
+    assert!(Deck::parse("[output]\nderived = [\"mach\", \"sound_speed\"]\n").is_ok());
     at("[batching]\nn_fixed = 0\n", "batching.n_fixed", 2);
     at("[batching]\nbin_edge = 0\n", "batching.bin_edge", 2);
 }

@@ -2,6 +2,7 @@
 
 use quilt_mesh::memory;
 use quilt_mesh::tag::{GradientDetector, ShockDetector};
+use quilt_sweep::physics::Derived;
 
 use super::locate::Locator;
 use super::{Boundary, Deck, DeckError, Detector, InitialKind, base_patches};
@@ -501,6 +502,19 @@ pub(crate) fn validate_with_budget(
     c.ensure(!d.output.dir.as_os_str().is_empty(), "output.dir", || {
         "must not be empty".to_string()
     })?;
+    let derived = &d.output.derived;
+    for (i, n) in derived.iter().enumerate() {
+        c.ensure(Derived::from_name(n).is_some(), "output.derived", || {
+            let known: Vec<&str> = Derived::ALL.iter().map(|d| d.name()).collect();
+            format!("{n:?} is not a derived field; known: {}", known.join(", "))
+        })?;
+        c.ensure(!derived[..i].contains(n), "output.derived", || {
+            format!("{n:?} is given twice")
+        })?;
+        c.ensure(!d.hydro.scalars.contains(n), "output.derived", || {
+            format!("{n:?} is also a passive scalar's name (hydro.scalars)")
+        })?;
+    }
 
     // Batching.
     c.ensure(d.batching.n_fixed >= 1, "batching.n_fixed", || {

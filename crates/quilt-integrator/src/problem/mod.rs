@@ -36,6 +36,7 @@ use crate::deck::TagField;
 use crate::error::IntegratorError;
 use crate::integrator::StepInfo;
 
+mod output;
 mod riemann;
 mod sampling;
 mod sedov;
@@ -43,6 +44,8 @@ mod setting;
 mod sphere;
 mod uniform;
 
+pub use output::{CellFunction, OutputField};
+pub(crate) use output::{Column, columns};
 pub use riemann::Riemann;
 pub use sedov::Sedov;
 pub use setting::{DeckProblem, Setting, deck_faces, deck_refinement};
@@ -223,6 +226,15 @@ pub trait Problem<T: Real>: Send + Sync {
 
     /// The conditions on the domain's faces.
     fn faces(&self) -> Result<Faces<T>, IntegratorError>;
+
+    /// Cell arrays of the problem's own in every output, after the Euler
+    /// arrays, the passive scalars' fractions and the settings'
+    /// `output.derived` (for instance a mixing indicator from a passive
+    /// scalar). Their names must differ from every other cell array's;
+    /// the builder checks them. Default none.
+    fn output_fields(&self) -> Vec<OutputField> {
+        Vec::new()
+    }
 
     /// Whether [`Problem::after_step`] reads the state: the integrator then
     /// makes its host copy current after every step (in device residency

@@ -1,6 +1,7 @@
 //! Euler physics: the equation of state ([`Eos`], [`IdealGas`] built in),
-//! conserved/primitive conversion, sound speed, directional fluxes and
-//! the density/pressure floors.
+//! conserved/primitive conversion, sound speed, directional fluxes, the
+//! density/pressure floors and the fields derived for output
+//! ([`Derived`]).
 //!
 //! The conserved components, in storage order, are
 //! `[rho, rho*u, rho*v, rho*w, E]` ([`RHO`], [`MX`], [`MY`], [`MZ`],
@@ -11,6 +12,7 @@
 //! and z.
 
 mod column;
+mod derived;
 mod eos;
 mod floors;
 mod gas;
@@ -19,6 +21,7 @@ mod state;
 mod thermo;
 
 pub use column::{column_components, euler_flux, pressure_of, signal_speed};
+pub use derived::Derived;
 pub use eos::{EOS_PARAMS, Eos, IdealGas};
 pub use floors::{FloorCounts, apply_floors, floor_state};
 pub use gas::{Gas, GasConsts};
