@@ -1261,8 +1261,9 @@ template <class S, class T> __device__ __forceinline__ void shell_fused(const St
 // per cell and face.
 #define QUILT_SCALAR_BLOCK 64
 
-// The van Leer limiter of the mass-fraction differences (quilt_sweep's
-// RtvdLimiter::VanLeer: zero unless the slopes agree in sign).
+// The van Leer limiter (quilt_sweep's RtvdLimiter::VanLeer: zero unless
+// the slopes agree in sign), of the RTVD fluxes and of the scalars' mass
+// fractions.
 template <class T> __device__ __forceinline__ T van_leer(T a, T b) {
     T ab = a * b;
     T r = q_div(T(2) * ab, a + b);

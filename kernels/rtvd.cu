@@ -29,9 +29,9 @@ template <class T> __device__ __forceinline__ T rtvd_limit(int lim, T a, T b) {
         T q = lim == 0 ? (T(2) * ab) * q_rcp(a + b) : (q_abs(a) < q_abs(b) ? a : b);
         return ab <= T(0) ? T(0) : q;
     }
+    if (lim == 0) return van_leer(a, b);
     if (ab <= T(0)) return T(0);
-    if (lim == 0) return q_div(T(2) * ab, a + b);  // van Leer
-    return q_abs(a) < q_abs(b) ? a : b;            // minmod
+    return q_abs(a) < q_abs(b) ? a : b;  // minmod
 }
 
 // Split fluxes of u given its 1/rho and kinetic energy (signal_speed's
