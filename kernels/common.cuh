@@ -1263,11 +1263,13 @@ template <class S, class T> __device__ __forceinline__ void shell_fused(const St
 
 // The van Leer limiter (quilt_sweep's RtvdLimiter::VanLeer: zero unless
 // the slopes agree in sign), of the RTVD fluxes and of the scalars' mass
-// fractions.
+// fractions. The branch keeps the exact division off the lanes whose
+// result is zero: where a = b = 0 (a flat region) it would be 0 / 0, the
+// slow path of a correctly rounded division.
 template <class T> __device__ __forceinline__ T van_leer(T a, T b) {
     T ab = a * b;
-    T r = q_div(T(2) * ab, a + b);
-    return ab <= T(0) ? T(0) : r;
+    if (ab <= T(0)) return T(0);
+    return q_div(T(2) * ab, a + b);
 }
 
 // Data index of passive scalar k at column cell i.
