@@ -599,7 +599,9 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
     }
 
     /// Copies `batch` to the device and keeps it there for
-    /// [`CudaSolver::step_resident`] (benchmarks: steps without transfers).
+    /// [`CudaSolver::step_resident`] (benchmarks: steps without transfers;
+    /// feature `bench`).
+    #[cfg(feature = "bench")]
     pub fn upload(&mut self, batch: &Batch<T>) -> Result<(), CudaError> {
         self.resident = false;
         self.upload_resident(batch)?;
@@ -607,13 +609,15 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         Ok(())
     }
 
-    /// Advances the batch held on the device (see [`CudaSolver::upload`]).
-    /// Input errors are reported as by [`CudaSolver::advance`] and leave the
+    /// Advances the batch held on the device: the resident hierarchy's
+    /// ([`CudaSolver::load_hierarchy`]) or, with the `bench` feature, one
+    /// copied there by `upload`. Input errors are reported as by [`CudaSolver::advance`] and leave the
     /// device state unchanged.
     pub fn step_resident(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, CudaError> {
         if !self.resident {
             return Err(CudaError::Config(
-                "step_resident needs a batch uploaded with upload()".into(),
+                "step_resident needs a batch on the device (a loaded hierarchy, or upload())"
+                    .into(),
             ));
         }
         self.run_resident(DtSpec::Uniform(dt), order)
@@ -621,6 +625,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
 
     /// Copies the device's batch (state and flux buffer) into `batch`, which
     /// must have the uploaded layout.
+    #[cfg(feature = "bench")]
     pub fn download(&mut self, batch: &mut Batch<T>) -> Result<(), CudaError> {
         if !self.resident {
             return Err(CudaError::Config(

@@ -1406,6 +1406,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         Ok(())
     }
 
+    #[cfg(feature = "bench")]
     pub(super) fn upload_resident(&mut self, batch: &Batch<T>) -> Result<(), CudaError> {
         self.cpu.check_layout(batch.layout())?;
         self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
