@@ -565,6 +565,11 @@ pub(crate) fn run_batches<T: Real, B: SolveBackend<T> + ?Sized>(
     scheduler.start_first(&layout.work, ranks.as_deref().and_then(Ranks::first_bins));
     let fail = |e: SolveError| solve_error(e, h, layout, step, time, &name);
     let ring = Mutex::new(ring);
+    // The pipelined loop's driver holds one of the pool's threads while it
+    // waits for the prepare and close tasks it spawns into the pool: with
+    // a pool of one thread they would never run. The sequential loop gives
+    // the same state bit for bit.
+    let pipelined = pipelined && rayon::current_num_threads() > 1;
     let stager = if pipelined && overlap::stage_layouts() {
         backend.layout_stage()
     } else {

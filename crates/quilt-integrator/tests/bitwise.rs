@@ -59,6 +59,27 @@ fn batching_and_pipelining_do_not_change_a_bit() {
     );
 }
 
+/// A pool of one thread runs a pipelined run to its end, with the
+/// sequential run's state (the loop's prepare and close tasks would wait
+/// forever behind its driver on the pool's only thread).
+#[test]
+fn a_pipelined_run_on_one_thread_ends_with_the_sequential_state() {
+    let (reference, boxes, _) = run(false, BatchMode::Adaptive, 1);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let _ = tx.send(pool.install(|| run(true, BatchMode::Adaptive, 1)));
+    });
+    let (bits, b, _) = rx
+        .recv_timeout(std::time::Duration::from_secs(600))
+        .expect("the pipelined run on one thread ends");
+    assert_eq!(b, boxes);
+    assert!(bits == reference, "the states differ");
+}
+
 /// The paper's default scheme (every patch alone in its own bin) gives the
 /// packed run's state bit for bit.
 #[test]

@@ -638,8 +638,8 @@ pub struct BatchingSection {
     /// Patches per batch of the static mode. Default 120 (the paper's Tesla
     /// value: streams × multiprocessors).
     pub n_fixed: usize,
-    /// Prepare batch i+1 and close batch i−1 while batch i is solved.
-    /// Default true.
+    /// Prepare batch i+1 and close batch i−1 while batch i is solved (with
+    /// more than one thread). Default true.
     pub pipelined: bool,
     /// Edge of the cubic bins. Default 64 (the paper's).
     pub bin_edge: u32,
