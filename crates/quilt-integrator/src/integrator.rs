@@ -884,9 +884,10 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
     /// pressure, total energy, the mass fraction of each passive scalar
     /// (named as in `hydro.scalars`), the derived fields of
     /// `output.derived`, the problem's [`Problem::output_fields`] and patch
-    /// ids of every patch interior ([`quilt_io::euler_output_with`]). In a run over ranks every rank must
-    /// call it at the same point: the state is gathered onto rank 0, which
-    /// alone gets `Some`, so a run writes one file whatever its rank count.
+    /// ids of every patch interior ([`quilt_io::euler_output_with`]). In a
+    /// run over ranks every rank must call it at the same point: the state
+    /// is gathered onto rank 0, which alone gets `Some`, so a run writes
+    /// one file whatever its rank count.
     pub fn output(&mut self) -> Result<Option<AmrOutput>, IntegratorError> {
         self.gather_onto(0)?;
         if self.rank().is_some_and(|(r, _)| r != 0) {

@@ -611,8 +611,8 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
 
     /// Advances the batch held on the device: the resident hierarchy's
     /// ([`CudaSolver::load_hierarchy`]) or, with the `bench` feature, one
-    /// copied there by `upload`. Input errors are reported as by [`CudaSolver::advance`] and leave the
-    /// device state unchanged.
+    /// copied there by `upload`. Input errors are reported as by
+    /// [`CudaSolver::advance`] and leave the device state unchanged.
     pub fn step_resident(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, CudaError> {
         if !self.resident {
             return Err(CudaError::Config(

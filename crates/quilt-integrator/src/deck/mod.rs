@@ -44,6 +44,15 @@ pub const DEFAULT_DECK: &str = include_str!("default.toml");
 /// Most passive scalars a deck may name (`hydro.scalars`).
 pub const MAX_SCALARS: usize = 8;
 
+/// Whether `name` may name a cell array of the output (a passive scalar,
+/// a problem's output field): non-empty, of ASCII letters, digits and `_`.
+pub(crate) fn is_array_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+}
+
 /// The input deck of a run (see the module docs and [`DEFAULT_DECK`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -110,11 +110,9 @@ fn validate_scalars(c: &Check<'_, '_>, names: &[String]) -> Result<(), DeckError
         )
     })?;
     for (i, n) in names.iter().enumerate() {
-        c.ensure(
-            !n.is_empty() && n.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_'),
-            key,
-            || format!("scalar name {n:?} must be non-empty and of letters, digits and '_'"),
-        )?;
+        c.ensure(super::is_array_name(n), key, || {
+            format!("scalar name {n:?} must be non-empty and of letters, digits and '_'")
+        })?;
         c.ensure(
             !quilt_io::vtkhdf::EULER_ARRAYS.contains(&n.as_str()),
             key,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use quilt_sweep::physics::{Derived, Thermo};
 
-use crate::deck::Deck;
+use crate::deck::{Deck, is_array_name};
 
 /// The function of an [`OutputField`]: a cell's conserved values and the
 /// fluid to the field's value.
@@ -83,7 +83,7 @@ pub(crate) fn columns(deck: &Deck, fields: Vec<OutputField>) -> Result<Vec<Colum
     }
     for f in fields {
         let n = &f.name;
-        if n.is_empty() || !n.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
+        if !is_array_name(n) {
             return Err(format!(
                 "the output field {n:?} needs a name of letters, digits and '_'"
             ));

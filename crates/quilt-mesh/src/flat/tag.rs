@@ -7,9 +7,9 @@
 //! per bit assembles a word from 32 neighbouring threads and nothing else
 //! writes it. The criteria are [`GradientDetector`] and [`ShockDetector`]
 //! on a component or on the pressure of an equation of state, as
-//! [`TagRule`]s with their thresholds per level (`tol · h_e`, [`direction_lengths`]). Tags of a
-//! previous regrid (the detectors' relaxed thresholds) are not part of the
-//! flat form.
+//! [`TagRule`]s with their thresholds per level (`tol · h_e`,
+//! [`direction_lengths`]). Tags of a previous regrid (the detectors'
+//! relaxed thresholds) are not part of the flat form.
 //!
 //! [`FlatTag::run`] states what each item computes by handing each patch
 //! to the detectors themselves, so an executor that matches it tags as
