@@ -34,7 +34,7 @@ use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill};
 use quilt_mesh::flat::{FlatTag, FlatTransfer};
 use quilt_mesh::flux_register::FaceFluxes;
 use quilt_mesh::interp::Limiter;
-use quilt_mesh::locked::LockedArena;
+use quilt_mesh::locked::{LockedArena, PatchBuf};
 use quilt_mesh::regrid::{
     RegridOptions, build_hierarchy, new_level_boxes, transfer_in, transfer_with,
 };
@@ -44,11 +44,11 @@ use quilt_mesh::restrict::{
 use quilt_mesh::{BufferPool, Hierarchy, HierarchyData, PatchSpec, Side};
 use quilt_mesh::{PatchId, iv};
 use quilt_sweep::physics::{FloorCounts, NCOMP, Thermo};
-use quilt_sweep::{Solver, SweepOrder};
+use quilt_sweep::{BatchLayout, Solver, SweepOrder};
 use rayon::prelude::*;
 
 use crate::Real;
-use crate::backend::{BoxRate, Restricted, SolveBackend};
+use crate::backend::{BoxRate, LayoutStage, Restricted, SolveBackend, StagedLayout};
 use crate::calibration::{
     CalibrationReport, Calibrator, coefficient_path, load_coefficients, save_coefficients,
 };
@@ -178,8 +178,8 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     /// host residency).
     host_current: bool,
     /// The compact interiors of resident loads and stores, kept mapped
-    /// from one to the next.
-    resident_io: Vec<T>,
+    /// (and page-locked, for a GPU backend) from one to the next.
+    resident_io: PatchBuf<T>,
     /// The tag bits of regrids in the backend.
     tag_bits: Vec<u32>,
     /// Whether `run.residency = "auto"` has said where the state lives.
@@ -584,7 +584,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             resident: None,
             staged: None,
             host_current: true,
-            resident_io: Vec::new(),
+            resident_io: PatchBuf::default(),
             tag_bits: Vec::new(),
             announced: false,
             ranks: None,
@@ -1514,11 +1514,15 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         })?;
         let name = self.backend.name().to_string();
         let mut compact = std::mem::take(&mut self.resident_io);
-        size_compact(&mut compact, plan.items.interior_len as usize);
         let ex = self
             .backend
             .resident()
             .ok_or_else(|| no_resident_mode(&name))?;
+        size_compact(
+            &mut compact,
+            plan.items.interior_len as usize,
+            ex.io_lock().as_ref(),
+        );
         ex.store(&mut compact)
             .map_err(|source| backend_error(self.step, &name, source))?;
         if self.data.is_none() {
@@ -1564,15 +1568,21 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             _ => resident_plan(&self.h, &self.plan)?,
         };
         let t_plan = t.elapsed().as_secs_f64();
+        let stage = self.backend.layout_stage();
+        let lock = self.backend.resident().and_then(|r| r.io_lock());
         let data = self.data.as_ref().ok_or_else(poisoned)?;
         let mut compact = std::mem::take(&mut self.resident_io);
-        pack_interiors(&plan, data, &mut compact);
+        let ((), staged) = rayon::join(
+            || pack_interiors(&plan, data, &mut compact, lock.as_ref()),
+            || stage_layout(stage.as_deref(), &plan.layout),
+        );
         let t_state = t.elapsed().as_secs_f64() - t_plan;
         let name = self.backend.name().to_string();
         let ex = self
             .backend
             .resident()
             .ok_or_else(|| no_resident_mode(&name))?;
+        ex.offer_staged(staged);
         let loaded = ex.load(&plan, &compact);
         self.resident_io = compact;
         loaded.map_err(|source| backend_error(self.step + 1, &name, source))?;
@@ -2046,10 +2056,16 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let t_cluster = t0.elapsed().as_secs_f64() - t_tag;
         let plan = self.step_plan(&new_h)?;
         let t_plan = t0.elapsed().as_secs_f64() - t_tag - t_cluster;
+        let stage = self.backend.layout_stage();
         let old = self.resident.as_ref().ok_or_else(poisoned)?;
         let (old_h, limiter, ncomp) = (&self.h, self.limiter, self.deck.ncomp());
-        let (new_res, moves) = resident_plan_with(&new_h, &plan, |places| {
-            FlatTransfer::new(old_h, &old.places, &new_h, places, ncomp, limiter)
+        // The backend's layout state is built beside the items and the
+        // transfer: nothing on the device waits for it.
+        let (new_res, (moves, staged)) = resident_plan_with(&new_h, &plan, |layout, places| {
+            rayon::join(
+                || FlatTransfer::new(old_h, &old.places, &new_h, places, ncomp, limiter),
+                || stage_layout(stage.as_deref(), layout),
+            )
         })?;
         let moves = moves.map_err(|source| IntegratorError::Regrid { step, source })?;
         let t_items = t0.elapsed().as_secs_f64() - t_tag - t_cluster - t_plan;
@@ -2061,6 +2077,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .backend
             .resident()
             .ok_or_else(|| no_resident_mode(&name))?;
+        ex.offer_staged(staged);
         if let Err(source) = ex.regrid(&new_res, &moves) {
             // The backend may have dropped the old state with the new.
             self.unload_resident();
@@ -2561,6 +2578,18 @@ fn cell_costs(h: &Hierarchy) -> Vec<f64> {
         .iter()
         .map(|p| p.interior().num_cells() as f64)
         .collect()
+}
+
+/// What `stage` builds for `layout`, if it builds anything and can: a
+/// backend that gets nothing builds it itself.
+fn stage_layout(stage: Option<&dyn LayoutStage>, layout: &BatchLayout) -> Option<StagedLayout> {
+    match stage?.stage(layout) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            log::debug!("the layout state is left to the backend: {e}");
+            None
+        }
+    }
 }
 
 fn poisoned() -> IntegratorError {

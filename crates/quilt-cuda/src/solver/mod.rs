@@ -569,6 +569,17 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         r
     }
 
+    /// Gives the next layout state this solver builds (the next
+    /// [`CudaSolver::load_hierarchy`] or [`CudaSolver::regrid_hierarchy`],
+    /// whose layout `staged` should be) what this solver's
+    /// [`LayoutStager`] built ahead. A state of another layout is
+    /// discarded there.
+    pub fn offer_staged(&mut self, staged: Option<StagedLayout<T>>) {
+        if let Some(old) = std::mem::replace(&mut self.staged, staged.map(|s| s.0)) {
+            self.discard(old);
+        }
+    }
+
     /// As [`CudaSolver::advance`], with the time step of each patch taken
     /// from `dt_by_level[patch.level]`.
     pub fn advance_levels(

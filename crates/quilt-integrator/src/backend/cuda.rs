@@ -247,6 +247,15 @@ impl<T: GpuReal, E: CudaEos> ResidentSolve<T> for CudaBackend<T, E> {
             .regrid_hierarchy(&plan.layout, &plan.items, plan.patches, transfer)?)
     }
 
+    fn io_lock(&self) -> Option<Arc<dyn quilt_mesh::locked::PageLock>> {
+        Some(self.solver.page_lock())
+    }
+
+    fn offer_staged(&mut self, staged: Option<StagedLayout>) {
+        let staged = staged.and_then(StagedLayout::downcast::<quilt_cuda::StagedLayout<T>>);
+        self.solver.offer_staged(staged);
+    }
+
     fn unload(&mut self) {
         self.solver.unload_hierarchy();
     }

@@ -360,6 +360,22 @@ pub trait ResidentSolve<T: Real> {
     /// callers unload it.
     fn regrid(&mut self, plan: &ResidentPlan, transfer: &FlatTransfer) -> Result<(), SolveError>;
 
+    /// What page-locks host memory for the backend's device, so that the
+    /// compact interiors given to `load` and `store` cross the bus at its
+    /// full rate; `None` (the default) for a backend in host memory.
+    fn io_lock(&self) -> Option<Arc<dyn PageLock>> {
+        None
+    }
+
+    /// Takes what the backend's [`LayoutStage`] built (on other threads,
+    /// while the host made the plan's items and interiors) for the layout
+    /// of the next [`ResidentSolve::load`] or [`ResidentSolve::regrid`].
+    /// The default drops it: a backend that gets nothing, or a state of
+    /// another layout, builds its own.
+    fn offer_staged(&mut self, staged: Option<StagedLayout>) {
+        drop(staged);
+    }
+
     /// Drops the resident state (after a regrid, or to fall back to host
     /// residency).
     fn unload(&mut self);

@@ -52,6 +52,8 @@ mod tests;
 
 use std::borrow::Cow;
 
+use rayon::prelude::*;
+
 use crate::index::IndexBox;
 use crate::tag::TagBox;
 
@@ -168,7 +170,8 @@ impl Clusterer {
         let t_masks = t0.elapsed().as_secs_f64();
         let mut cands = Vec::new();
         if tagged > 0 {
-            let transposed: Vec<TagBox> = refs.iter().map(|t| t.transposed_xy()).collect();
+            // Thousands of fields on a fine level: transposed side by side.
+            let transposed: Vec<TagBox> = refs.par_iter().map(|t| t.transposed_xy()).collect();
             let fields: Vec<(&TagBox, &TagBox)> =
                 refs.iter().copied().zip(transposed.iter()).collect();
             let params = BrParams {

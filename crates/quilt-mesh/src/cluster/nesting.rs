@@ -19,6 +19,8 @@
 //! [`Nesting`] holds that region in the coarse (tag) index space as a list
 //! of disjoint boxes.
 
+use rayon::prelude::*;
+
 use crate::index::{BoxList, IndexBox, IntVect, iv};
 
 use super::error::ClusterError;
@@ -96,22 +98,31 @@ pub(crate) fn image_shifts(
 pub(crate) fn first_overlap(boxes: &[IndexBox]) -> Option<(usize, usize, IndexBox)> {
     let mut order: Vec<usize> = (0..boxes.len()).filter(|&i| !boxes[i].is_empty()).collect();
     order.sort_by_key(|&i| (boxes[i].lo.x, i));
-    let mut best: Option<(usize, usize, IndexBox)> = None;
-    for (k, &i) in order.iter().enumerate() {
-        for &j in &order[k + 1..] {
-            if boxes[j].lo.x > boxes[i].hi.x {
-                break;
-            }
-            let c = boxes[i].intersect(&boxes[j]);
-            if !c.is_empty() {
-                let pair = (i.min(j), i.max(j), c);
-                if best.is_none_or(|b| (pair.0, pair.1) < (b.0, b.1)) {
-                    best = Some(pair);
+    // Each box against those after it in `x`, boxes side by side (a fine
+    // level's regrid checks thousands); the lowest pair wins, as in one
+    // sequential scan.
+    let order = &order;
+    (0..order.len())
+        .into_par_iter()
+        .with_min_len(64)
+        .filter_map(|k| {
+            let i = order[k];
+            let mut best: Option<(usize, usize, IndexBox)> = None;
+            for &j in &order[k + 1..] {
+                if boxes[j].lo.x > boxes[i].hi.x {
+                    break;
+                }
+                let c = boxes[i].intersect(&boxes[j]);
+                if !c.is_empty() {
+                    let pair = (i.min(j), i.max(j), c);
+                    if best.is_none_or(|b| (pair.0, pair.1) < (b.0, b.1)) {
+                        best = Some(pair);
+                    }
                 }
             }
-        }
-    }
-    best
+            best
+        })
+        .min_by_key(|&(a, b, _)| (a, b))
 }
 
 impl Nesting {
