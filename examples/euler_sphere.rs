@@ -505,6 +505,19 @@ fn summary<T: Real, B: SolveBackend<T>>(
             g.upload_rate() / 1e9
         );
     }
+    if let Some(g) = it.backend().solve_totals().filter(|g| g.resident_steps > 0) {
+        let r = g.resident_secs;
+        println!(
+            "resident steps on the device: {} steps, {:.3} s of device time: CFL rate {:.3}, ghost fill and probes {:.3}, scan and sweeps {:.3}, refluxing and restriction {:.3}; fill, refluxing and restriction {:.1} % of it",
+            g.resident_steps,
+            r.total(),
+            r.rate,
+            r.fill,
+            r.sweeps,
+            r.levels,
+            100.0 * r.amr_share()
+        );
+    }
     if t.floors.total() > 0 {
         println!("floors applied {} times", t.floors.total());
     }

@@ -609,13 +609,15 @@ struct ResidentRow {
     regrid_secs: f64,
     first_secs: f64,
     updates: u64,
+    /// Fill, refluxing and restriction's share of the steps' device time.
+    amr_share: f64,
 }
 
 impl std::fmt::Display for ResidentRow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "resident whole step ({}, {}): {} patches, {:.2} M cells at the end; {:.2} ms per step over {} steps ({:.2} ms without regrids), {:.3e} cell updates/s; first step (the load) {:.1} ms",
+            "resident whole step ({}, {}): {} patches, {:.2} M cells at the end; {:.2} ms per step over {} steps ({:.2} ms without regrids), {:.3e} cell updates/s; first step (the load) {:.1} ms; fill, refluxing and restriction {:.1} % of the steps' device time",
             self.deck,
             self.precision,
             self.patches,
@@ -624,7 +626,8 @@ impl std::fmt::Display for ResidentRow {
             self.steps,
             1e3 * (self.secs - self.regrid_secs) / self.steps as f64,
             self.updates as f64 / self.secs,
-            1e3 * self.first_secs
+            1e3 * self.first_secs,
+            100.0 * self.amr_share
         )
     }
 }
@@ -679,5 +682,9 @@ fn resident_row<T: quilt::integrator::Real>(
         regrid_secs,
         first_secs,
         updates,
+        amr_share: it
+            .backend()
+            .solve_totals()
+            .map_or(0.0, |g| g.resident_secs.amr_share()),
     })
 }

@@ -4,7 +4,8 @@
 //
 // Each kernel executes the flat items of quilt_mesh::flat (same structs,
 // same field order) with one thread per cell of the phase: the thread
-// finds its item by bisecting the items' prefix sums of cells and does
+// finds its item by bisecting the items' prefix sums of cells (between
+// the items of its block's first and last cells) and does
 // the operations of the item's CPU statement (`run` in quilt_mesh::flat)
 // in their order. Compiled with --fmad=false the results are the CPU's
 // bit for bit.
@@ -112,9 +113,39 @@ __device__ __forceinline__ u32 find_item(const u64* starts, u32 n, u64 t) {
     return lo;
 }
 
+// find_item for all threads of a block: thread 0 bisects for the block's
+// first and last cells, the others only between those two items (a block
+// mostly spans a few items), instead of every thread bisecting all the
+// prefix sums from the top. Every thread of the block calls it, before
+// any returns (it synchronises the block); `t` may lie past the phase's
+// `total` cells (the result is then of no use).
+__device__ __forceinline__ u32 find_item_block(const u64* starts, u32 n, u64 total, u64 t) {
+    __shared__ u32 range[2];
+    if (threadIdx.x == 0) {
+        u64 first = (u64)blockIdx.x * blockDim.x;
+        u64 last = first + blockDim.x - 1;
+        if (last >= total) last = total - 1;
+        if (first > last) first = last;
+        range[0] = find_item(starts, n, first);
+        range[1] = find_item(starts, n, last) + 1;
+    }
+    __syncthreads();
+    u32 lo = range[0], hi = range[1];
+    u64 c = t < total ? t : total - 1;
+    while (hi - lo > 1) {
+        u32 mid = (lo + hi) >> 1;
+        if (starts[mid] <= c) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+// Cell `r` of an item of extent `n` as (x, y, z). An item holds fewer than
+// 2^32 cells (the host checks it), and 32-bit division costs the GPU a
+// fraction of 64-bit division.
 __device__ __forceinline__ void split(u64 r, const u32* n, u64* d) {
-    d[0] = r % n[0];
-    u64 q = r / n[0];
+    u32 s = (u32)r;
+    u32 q = s / n[0];
+    d[0] = s - q * n[0];
     d[1] = q % n[1];
     d[2] = q / n[1];
 }
@@ -123,8 +154,8 @@ template <typename T>
 __device__ void copy_cells(const CopyItem* items, const u64* starts, u32 nitems, u64 total,
                            u32 ncomp, T* store, T* scratch) {
     u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u32 k = find_item_block(starts, nitems, total, t);
     if (t >= total) return;
-    u32 k = find_item(starts, nitems, t);
     const CopyItem& it = items[k];
     u64 d[3];
     split(t - starts[k], it.n, d);
@@ -160,8 +191,8 @@ __device__ void interp_cells(const InterpItem* items, const u64* starts, u32 nit
                              u32 ncomp, u32 limiter, const unsigned char* flags,
                              const T* scratch, T* store) {
     u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u32 k = find_item_block(starts, nitems, total, t);
     if (t >= total) return;
-    u32 k = find_item(starts, nitems, t);
     const InterpItem& it = items[k];
     u64 d[3];
     split(t - starts[k], it.n, d);
@@ -206,8 +237,8 @@ template <typename T>
 __device__ void boundary_cells(const BoundaryItem* items, const u64* starts, u32 nitems,
                                u64 total, u32 ncomp, T* store) {
     u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u32 k = find_item_block(starts, nitems, total, t);
     if (t >= total) return;
-    u32 k = find_item(starts, nitems, t);
     const BoundaryItem& it = items[k];
     u64 d[3];
     split(t - starts[k], it.n, d);
@@ -226,8 +257,8 @@ template <typename T>
 __device__ void restrict_cells(const RestrictItem* items, const u64* starts, u32 nitems,
                                u64 total, u32 ncomp, T* store) {
     u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u32 k = find_item_block(starts, nitems, total, t);
     if (t >= total) return;
-    u32 k = find_item(starts, nitems, t);
     const RestrictItem& it = items[k];
     u64 d[3];
     split(t - starts[k], it.n, d);
@@ -247,8 +278,8 @@ template <typename T>
 __device__ void reflux_cells(const RefluxItem* items, const u64* starts, u32 nitems, u64 total,
                              u32 ncomp, const u64* coarse, const T* flux, T* store) {
     u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u32 k = find_item_block(starts, nitems, total, t);
     if (t >= total) return;
-    u32 k = find_item(starts, nitems, t);
     const RefluxItem& it = items[k];
     u64 local = t - starts[k];
     u64 d[3];
@@ -282,8 +313,8 @@ __device__ void rate_cells(const RateItem* items, const u64* starts, u32 nitems,
     u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     double rate = 0.0;
     bool bad = false;
+    u32 k = find_item_block(starts, nitems, total, t);
     if (t < total) {
-        u32 k = find_item(starts, nitems, t);
         const RateItem& it = items[k];
         u64 d[3];
         split(t - starts[k], it.n, d);
@@ -373,8 +404,8 @@ __device__ void tag_cells(const TagItem* items, const u64* starts, u32 nitems, u
                           const TagRule* rules, u32 nrules, const T* thr, u32 levels,
                           const T* data, u32* out) {
     u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u32 k = find_item_block(starts, nitems, total, t);
     if (t >= total) return;  // whole warps: total is a multiple of 32
-    u32 k = find_item(starts, nitems, t);
     const TagItem& it = items[k];
     u64 local = t - starts[k];
     u64 word = local >> 5;

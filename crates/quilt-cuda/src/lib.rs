@@ -70,7 +70,7 @@ pub use real::GpuReal;
 pub use registry::HostRegistry;
 pub use solver::{
     CudaConfig, CudaSolver, ExternalBox, KernelInfo, LayoutStager, MAX_SCALARS, RECENT_LAYOUTS,
-    SolveTotals, StagedLayout, StepTiming, Variant,
+    ResidentSeconds, SolveTotals, StagedLayout, StepTiming, Variant,
 };
 
 /// Compiles the kernel files of `schemes` for device `ordinal` with FMA

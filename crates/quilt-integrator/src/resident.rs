@@ -204,9 +204,6 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
         || -> Result<StepItems, IntegratorError> {
             let mesh = |what: &str| IntegratorError::mesh(format!("resident {what}"));
             let t_layout = t0.elapsed().as_secs_f64();
-            let fill = quilt_mesh::flat::FlatFill::new(&lay.fill, &patch_places, ncomp)
-                .map_err(mesh("ghost fill"))?;
-            let t_fill = t0.elapsed().as_secs_f64();
             let after = lay
                 .probes
                 .iter()
@@ -281,15 +278,26 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
                     restrict,
                 })
             };
-            let levels = fine_levels
-                .into_par_iter()
-                .map(level_items)
-                .collect::<Result<Vec<_>, _>>()?;
+            // The fill's items and the levels' are independent too.
+            let (fill, levels) = rayon::join(
+                || {
+                    let fill = quilt_mesh::flat::FlatFill::new(&lay.fill, &patch_places, ncomp)
+                        .map_err(mesh("ghost fill"));
+                    (fill, t0.elapsed().as_secs_f64() - t_layout)
+                },
+                || {
+                    fine_levels
+                        .into_par_iter()
+                        .map(level_items)
+                        .collect::<Result<Vec<_>, _>>()
+                },
+            );
+            let (fill, t_fill) = fill;
+            let (fill, levels) = (fill?, levels?);
             log::debug!(
-                "resident items: probes placed {t_pack:.3} s, layout {:.3} s, fill {:.3} s, probe copies, refluxing and restriction {:.3} s",
+                "resident items: probes placed {t_pack:.3} s, layout {:.3} s, fill {t_fill:.3} s beside probe copies, refluxing and restriction: {:.3} s",
                 t_layout - t_pack,
-                t_fill - t_layout,
-                t0.elapsed().as_secs_f64() - t_fill
+                t0.elapsed().as_secs_f64() - t_layout
             );
             let mut interior_len = 0u64;
             let interiors = h

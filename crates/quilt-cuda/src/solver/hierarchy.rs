@@ -13,7 +13,7 @@ use crate::params::EosArgs;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, sys};
 use quilt_mesh::flat::{CopyItem, FlatTag, FlatTransfer, RefluxItem, StepItems, starts};
 use quilt_sweep::{BatchLayout, StepReport, SweepOrder};
 
@@ -54,6 +54,13 @@ impl Phase {
         cells: impl Iterator<Item = [u32; 3]>,
     ) -> Result<Self, CudaError> {
         let s = starts(cells);
+        // The kernels split an item's cell index in 32 bits.
+        if let Some(w) = s.windows(2).find(|w| w[1] - w[0] > u64::from(u32::MAX)) {
+            return Err(CudaError::Config(format!(
+                "an item of {} cells (the kernels take at most 2^32 - 1 per item)",
+                w[1] - w[0]
+            )));
+        }
         let bytes: &[u8] = bytemuck::cast_slice(items);
         let d_items = DeviceBuffer::new(ctx, bytes.len())?;
         d_items.upload(0, bytes, stream)?;
@@ -117,6 +124,16 @@ pub(crate) struct Hierarchy {
     store: Phase,
     /// Values of the compact array.
     interior_len: u64,
+    /// Stream 0's timeline through a step: before the fill, after its
+    /// copies, interpolation, boundaries and probe copies, after the
+    /// sweeps, after the levels; and around the rate kernel.
+    marks: [CudaEvent; 7],
+    rate_marks: [CudaEvent; 2],
+}
+
+/// Seconds between two recorded events.
+fn seconds(a: &CudaEvent, b: &CudaEvent) -> Result<f64, CudaError> {
+    Ok(f64::from(a.elapsed_ms(b).call("cuEventElapsedTime")?) * 1e-3)
 }
 
 impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
@@ -247,6 +264,10 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             .collect();
         let rates = Phase::new(&ctx, &s0, &rate_items, rate_items.iter().map(|r| r.n))?;
         let rate_out = DeviceBuffer::new(&ctx, 2)?;
+        let mark = || {
+            ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .call("cuEventCreate")
+        };
         Ok(Hierarchy {
             kernels,
             ncomp: items.ncomp,
@@ -260,6 +281,16 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             scratch,
             rates,
             rate_out,
+            marks: [
+                mark()?,
+                mark()?,
+                mark()?,
+                mark()?,
+                mark()?,
+                mark()?,
+                mark()?,
+            ],
+            rate_marks: [mark()?, mark()?],
             bins: layout.bins(),
             load,
             store,
@@ -283,6 +314,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         let st = self.state.as_ref().expect("a loaded hierarchy has a state");
         let s0 = &self.streams[0];
         h.rate_out.fill_bytes(0, 2, 0, s0)?;
+        h.rate_marks[0].record(s0).call("cuEventRecord")?;
         if let Some(cfg) = h.rates.config() {
             let [sy, sz, sc] = h.bins.strides().map(|s| s as u64);
             let (items, starts, data, out) = (
@@ -306,9 +338,11 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             // interiors of the uploaded batch.
             unsafe { l.launch(cfg) }.call("cuLaunchKernel(flat_rate)")?;
         }
+        h.rate_marks[1].record(s0).call("cuEventRecord")?;
         let mut out = [0u64; 2];
         h.rate_out.download(0, &mut out, s0)?;
         s0.synchronize().call("cuStreamSynchronize")?;
+        self.totals.resident_secs.rate += seconds(&h.rate_marks[0], &h.rate_marks[1])?;
         Ok((out[1] == 0).then(|| f64::from_bits(out[0])))
     }
 
@@ -317,10 +351,40 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
     /// refluxing and restriction.
     pub fn step_hierarchy(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, CudaError> {
         self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
-        self.launch_fill()?;
+        let s0 = self.streams[0].clone();
+        let mark = |solver: &Self, k: usize| -> Result<(), CudaError> {
+            solver.hierarchy()?.marks[k]
+                .record(&s0)
+                .call("cuEventRecord")
+        };
+        mark(self, 0)?;
+        self.launch_fill(true)?;
         let report = self.step_resident(dt, order)?;
+        mark(self, 5)?;
         self.launch_levels()?;
-        self.streams[0].synchronize().call("cuStreamSynchronize")?;
+        mark(self, 6)?;
+        s0.synchronize().call("cuStreamSynchronize")?;
+        let m = &self.hierarchy()?.marks;
+        let mut parts = [0.0; 6];
+        for (k, p) in parts.iter_mut().enumerate() {
+            *p = seconds(&m[k], &m[k + 1])?;
+        }
+        log::debug!(
+            "resident step on the device, ms: fill {:.3} (copies {:.3}, interpolation {:.3}, boundaries {:.3}, probes {:.3}), scan and sweeps {:.3}, refluxing and restriction {:.3}",
+            1e3 * parts[..4].iter().sum::<f64>(),
+            1e3 * parts[0],
+            1e3 * parts[1],
+            1e3 * parts[2],
+            1e3 * parts[3],
+            1e3 * parts[4],
+            1e3 * parts[5]
+        );
+        let (fill, sweeps, levels) = (parts[..4].iter().sum::<f64>(), parts[4], parts[5]);
+        let t = &mut self.totals;
+        t.resident_steps += 1;
+        t.resident_secs.fill += fill;
+        t.resident_secs.sweeps += sweeps;
+        t.resident_secs.levels += levels;
         Ok(report)
     }
 
@@ -380,7 +444,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
                 tag.rules.len()
             )));
         }
-        self.launch_fill()?;
+        self.launch_fill(false)?;
         if tag.items.is_empty() {
             return self.streams[0].synchronize().call("cuStreamSynchronize");
         }
@@ -585,13 +649,23 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         Ok(())
     }
 
-    fn launch_fill(&self) -> Result<(), CudaError> {
+    /// The ghost fill's launches on stream 0; with `marked`, the
+    /// hierarchy's marks 1 to 4 recorded after each phase.
+    fn launch_fill(&self, marked: bool) -> Result<(), CudaError> {
         let h = self.hierarchy()?;
         let st = self.state.as_ref().expect("a loaded hierarchy has a state");
         let s0 = &self.streams[0];
+        let mark = |k: usize| -> Result<(), CudaError> {
+            if marked {
+                h.marks[k].record(s0).call("cuEventRecord")?;
+            }
+            Ok(())
+        };
         let (data, scratch) = (st.d_data.at(0), h.scratch.at(0));
         self.launch_copy(h, &h.copies, scratch)?;
+        mark(1)?;
         self.launch_interp(h, &h.interp, h.limiter, h.flags.at(0), scratch, data)?;
+        mark(2)?;
         for p in &h.boundary {
             let Some(cfg) = p.config() else {
                 continue;
@@ -607,7 +681,9 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             // SAFETY: arguments match `flat_boundary_T`.
             unsafe { l.launch(cfg) }.call("cuLaunchKernel(flat_boundary)")?;
         }
-        self.launch_copy(h, &h.after, scratch)
+        mark(3)?;
+        self.launch_copy(h, &h.after, scratch)?;
+        mark(4)
     }
 
     fn launch_levels(&self) -> Result<(), CudaError> {

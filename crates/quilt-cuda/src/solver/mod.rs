@@ -280,6 +280,44 @@ pub struct SolveTotals {
     /// Patches whose coarse means and CFL rate the device computed
     /// (`quilt_sweep::Restricted`, see [`ExternalBox::restricted`]).
     pub restricted_on_device: u64,
+    /// Steps of a resident hierarchy ([`CudaSolver::step_hierarchy`]).
+    pub resident_steps: u64,
+    /// Their device time (CUDA events on stream 0), seconds: the CFL
+    /// rate, the ghost fill with the probe copies, the input scan and the
+    /// sweeps (with the host's check of the scan between them), and
+    /// refluxing with restriction.
+    pub resident_secs: ResidentSeconds,
+}
+
+/// Device seconds of a resident hierarchy's steps by operation
+/// ([`SolveTotals::resident_secs`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ResidentSeconds {
+    /// The CFL rate kernel ([`CudaSolver::hierarchy_rate`]).
+    pub rate: f64,
+    /// Sibling copies, interpolation, physical boundaries, probe copies.
+    pub fill: f64,
+    /// The input scan and the sweeps.
+    pub sweeps: f64,
+    /// Refluxing and restriction, finest level first.
+    pub levels: f64,
+}
+
+impl ResidentSeconds {
+    /// All of it.
+    pub fn total(&self) -> f64 {
+        self.rate + self.fill + self.sweeps + self.levels
+    }
+
+    /// The share of the fill, refluxing and restriction in the total.
+    pub fn amr_share(&self) -> f64 {
+        let t = self.total();
+        if t > 0.0 {
+            (self.fill + self.levels) / t
+        } else {
+            0.0
+        }
+    }
 }
 
 impl SolveTotals {
