@@ -47,24 +47,33 @@ pub(crate) struct Probe {
 /// The probes of every fine patch, fine patches in index order, coarse
 /// patches ascending.
 pub(crate) fn find_probes(h: &Hierarchy) -> Vec<Probe> {
-    let mut out = Vec::new();
-    for l in 1..h.num_levels() {
-        let r = h.level_geometry(l).map_or(2, |g| g.ratio);
-        for f in h.level_range(l) {
+    // Fine patches (every level above 0, in hierarchy order) side by side,
+    // their probes concatenated in that order.
+    let first = if h.num_levels() > 1 {
+        h.level_range(1).start
+    } else {
+        h.num_patches()
+    };
+    let per_patch: Vec<Vec<Probe>> = (first..h.num_patches())
+        .into_par_iter()
+        .map(|f| {
+            let l = h.patches()[f].level();
+            let r = h.level_geometry(l).map_or(2, |g| g.ratio);
             let under = h.patches()[f].interior().coarsen(r);
-            for c in h.patches_intersecting(l - 1, &under) {
-                let q = under.intersect(&h.patches()[c].interior());
-                if !q.is_empty() {
-                    out.push(Probe {
+            h.patches_intersecting(l - 1, &under)
+                .into_iter()
+                .filter_map(|c| {
+                    let q = under.intersect(&h.patches()[c].interior());
+                    (!q.is_empty()).then_some(Probe {
                         coarse: c,
                         fine: f,
                         interior: q,
-                    });
-                }
-            }
-        }
-    }
-    out
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    per_patch.into_iter().flatten().collect()
 }
 
 /// One bin of the hierarchy packing: the patches it holds and their
@@ -287,20 +296,36 @@ impl<T: Real> StepPlan<T> {
         let t0 = std::time::Instant::now();
         // The fill plans, the packing and the registers depend on the
         // hierarchy alone: built side by side.
-        let ((fill, packed), (probes, registers)) = rayon::join(
+        let since = |t: std::time::Instant| t.elapsed().as_secs_f64();
+        let (((fill, t_fill), (packed, t_pack)), (probes, registers, t_reg)) = rayon::join(
             || {
                 rayon::join(
-                    || GhostFill::new(h, bc, limiter),
-                    || Self::bins(h, bin_edge, per_patch, owned),
+                    || {
+                        let t = std::time::Instant::now();
+                        (GhostFill::new(h, bc, limiter), since(t))
+                    },
+                    || {
+                        let t = std::time::Instant::now();
+                        (Self::bins(h, bin_edge, per_patch, owned), since(t))
+                    },
                 )
             },
             || {
-                let registers = (1..h.num_levels())
-                    .into_par_iter()
-                    .map(|l| FluxRegister::new(h, l, ncomp))
-                    .collect::<Result<Vec<_>, _>>();
-                (find_probes(h), registers)
+                let t = std::time::Instant::now();
+                let (probes, registers) = rayon::join(
+                    || find_probes(h),
+                    || {
+                        (1..h.num_levels())
+                            .into_par_iter()
+                            .map(|l| FluxRegister::new(h, l, ncomp))
+                            .collect::<Result<Vec<_>, _>>()
+                    },
+                );
+                (probes, registers, since(t))
             },
+        );
+        log::debug!(
+            "step plan parts: fill plans {t_fill:.3} s, packing {t_pack:.3} s, probes and registers {t_reg:.3} s"
         );
         let fill = fill.map_err(IntegratorError::mesh("ghost-fill plans"))?;
         let (bins, fill_ratio) = packed?;

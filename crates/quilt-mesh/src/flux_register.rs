@@ -128,6 +128,10 @@ struct Piece {
     shift: IntVect,
 }
 
+/// One fine patch's blocks, each with its pieces and their coarse patches
+/// (hierarchy indices), before the register numbers them.
+type PatchBlocks = Vec<(Block, Vec<(usize, Piece)>)>;
+
 /// The flux register of one fine level (see the module docs).
 #[derive(Debug, Clone)]
 pub struct FluxRegister {
@@ -197,75 +201,99 @@ impl FluxRegister {
             coarse_pieces: vec![Vec::new(); crange.len()],
             acc: Vec::new(),
         };
-        let mut hits = Vec::new();
-        for p in &h.patches()[frange.clone()] {
-            let interior = p.interior();
-            for axis in 0..3 {
-                for side in Side::BOTH {
-                    for b in p.coarse_fine_faces(axis, side).boxes() {
-                        let mut fine_faces = *b;
-                        let face = match side {
-                            Side::Lo => interior.lo[axis],
-                            Side::Hi => interior.hi[axis] + 1,
-                        };
-                        fine_faces.lo[axis] = face;
-                        fine_faces.hi[axis] = face;
-                        let cells = b.coarsen(r);
-                        let aligned = (0..3).filter(|&e| e != axis).all(|e| {
-                            b.lo[e].rem_euclid(r) == 0 && (b.hi[e] + 1).rem_euclid(r) == 0
-                        });
-                        if !aligned {
-                            return Err(MeshError::NotAligned {
-                                level,
-                                id: p.id(),
-                                interior: *b,
-                                ratio: r,
+        // Each fine patch's blocks and their pieces are found on their own
+        // (thousands of patches on a fine level), then numbered in patch
+        // order: the register is the one a single pass would build.
+        let found: Vec<Result<PatchBlocks, MeshError>> = h.patches()[frange.clone()]
+            .par_iter()
+            .map_init(Vec::new, |hits, p| {
+                let interior = p.interior();
+                let mut blocks = Vec::new();
+                for axis in 0..3 {
+                    for side in Side::BOTH {
+                        for b in p.coarse_fine_faces(axis, side).boxes() {
+                            let mut fine_faces = *b;
+                            let face = match side {
+                                Side::Lo => interior.lo[axis],
+                                Side::Hi => interior.hi[axis] + 1,
+                            };
+                            fine_faces.lo[axis] = face;
+                            fine_faces.hi[axis] = face;
+                            let cells = b.coarsen(r);
+                            let aligned = (0..3).filter(|&e| e != axis).all(|e| {
+                                b.lo[e].rem_euclid(r) == 0 && (b.hi[e] + 1).rem_euclid(r) == 0
                             });
-                        }
-                        let block = reg.blocks.len();
-                        let mut covered = 0;
-                        for shift in clg.periodic_shifts() {
-                            hits.clear();
-                            hits.extend(h.patches_intersecting(level - 1, &cells.shift(&-shift)));
-                            for &ci in &hits {
-                                let part =
-                                    h.patches()[ci].interior().shift(&shift).intersect(&cells);
-                                if part.is_empty() {
-                                    continue;
-                                }
-                                covered += part.num_cells();
-                                reg.coarse_pieces[ci - crange.start].push(Piece {
-                                    block,
-                                    cells: part,
-                                    shift,
+                            if !aligned {
+                                return Err(MeshError::NotAligned {
+                                    level,
+                                    id: p.id(),
+                                    interior: *b,
+                                    ratio: r,
                                 });
                             }
+                            let mut pieces = Vec::new();
+                            let mut covered = 0;
+                            for shift in clg.periodic_shifts() {
+                                hits.clear();
+                                hits.extend(
+                                    h.patches_intersecting(level - 1, &cells.shift(&-shift)),
+                                );
+                                for &ci in hits.iter() {
+                                    let part =
+                                        h.patches()[ci].interior().shift(&shift).intersect(&cells);
+                                    if part.is_empty() {
+                                        continue;
+                                    }
+                                    covered += part.num_cells();
+                                    pieces.push((
+                                        ci,
+                                        Piece {
+                                            block: 0,
+                                            cells: part,
+                                            shift,
+                                        },
+                                    ));
+                                }
+                            }
+                            if covered != cells.num_cells() {
+                                return Err(MeshError::NotNested {
+                                    level,
+                                    id: p.id(),
+                                    uncovered: cells,
+                                });
+                            }
+                            let block = Block {
+                                axis,
+                                sign: match side {
+                                    Side::Lo => 1.0,
+                                    Side::Hi => -1.0,
+                                },
+                                fine_faces,
+                                cells,
+                                offset: 0,
+                            };
+                            blocks.push((block, pieces));
                         }
-                        if covered != cells.num_cells() {
-                            return Err(MeshError::NotNested {
-                                level,
-                                id: p.id(),
-                                uncovered: cells,
-                            });
-                        }
-                        let offset = reg.acc.len();
-                        reg.acc
-                            .resize(offset + ncomp * cells.num_cells() as usize, 0.0);
-                        reg.blocks.push(Block {
-                            axis,
-                            sign: match side {
-                                Side::Lo => 1.0,
-                                Side::Hi => -1.0,
-                            },
-                            fine_faces,
-                            cells,
-                            offset,
-                        });
                     }
                 }
+                Ok(blocks)
+            })
+            .collect();
+        let mut faces = 0;
+        for blocks in found {
+            for (mut block, pieces) in blocks? {
+                let index = reg.blocks.len();
+                for (ci, mut piece) in pieces {
+                    piece.block = index;
+                    reg.coarse_pieces[ci - crange.start].push(piece);
+                }
+                block.offset = faces;
+                faces += ncomp * block.cells.num_cells() as usize;
+                reg.blocks.push(block);
             }
             reg.fine_blocks.push(reg.blocks.len());
         }
+        reg.acc = vec![0.0; faces];
         log::debug!(
             "flux register level {level}: {} blocks, {} coarse faces",
             reg.blocks.len(),
