@@ -307,6 +307,55 @@ impl<T: Real> IntegratorBuilder<T> {
         Integrator::initial(&self.deck, problem, backend)
     }
 
+    /// The patches of `trace` (a recorded hierarchy, for example read by
+    /// [`quilt_mesh::read_hierarchy`], whose file keeps cell counts but no
+    /// physical domain or periodic axes) on the settings' geometry, ghost
+    /// width and patch limits; an error names what does not fit (a base
+    /// grid or refinement ratio of another run).
+    pub fn trace_hierarchy(&self, trace: &Hierarchy) -> Result<Hierarchy, IntegratorError> {
+        let geometry = self
+            .deck
+            .geometry()
+            .map_err(IntegratorError::mesh("geometry"))?;
+        let ghost = self
+            .deck
+            .ghost()
+            .map_err(|e| IntegratorError::Config(e.to_string()))?;
+        Hierarchy::new(geometry, ghost, self.deck.size_limits(), trace.specs()).map_err(
+            IntegratorError::mesh("the trace's patches on the deck's geometry"),
+        )
+    }
+
+    /// An integrator at time 0 over the patches of `trace` (see
+    /// [`IntegratorBuilder::trace_hierarchy`]): the problem's initial
+    /// state on every patch, each level restricted onto the one below, and
+    /// no refinement of its own. The hierarchy changes at the deck's
+    /// regrids like any other (`amr.regrid_interval = 0` keeps it).
+    pub fn on_hierarchy<B: SolveBackend<T>>(
+        mut self,
+        trace: &Hierarchy,
+        backend: B,
+    ) -> Result<Integrator<T, B>, IntegratorError> {
+        self.deck.validate()?;
+        let hierarchy = self.trace_hierarchy(trace)?;
+        let problem = self.take_problem(&*backend.thermo())?;
+        let arena = state_arena(&backend, &self.deck);
+        let mut pool = BufferPool::with_arena(arena.clone());
+        let data = initial_data(&hierarchy, problem.as_ref(), &mut pool, self.deck.ncomp())?;
+        drop(pool);
+        let mut me = Integrator::assemble(
+            &self.deck,
+            problem,
+            hierarchy,
+            data,
+            (0.0, 0),
+            backend,
+            arena,
+        )?;
+        me.settle_residency()?;
+        Ok(me)
+    }
+
     /// An integrator over an existing hierarchy and data at `time` after
     /// `step` steps (see [`Integrator::from_state`]).
     pub fn from_state<B: SolveBackend<T>>(

@@ -38,7 +38,7 @@ pub use geometry::{Geometry, LevelGeometry, RealVect};
 pub use hierarchy::{
     BufferPool, Hierarchy, HierarchyData, Overlap, Patch, PatchId, PatchSpec, SizeLimits,
 };
-pub use hierarchy_file::{read_hierarchy, write_hierarchy};
+pub use hierarchy_file::{read_hierarchy, read_hierarchy_with, write_hierarchy};
 pub use index::{IndexBox, IntVect, Side, iv};
 pub use interp::Limiter;
 pub use patch_data::{PatchData, PatchState};
