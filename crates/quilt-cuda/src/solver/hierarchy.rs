@@ -13,11 +13,13 @@ use crate::params::EosArgs;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, sys};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use quilt_mesh::flat::{CopyItem, FlatTag, FlatTransfer, RefluxItem, StepItems, starts};
 use quilt_sweep::{BatchLayout, StepReport, SweepOrder};
 
 use super::CudaSolver;
+use super::run::ms;
+use super::state::timing_event;
 use crate::buffer::DeviceBuffer;
 use crate::device::{self, Build};
 use crate::error::{CudaError, DriverContext};
@@ -133,7 +135,7 @@ pub(crate) struct Hierarchy {
 
 /// Seconds between two recorded events.
 fn seconds(a: &CudaEvent, b: &CudaEvent) -> Result<f64, CudaError> {
-    Ok(f64::from(a.elapsed_ms(b).call("cuEventElapsedTime")?) * 1e-3)
+    Ok(ms(a, b)? * 1e-3)
 }
 
 impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
@@ -264,10 +266,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             .collect();
         let rates = Phase::new(&ctx, &s0, &rate_items, rate_items.iter().map(|r| r.n))?;
         let rate_out = DeviceBuffer::new(&ctx, 2)?;
-        let mark = || {
-            ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .call("cuEventCreate")
-        };
+        let mark = || timing_event(&ctx);
         Ok(Hierarchy {
             kernels,
             ncomp: items.ncomp,
@@ -351,19 +350,13 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
     /// refluxing and restriction.
     pub fn step_hierarchy(&mut self, dt: f64, order: SweepOrder) -> Result<StepReport, CudaError> {
         self.dev.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
-        let s0 = self.streams[0].clone();
-        let mark = |solver: &Self, k: usize| -> Result<(), CudaError> {
-            solver.hierarchy()?.marks[k]
-                .record(&s0)
-                .call("cuEventRecord")
-        };
-        mark(self, 0)?;
+        self.mark(0)?;
         self.launch_fill(true)?;
         let report = self.step_resident(dt, order)?;
-        mark(self, 5)?;
+        self.mark(5)?;
         self.launch_levels()?;
-        mark(self, 6)?;
-        s0.synchronize().call("cuStreamSynchronize")?;
+        self.mark(6)?;
+        self.streams[0].synchronize().call("cuStreamSynchronize")?;
         let m = &self.hierarchy()?.marks;
         let mut parts = [0.0; 6];
         for (k, p) in parts.iter_mut().enumerate() {
@@ -649,18 +642,20 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         Ok(())
     }
 
+    /// Records the hierarchy's mark `k` on stream 0.
+    fn mark(&self, k: usize) -> Result<(), CudaError> {
+        self.hierarchy()?.marks[k]
+            .record(&self.streams[0])
+            .call("cuEventRecord")
+    }
+
     /// The ghost fill's launches on stream 0; with `marked`, the
     /// hierarchy's marks 1 to 4 recorded after each phase.
     fn launch_fill(&self, marked: bool) -> Result<(), CudaError> {
         let h = self.hierarchy()?;
         let st = self.state.as_ref().expect("a loaded hierarchy has a state");
         let s0 = &self.streams[0];
-        let mark = |k: usize| -> Result<(), CudaError> {
-            if marked {
-                h.marks[k].record(s0).call("cuEventRecord")?;
-            }
-            Ok(())
-        };
+        let mark = |k: usize| if marked { self.mark(k) } else { Ok(()) };
         let (data, scratch) = (st.d_data.at(0), h.scratch.at(0));
         self.launch_copy(h, &h.copies, scratch)?;
         mark(1)?;

@@ -123,7 +123,11 @@ fn chunk_runs<'a>(
     }
 }
 
-fn ms(a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent) -> Result<f64, CudaError> {
+/// Milliseconds between two recorded events.
+pub(super) fn ms(
+    a: &cudarc::driver::CudaEvent,
+    b: &cudarc::driver::CudaEvent,
+) -> Result<f64, CudaError> {
     Ok(f64::from(a.elapsed_ms(b).call("cuEventElapsedTime")?))
 }
 

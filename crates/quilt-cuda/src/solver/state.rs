@@ -233,7 +233,8 @@ pub(crate) struct LayoutState<T> {
     pub dt: Vec<f64>,
 }
 
-fn timing_event(ctx: &Arc<CudaContext>) -> Result<CudaEvent, CudaError> {
+/// An event that records time (the default flags).
+pub(super) fn timing_event(ctx: &Arc<CudaContext>) -> Result<CudaEvent, CudaError> {
     ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
         .call("cuEventCreate")
 }
