@@ -339,19 +339,7 @@ impl<T: Real> IntegratorBuilder<T> {
         self.deck.validate()?;
         let hierarchy = self.trace_hierarchy(trace)?;
         let problem = self.take_problem(&*backend.thermo())?;
-        let arena = state_arena(&backend, &self.deck);
-        let mut pool = BufferPool::with_arena(arena.clone());
-        let data = initial_data(&hierarchy, problem.as_ref(), &mut pool, self.deck.ncomp())?;
-        drop(pool);
-        let mut me = Integrator::assemble(
-            &self.deck,
-            problem,
-            hierarchy,
-            data,
-            (0.0, 0),
-            backend,
-            arena,
-        )?;
+        let mut me = Integrator::at_initial_state(&self.deck, problem, hierarchy, backend)?;
         me.settle_residency()?;
         Ok(me)
     }
@@ -432,11 +420,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .collect();
         let h = Hierarchy::new(geometry, ghost, deck.size_limits(), vec![specs])
             .map_err(IntegratorError::mesh("base level"))?;
-        let arena = state_arena(&backend, deck);
-        let mut pool = BufferPool::with_arena(arena.clone());
-        let data = initial_data(&h, problem.as_ref(), &mut pool, deck.ncomp())?;
-        drop(pool);
-        let mut me = Self::assemble(deck, problem, h, data, (0.0, 0), backend, arena)?;
+        let mut me = Self::at_initial_state(deck, problem, h, backend)?;
         // Level by level: tag the current hierarchy, cluster, and set the
         // initial condition on the new one. Its data comes from the
         // initial condition alone, so the regrid's data transfer is
@@ -483,6 +467,22 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         me.settle_residency()?;
         me.totals = RunTotals::default();
         Ok(me)
+    }
+
+    /// An integrator at time 0 over `h` with `problem`'s initial state
+    /// (each level restricted onto the one below), its states in the
+    /// backend's page-locked arena where it has one.
+    fn at_initial_state(
+        deck: &Deck,
+        problem: Arc<dyn Problem<T>>,
+        h: Hierarchy,
+        backend: B,
+    ) -> Result<Self, IntegratorError> {
+        let arena = state_arena(&backend, deck);
+        let mut pool = BufferPool::with_arena(arena.clone());
+        let data = initial_data(&h, problem.as_ref(), &mut pool, deck.ncomp())?;
+        drop(pool);
+        Self::assemble(deck, problem, h, data, (0.0, 0), backend, arena)
     }
 
     /// An integrator over an existing hierarchy and data (for example read
