@@ -59,7 +59,8 @@ use rayon::prelude::*;
 
 use crate::error::MeshError;
 use crate::flat::{FlatReflux, RefluxItem, Strided, rel};
-use crate::hierarchy::{Hierarchy, HierarchyData};
+use crate::geometry::LevelGeometry;
+use crate::hierarchy::{Hierarchy, HierarchyData, Patch};
 use crate::index::{IndexBox, IntVect, Side, coarsen_vect, iv};
 use crate::patch_data::PatchData;
 use crate::real::Real;
@@ -131,6 +132,86 @@ struct Piece {
 /// One fine patch's blocks, each with its pieces and their coarse patches
 /// (hierarchy indices), before the register numbers them.
 type PatchBlocks = Vec<(Block, Vec<(usize, Piece)>)>;
+
+/// The blocks of fine patch `p` (on `level`, ratio `r` to the coarser
+/// level of geometry `clg`) with their pieces and the coarse patches that
+/// hold them, in the register's order; `hits` is scratch.
+fn patch_blocks(
+    h: &Hierarchy,
+    p: &Patch,
+    level: usize,
+    r: i32,
+    clg: &LevelGeometry,
+    hits: &mut Vec<usize>,
+) -> Result<PatchBlocks, MeshError> {
+    let interior = p.interior();
+    let mut blocks = Vec::new();
+    for axis in 0..3 {
+        for side in Side::BOTH {
+            for b in p.coarse_fine_faces(axis, side).boxes() {
+                let mut fine_faces = *b;
+                let face = match side {
+                    Side::Lo => interior.lo[axis],
+                    Side::Hi => interior.hi[axis] + 1,
+                };
+                fine_faces.lo[axis] = face;
+                fine_faces.hi[axis] = face;
+                let cells = b.coarsen(r);
+                let aligned = (0..3)
+                    .filter(|&e| e != axis)
+                    .all(|e| b.lo[e].rem_euclid(r) == 0 && (b.hi[e] + 1).rem_euclid(r) == 0);
+                if !aligned {
+                    return Err(MeshError::NotAligned {
+                        level,
+                        id: p.id(),
+                        interior: *b,
+                        ratio: r,
+                    });
+                }
+                let mut pieces = Vec::new();
+                let mut covered = 0;
+                for shift in clg.periodic_shifts() {
+                    hits.clear();
+                    hits.extend(h.patches_intersecting(level - 1, &cells.shift(&-shift)));
+                    for &ci in hits.iter() {
+                        let part = h.patches()[ci].interior().shift(&shift).intersect(&cells);
+                        if part.is_empty() {
+                            continue;
+                        }
+                        covered += part.num_cells();
+                        pieces.push((
+                            ci,
+                            Piece {
+                                block: 0,
+                                cells: part,
+                                shift,
+                            },
+                        ));
+                    }
+                }
+                if covered != cells.num_cells() {
+                    return Err(MeshError::NotNested {
+                        level,
+                        id: p.id(),
+                        uncovered: cells,
+                    });
+                }
+                let block = Block {
+                    axis,
+                    sign: match side {
+                        Side::Lo => 1.0,
+                        Side::Hi => -1.0,
+                    },
+                    fine_faces,
+                    cells,
+                    offset: 0,
+                };
+                blocks.push((block, pieces));
+            }
+        }
+    }
+    Ok(blocks)
+}
 
 /// The flux register of one fine level (see the module docs).
 #[derive(Debug, Clone)]
@@ -206,78 +287,7 @@ impl FluxRegister {
         // order: the register is the one a single pass would build.
         let found: Vec<Result<PatchBlocks, MeshError>> = h.patches()[frange.clone()]
             .par_iter()
-            .map_init(Vec::new, |hits, p| {
-                let interior = p.interior();
-                let mut blocks = Vec::new();
-                for axis in 0..3 {
-                    for side in Side::BOTH {
-                        for b in p.coarse_fine_faces(axis, side).boxes() {
-                            let mut fine_faces = *b;
-                            let face = match side {
-                                Side::Lo => interior.lo[axis],
-                                Side::Hi => interior.hi[axis] + 1,
-                            };
-                            fine_faces.lo[axis] = face;
-                            fine_faces.hi[axis] = face;
-                            let cells = b.coarsen(r);
-                            let aligned = (0..3).filter(|&e| e != axis).all(|e| {
-                                b.lo[e].rem_euclid(r) == 0 && (b.hi[e] + 1).rem_euclid(r) == 0
-                            });
-                            if !aligned {
-                                return Err(MeshError::NotAligned {
-                                    level,
-                                    id: p.id(),
-                                    interior: *b,
-                                    ratio: r,
-                                });
-                            }
-                            let mut pieces = Vec::new();
-                            let mut covered = 0;
-                            for shift in clg.periodic_shifts() {
-                                hits.clear();
-                                hits.extend(
-                                    h.patches_intersecting(level - 1, &cells.shift(&-shift)),
-                                );
-                                for &ci in hits.iter() {
-                                    let part =
-                                        h.patches()[ci].interior().shift(&shift).intersect(&cells);
-                                    if part.is_empty() {
-                                        continue;
-                                    }
-                                    covered += part.num_cells();
-                                    pieces.push((
-                                        ci,
-                                        Piece {
-                                            block: 0,
-                                            cells: part,
-                                            shift,
-                                        },
-                                    ));
-                                }
-                            }
-                            if covered != cells.num_cells() {
-                                return Err(MeshError::NotNested {
-                                    level,
-                                    id: p.id(),
-                                    uncovered: cells,
-                                });
-                            }
-                            let block = Block {
-                                axis,
-                                sign: match side {
-                                    Side::Lo => 1.0,
-                                    Side::Hi => -1.0,
-                                },
-                                fine_faces,
-                                cells,
-                                offset: 0,
-                            };
-                            blocks.push((block, pieces));
-                        }
-                    }
-                }
-                Ok(blocks)
-            })
+            .map_init(Vec::new, |hits, p| patch_blocks(h, p, level, r, &clg, hits))
             .collect();
         let mut faces = 0;
         for blocks in found {
