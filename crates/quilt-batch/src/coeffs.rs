@@ -9,12 +9,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{BatchError, Result};
 
-/// GPU (or CPU backend) solve coefficients: paper eqs. 1 and 2, plus two terms
-/// the paper folds away (`c_cell`, `t_launch`).
+/// GPU (or CPU backend) solve coefficients: paper eqs. 1 and 2, plus three
+/// terms the paper folds away (`c_cell`, `t_launch`, `t_bin`).
 ///
-/// `t_exec(bin) = c1*Nx + c2*Ny + c3*Nz + c_cell*V`;
+/// `t_exec(bin) = c1*Nx + c2*Ny + c3*Nz + c_cell*V + t_bin`;
 /// `t_solve(batch) = t_launch + t_trans*(bytes_first + bytes_last) + Σ t_exec`.
-/// With `c_cell = t_launch = 0` this is exactly the paper's model.
+/// With `c_cell = t_launch = t_bin = 0` this is exactly the paper's model.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SolveCoeffs {
@@ -32,6 +32,11 @@ pub struct SolveCoeffs {
     pub t_trans: f64,
     /// Fixed cost per batch (kernel launches, synchronisation).
     pub t_launch: f64,
+    /// Fixed cost per bin: what a bin costs whatever its patches (its share
+    /// of the launches' blocks, its transfers' set-up). On a GPU behind a
+    /// bus it is the largest term of a nearly empty bin, so without it the
+    /// model overestimates full bins and underestimates sparse ones.
+    pub t_bin: f64,
 }
 
 /// CPU prepare coefficients: paper eq. 3 plus a per-patch overhead.
@@ -75,7 +80,7 @@ pub struct Coefficients {
 }
 
 /// Names of the solve coefficients, in feature order (as in the JSON file).
-pub const SOLVE_NAMES: [&str; 6] = ["c1", "c2", "c3", "c_cell", "t_trans", "t_launch"];
+pub const SOLVE_NAMES: [&str; 7] = ["c1", "c2", "c3", "c_cell", "t_trans", "t_launch", "t_bin"];
 /// Names of the prepare coefficients, in feature order.
 pub const PREPARE_NAMES: [&str; 3] = ["k1", "k2", "k_patch"];
 /// Names of the close coefficients, in feature order.
@@ -92,7 +97,7 @@ fn check<const N: usize>(values: [f64; N], names: [&'static str; N]) -> Result<(
 
 impl SolveCoeffs {
     /// Coefficients in feature order ([`SOLVE_NAMES`]).
-    pub fn to_array(&self) -> [f64; 6] {
+    pub fn to_array(&self) -> [f64; 7] {
         [
             self.c1,
             self.c2,
@@ -100,11 +105,12 @@ impl SolveCoeffs {
             self.c_cell,
             self.t_trans,
             self.t_launch,
+            self.t_bin,
         ]
     }
 
     /// Inverse of [`SolveCoeffs::to_array`].
-    pub fn from_array(a: [f64; 6]) -> Self {
+    pub fn from_array(a: [f64; 7]) -> Self {
         Self {
             c1: a[0],
             c2: a[1],
@@ -112,6 +118,7 @@ impl SolveCoeffs {
             c_cell: a[3],
             t_trans: a[4],
             t_launch: a[5],
+            t_bin: a[6],
         }
     }
 
@@ -176,6 +183,7 @@ impl Coefficients {
                 c_cell: 3.0e-7,
                 t_trans: 0.0,
                 t_launch: 5.0e-6,
+                t_bin: 2.0e-6,
             },
             prepare: Self::CPU_PREPARE,
             close: Self::CPU_CLOSE,
@@ -194,6 +202,7 @@ impl Coefficients {
                 c_cell: 3.0e-10,
                 t_trans: 5.0e-11,
                 t_launch: 3.0e-5,
+                t_bin: 1.0e-4,
             },
             prepare: Self::CPU_PREPARE,
             close: Self::CPU_CLOSE,

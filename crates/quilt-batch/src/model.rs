@@ -9,14 +9,15 @@ use crate::coeffs::Coefficients;
 use crate::error::Result;
 use crate::work::{BinWork, PatchWork, Preparation};
 
-/// Solve features: `[Nx, Ny, Nz, cells, transfer bytes, batches]`.
-pub type SolveFeatures = [f64; 6];
+/// Solve features: `[Nx, Ny, Nz, cells, transfer bytes, batches, bins]`.
+pub type SolveFeatures = [f64; 7];
 /// Prepare features: `[ghost interpolated, copied cells (ghost + interior), patches]`.
 pub type PrepareFeatures = [f64; 3];
 /// Close features: `[interior cells, flux-register faces, patches]`.
 pub type CloseFeatures = [f64; 3];
 
-/// Solve features of one bin's execution (eq. 1): no transfer, no launch.
+/// Solve features of one bin's execution (eq. 1 and the bin's fixed
+/// cost): no transfer, no launch.
 pub fn bin_exec_features(bin: &BinWork) -> SolveFeatures {
     let t = bin.totals();
     [
@@ -26,6 +27,7 @@ pub fn bin_exec_features(bin: &BinWork) -> SolveFeatures {
         t.cells as f64,
         0.0,
         0.0,
+        1.0,
     ]
 }
 
@@ -36,7 +38,7 @@ pub fn batch_solve_features<'a, I>(bins: I) -> SolveFeatures
 where
     I: IntoIterator<Item = &'a BinWork>,
 {
-    let mut f = [0.0; 6];
+    let mut f = [0.0; 7];
     let mut first = None;
     let mut last = None;
     for bin in bins {
@@ -69,6 +71,54 @@ pub fn patch_close_features(p: &PatchWork) -> CloseFeatures {
     [p.interior_cells() as f64, p.flux_faces as f64, 1.0]
 }
 
+/// Expected time of the slowest of several queues that run at once, each
+/// estimated at `loads[q]` seconds and taking `loads[q] * e^ε` with ε
+/// independent and normal of standard deviation `spread` and mean
+/// `-spread² / 2` (so each queue's mean is its estimate).
+///
+/// The plain maximum of the estimates is the slowest queue's time only
+/// without noise: the largest of several noisy times exceeds the largest
+/// of their means, the more so the more queues are close to the largest.
+/// Computed as `E[max] = ∫ (1 − Π_q Φ_q(t)) dt` by Simpson's rule in
+/// `ln t` over the maximum's range (from 5 standard deviations below the
+/// largest estimate to 6 above), so it costs 33 evaluations of `erfc` per
+/// queue near the top and is deterministic. 0 for no positive load; the
+/// plain maximum for `spread` 0.
+pub fn expected_slowest(loads: &[f64], spread: f64) -> f64 {
+    let max = loads.iter().copied().fold(0.0, f64::max);
+    if !(spread > 0.0 && spread.is_finite() && max > 0.0) {
+        return max;
+    }
+    const INTERVALS: usize = 32;
+    let mu = -0.5 * spread * spread;
+    let (u_lo, u_hi) = (mu - 5.0 * spread, mu + 6.0 * spread);
+    let lo = max * u_lo.exp();
+    // A queue whose time exceeds `lo` with probability below Φ(-6) changes
+    // nothing the rule resolves.
+    let matters = lo * (-mu - 6.0 * spread).exp();
+    // (1 − F(t)) dt/du at t = max e^u.
+    let tail = |u: f64| {
+        let t = max * u.exp();
+        let lt = t.ln();
+        let below: f64 = loads
+            .iter()
+            .filter(|&&l| l > matters)
+            .map(|&l| {
+                let z = (lt - l.ln() - mu) / spread;
+                0.5 * libm::erfc(-z * std::f64::consts::FRAC_1_SQRT_2)
+            })
+            .product();
+        (1.0 - below) * t
+    };
+    let h = (u_hi - u_lo) / INTERVALS as f64;
+    let mut sum = tail(u_lo) + tail(u_hi);
+    for i in 1..INTERVALS {
+        let w = if i % 2 == 1 { 4.0 } else { 2.0 };
+        sum += w * tail(u_lo + i as f64 * h);
+    }
+    lo + sum * h / 3.0
+}
+
 /// Dot product of coefficients and features (kept in one place so every
 /// estimate rounds the same way).
 #[inline]
@@ -80,9 +130,10 @@ pub fn dot<const N: usize>(c: &[f64; N], f: &[f64; N]) -> f64 {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CostModel {
     coefficients: Coefficients,
-    solve: [f64; 6],
+    solve: [f64; 7],
     prepare: [f64; 3],
     close: [f64; 3],
+    queue_spread: f64,
 }
 
 impl CostModel {
@@ -97,7 +148,33 @@ impl CostModel {
             solve: coefficients.solve.to_array(),
             prepare: coefficients.prepare.to_array(),
             close: coefficients.close.to_array(),
+            queue_spread: 0.0,
         })
+    }
+
+    /// The model with `spread` as the standard deviation of the logarithm of
+    /// a queue's measured over estimated prepare time, within a batch (see
+    /// [`expected_slowest`]); clamped to `[0, 1]`, 0 for NaN.
+    pub fn with_queue_spread(mut self, spread: f64) -> Self {
+        self.queue_spread = if spread.is_nan() {
+            0.0
+        } else {
+            spread.clamp(0.0, 1.0)
+        };
+        self
+    }
+
+    /// The spread of queue times given by [`CostModel::with_queue_spread`]
+    /// (0 at first).
+    pub fn queue_spread(&self) -> f64 {
+        self.queue_spread
+    }
+
+    /// Expected prepare time of a batch whose queues are estimated at
+    /// `loads` seconds: the slowest queue's, with this model's spread
+    /// ([`expected_slowest`]).
+    pub fn slowest_queue(&self, loads: &[f64]) -> f64 {
+        expected_slowest(loads, self.queue_spread)
     }
 
     /// The coefficients.

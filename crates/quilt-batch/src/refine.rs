@@ -108,6 +108,11 @@ impl<const N: usize> Estimator<N> {
 
     /// `z`: each term's contribution in seconds at the base coefficients; `y`: measured seconds.
     fn update(&mut self, z: [f64; N], y: f64, opts: &RefineOptions) {
+        // Residuals relative to the measurement: the fit minimises the
+        // squared relative errors the estimates are judged by. (Relative to
+        // the prediction the fit would be unbiased for the mean time, but a
+        // preempted task's time then pulls hard: on a loaded host the
+        // per-batch errors grew two- to threefold.)
         let z = SVector::<f64, N>::from(z) / y;
         match opts.method {
             Refinement::Rls { forgetting } => {
@@ -154,11 +159,24 @@ pub struct OnlineModel {
     base: Coefficients,
     model: CostModel,
     opts: RefineOptions,
-    solve: Estimator<6>,
+    solve: Estimator<7>,
     prepare: Estimator<3>,
     close: Estimator<3>,
+    /// The within-batch spread of the logarithm of queues' measured over
+    /// estimated prepare times, pooled over batches with forgetting: the sum
+    /// of squared deviations from each batch's mean, and its degrees of
+    /// freedom.
+    queue_deviations: (f64, f64),
     observations: u64,
 }
+
+/// Weight of the past per batch in [`OnlineModel`]'s spread of queue times:
+/// about the last 20 batches count.
+const SPREAD_FORGETTING: f64 = 0.95;
+
+/// Degrees of freedom the spread of queue times needs before it is used (a
+/// batch of `n` queues gives `n − 1`): one batch of two queues says little.
+const SPREAD_MIN_DOF: f64 = 8.0;
 
 fn scaled<const N: usize>(base: [f64; N], f: [f64; N]) -> [f64; N] {
     std::array::from_fn(|i| base[i] * f[i])
@@ -183,6 +201,7 @@ impl OnlineModel {
             solve: Estimator::new(),
             prepare: Estimator::new(),
             close: Estimator::new(),
+            queue_deviations: (0.0, 0.0),
             observations: 0,
         })
     }
@@ -199,7 +218,7 @@ impl OnlineModel {
 
     /// Current factors relative to the base coefficients, per group
     /// (solve, prepare, close), in feature order.
-    pub fn factors(&self) -> ([f64; 6], [f64; 3], [f64; 3]) {
+    pub fn factors(&self) -> ([f64; 7], [f64; 3], [f64; 3]) {
         (
             self.solve.factors(),
             self.prepare.factors(),
@@ -214,6 +233,7 @@ impl OnlineModel {
             solve: Estimator::new(),
             prepare: Estimator::new(),
             close: Estimator::new(),
+            queue_deviations: (0.0, 0.0),
             observations: 0,
             ..self.clone()
         };
@@ -236,7 +256,9 @@ impl OnlineModel {
         };
         // Factors are clamped to a positive finite range, so scaled valid
         // coefficients stay valid.
-        self.model = CostModel::new(c).expect("refined coefficients stay valid");
+        self.model = CostModel::new(c)
+            .expect("refined coefficients stay valid")
+            .with_queue_spread(self.queue_spread());
         self.observations += 1;
     }
 
@@ -272,6 +294,62 @@ impl OnlineModel {
         self.prepare.update(z, s.seconds, &self.opts);
         self.rebuild();
         Ok(())
+    }
+
+    /// Takes the prepares of one batch's queues, run at once: each refines
+    /// the prepare coefficients as [`OnlineModel::observe_prepare`] does,
+    /// and their spread about the model's estimates (made before these
+    /// observations) refines the model's queue spread, with which
+    /// [`CostModel::slowest_queue`] estimates a batch's prepare.
+    ///
+    /// # Errors
+    /// As [`OnlineModel::observe_solve`], for the first bad sample; nothing
+    /// is observed then.
+    pub fn observe_queues(&mut self, samples: &[PrepareSample]) -> Result<()> {
+        for (i, s) in samples.iter().enumerate() {
+            check_sample(
+                "observed prepare queue",
+                self.observations as usize + i,
+                &s.features,
+                s.seconds,
+            )?;
+        }
+        let (mut n, mut sum, mut sum_sq) = (0.0, 0.0, 0.0);
+        for s in samples {
+            let estimate = self.model.prepare_from_features(&s.features);
+            if estimate > 0.0 {
+                let r = (s.seconds / estimate).ln();
+                n += 1.0;
+                sum += r;
+                sum_sq += r * r;
+            }
+        }
+        if n >= 2.0 {
+            let mean = sum / n;
+            let (squares, dof) = self.queue_deviations;
+            self.queue_deviations = (
+                SPREAD_FORGETTING * squares + (sum_sq - n * mean * mean).max(0.0),
+                SPREAD_FORGETTING * dof + (n - 1.0),
+            );
+        }
+        for s in samples {
+            let z = contributions(self.base.prepare.to_array(), s.features);
+            self.prepare.update(z, s.seconds, &self.opts);
+            self.rebuild();
+        }
+        Ok(())
+    }
+
+    /// The standard deviation of the logarithm of a queue's measured over
+    /// estimated prepare time within a batch, as observed so far by
+    /// [`OnlineModel::observe_queues`] (0 until enough queues were seen).
+    pub fn queue_spread(&self) -> f64 {
+        let (squares, dof) = self.queue_deviations;
+        if dof >= SPREAD_MIN_DOF {
+            (squares / dof).sqrt()
+        } else {
+            0.0
+        }
     }
 
     /// Takes one observed close.

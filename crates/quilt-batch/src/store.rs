@@ -15,7 +15,8 @@ use crate::error::{BatchError, Result};
 use crate::model::CostModel;
 
 /// Version of the file layout written by [`CoefficientFile::save`].
-pub const FORMAT_VERSION: u32 = 1;
+/// Version 2 added the solve coefficient `t_bin`.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Where a coefficient set came from.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,19 +79,27 @@ impl CoefficientFile {
     /// Parses and validates file content; `path` only labels errors.
     pub fn parse(text: &str, path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let file: Self = serde_json::from_str(text).map_err(|source| BatchError::Parse {
+        let parse_error = |source: serde_json::Error| BatchError::Parse {
             path: path.to_path_buf(),
             line: source.line(),
             column: source.column(),
             source,
-        })?;
-        if file.format_version != FORMAT_VERSION {
+        };
+        // The version first: a file of another layout names its version,
+        // not the first field the layouts disagree on.
+        #[derive(Deserialize)]
+        struct Version {
+            format_version: u32,
+        }
+        let version: Version = serde_json::from_str(text).map_err(parse_error)?;
+        if version.format_version != FORMAT_VERSION {
             return Err(BatchError::FormatVersion {
                 path: path.to_path_buf(),
-                found: file.format_version,
+                found: version.format_version,
                 expected: FORMAT_VERSION,
             });
         }
+        let file: Self = serde_json::from_str(text).map_err(parse_error)?;
         file.coefficients
             .validate()
             .map_err(|e| BatchError::InvalidFile {

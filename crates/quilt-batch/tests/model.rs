@@ -14,6 +14,7 @@ fn coeffs() -> Coefficients {
             c_cell: 0.5,
             t_trans: 0.001,
             t_launch: 7.0,
+            t_bin: 3.0,
         },
         prepare: PrepareCoeffs {
             k1: 3.0,
@@ -53,15 +54,16 @@ fn estimates_follow_equations_1_to_3() {
     let bin1 = BinWork::new(vec![a, b], 40).unwrap();
     let bin2 = BinWork::single(b, 40).unwrap();
 
-    // Eq. 1: columns swept, per patch, summed over the bin; plus c_cell * cells.
+    // Eq. 1: columns swept, per patch, summed over the bin; plus c_cell *
+    // cells and the bin's fixed cost.
     let nx = 8 * 6 + 5 * 5;
     let ny = 10 * 6 + 5 * 5;
     let nz = 10 * 8 + 5 * 5;
     let cells = 480 + 125;
     assert_eq!(bin1.totals().columns, [nx, ny, nz]);
-    let exec1 = nx as f64 + 10.0 * ny as f64 + 100.0 * nz as f64 + 0.5 * cells as f64;
+    let exec1 = nx as f64 + 10.0 * ny as f64 + 100.0 * nz as f64 + 0.5 * cells as f64 + 3.0;
     assert_eq!(m.bin_exec(&bin1), exec1);
-    let exec2 = 25.0 + 250.0 + 2500.0 + 0.5 * 125.0;
+    let exec2 = 25.0 + 250.0 + 2500.0 + 0.5 * 125.0 + 3.0;
     assert_eq!(m.bin_exec(&bin2), exec2);
 
     // Eq. 2: launch + transfer of the first and the last bin + all executions.

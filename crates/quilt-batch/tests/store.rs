@@ -131,16 +131,33 @@ fn corrupt_files_are_errors_naming_file_line_and_column() {
         "{e}"
     );
 
+    let current = format!("\"format_version\": {FORMAT_VERSION}");
+    assert!(good.contains(&current), "{good}");
     let path = d.join("version.json");
-    std::fs::write(
-        &path,
-        good.replace("\"format_version\": 1", "\"format_version\": 99"),
-    )
-    .unwrap();
+    std::fs::write(&path, good.replace(&current, "\"format_version\": 99")).unwrap();
     assert!(matches!(
         CoefficientFile::load(&path),
         Err(BatchError::FormatVersion { found: 99, .. })
     ));
+
+    // A file of version 1 (before t_bin) names its version, not the field
+    // it lacks.
+    let path = d.join("version1.json");
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    v["format_version"] = 1.into();
+    v["coefficients"]["solve"]
+        .as_object_mut()
+        .unwrap()
+        .remove("t_bin")
+        .unwrap();
+    let old = serde_json::to_string_pretty(&v).unwrap();
+    std::fs::write(&path, &old).unwrap();
+    let e = CoefficientFile::load(&path).unwrap_err();
+    assert!(
+        matches!(&e, BatchError::FormatVersion { found: 1, .. }),
+        "{e}\n{old}"
+    );
+    assert!(e.to_string().contains("version1.json"), "{e}");
 
     // A folder where the file should be is an I/O error, not "missing".
     let path = d.join("folder.json");

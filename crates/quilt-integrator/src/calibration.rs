@@ -332,7 +332,8 @@ mod tests {
         let c = Coefficients::gpu_default();
         save_coefficients(&path, "cuda", "NVIDIA H100 80GB HBM3", 40, c).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains("\"format_version\": 1"), "{text}");
+        let version = format!("\"format_version\": {}", quilt_batch::FORMAT_VERSION);
+        assert!(text.contains(&version), "{text}");
         assert_eq!(
             load_coefficients(&path, "cuda", "NVIDIA H100 80GB HBM3"),
             Ok(Some(c))
@@ -348,7 +349,7 @@ mod tests {
         let e = load_coefficients(&path, "cuda", "NVIDIA H100 80GB HBM3").unwrap_err();
         assert!(e.contains(&path.display().to_string()), "{e}");
         // Another format version.
-        let future = text.replace("\"format_version\": 1", "\"format_version\": 9");
+        let future = text.replace(&version, "\"format_version\": 9");
         std::fs::write(&path, future).unwrap();
         let e = load_coefficients(&path, "cuda", "NVIDIA H100 80GB HBM3").unwrap_err();
         assert!(e.contains(&path.display().to_string()), "{e}");

@@ -19,6 +19,7 @@ use quilt_batch::{CloseSample, OnlineModel, PatchWork, PrepareSample, SolveSampl
 use quilt_mesh::fill::OldData;
 use quilt_mesh::{Hierarchy, HierarchyData, PatchId};
 use quilt_sweep::{StepReport, SweepError, SweepOrder};
+use smallvec::SmallVec;
 
 use crate::Real;
 use crate::backend::{LayoutStage, Restricted, SolveBackend, SolveError};
@@ -227,30 +228,47 @@ fn observe_prepare<T>(
     layout: &PlanLayout<T>,
     s: &StagedBatch<T>,
     errors: &mut EstimateErrors,
-    mut calibrator: Option<&mut Calibrator>,
+    calibrator: Option<&mut Calibrator>,
 ) {
-    // The batch's prepare is its slowest queue's, as the selection sees it.
-    let estimate = s
-        .queues
-        .iter()
-        .map(|jobs| {
-            queue_work(layout, jobs)
-                .map(|w| model.model().patch_prepare(w))
-                .sum::<f64>()
-        })
-        .fold(0.0, f64::max);
+    // The batch's prepare is its slowest queue's, estimated as the
+    // selection estimates it: the expected slowest of the queues' loads.
+    let mut loads = SmallVec::<[f64; 32]>::new();
+    let mut samples = SmallVec::<[PrepareSample; 32]>::new();
+    for (jobs, &secs) in s.queues.iter().zip(&s.prepare_secs) {
+        let load: f64 = queue_work(layout, jobs)
+            .map(|w| model.model().patch_prepare(w))
+            .sum();
+        loads.push(load);
+        if !jobs.is_empty() && secs > 0.0 {
+            samples.push(PrepareSample::patches(queue_work(layout, jobs), secs));
+        }
+    }
+    let estimate = model.model().slowest_queue(&loads);
     let measured = s.prepare_secs.iter().copied().fold(0.0, f64::max);
     errors.add_prepare(estimate, measured);
-    for (jobs, &secs) in s.queues.iter().zip(&s.prepare_secs) {
-        if !jobs.is_empty() && secs > 0.0 {
-            let sample = PrepareSample::patches(queue_work(layout, jobs), secs);
-            if let Some(c) = calibrator.as_deref_mut() {
-                c.prepare(sample);
-            }
-            if let Err(e) = model.observe_prepare(&sample) {
-                log::debug!("prepare observation skipped: {e}");
-            }
+    if log::log_enabled!(log::Level::Trace) {
+        // Each queue's estimate and time: what a model of the slowest
+        // queue is fitted and judged against offline.
+        let queues: Vec<String> = loads
+            .iter()
+            .zip(&s.prepare_secs)
+            .zip(&s.queues)
+            .filter(|(_, jobs)| !jobs.is_empty())
+            .map(|((est, secs), _)| format!("{est:.4e}/{secs:.4e}"))
+            .collect();
+        log::trace!(
+            "prepare queues (estimate/measured s): {}; slowest expected {estimate:.4e} s at spread {:.3}",
+            queues.join(" "),
+            model.model().queue_spread()
+        );
+    }
+    if let Some(c) = calibrator {
+        for sample in &samples {
+            c.prepare(*sample);
         }
+    }
+    if let Err(e) = model.observe_queues(&samples) {
+        log::debug!("prepare observations skipped: {e}");
     }
 }
 
@@ -286,6 +304,15 @@ fn observe_solve<T>(
         return;
     }
     let work = bins.iter().map(|&b| &layout.work[b]);
+    if log::log_enabled!(log::Level::Trace) {
+        let all: u64 = bins.iter().map(|&b| layout.work[b].bytes()).sum();
+        log::trace!(
+            "solve of {} bins: features {:?}, all bytes {all}, estimate {:.4e} s, measured {secs:.4e} s",
+            bins.len(),
+            SolveSample::batch(work.clone(), secs).features,
+            model.model().batch_solve(work.clone()),
+        );
+    }
     let sample = if transfers {
         SolveSample::batch(work, secs)
     } else {

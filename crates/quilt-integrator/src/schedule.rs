@@ -16,7 +16,8 @@ pub(crate) struct Pick {
     pub queues: Vec<Vec<PatchRef>>,
     /// Estimated solve seconds of the batch.
     pub solve_estimate: f64,
-    /// Estimated prepare seconds of the batch's most loaded queue.
+    /// Estimated prepare seconds of the batch: the expected time of its
+    /// slowest queue ([`quilt_batch::CostModel::slowest_queue`]).
     pub prepare_estimate: f64,
     /// Estimated close seconds of the batch's most loaded queue.
     pub close_estimate: f64,
@@ -153,7 +154,7 @@ impl Scheduler {
                 close_load[q] += model.patch_close(w);
             }
         }
-        let prepare_estimate = prepare_load.iter().copied().fold(0.0, f64::max);
+        let prepare_estimate = model.slowest_queue(&prepare_load);
         let close_estimate = close_load.iter().copied().fold(0.0, f64::max);
         // Drop the chosen bins, keeping the others in order.
         let mut keep = vec![true; self.work.len()];

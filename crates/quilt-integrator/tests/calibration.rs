@@ -42,7 +42,8 @@ fn calibrates_stores_reloads_and_replaces_foreign_files() {
     let backend = it.backend();
     let path = coefficient_path(&dir, backend.name(), &backend.device());
     let text = std::fs::read_to_string(&path).expect("coefficients stored");
-    assert!(text.contains("\"format_version\": 1"));
+    let version = format!("\"format_version\": {}", quilt_batch::FORMAT_VERSION);
+    assert!(text.contains(&version), "{text}");
     assert_eq!(
         it.model().model().coefficients(),
         &report.coefficients,
@@ -53,14 +54,16 @@ fn calibrates_stores_reloads_and_replaces_foreign_files() {
     let it = run(&dir, 3);
     assert!(it.calibration().is_none());
 
-    // A file of another device, then a malformed one: calibrated afresh
-    // and the file replaced by this device's.
+    // A file of another device, a malformed one and one of the format
+    // before `t_bin`: calibrated afresh and the file replaced by this
+    // device's.
     let foreign = text.replace(
         &format!("\"device\": \"{}\"", backend.device()),
         "\"device\": \"another GPU\"",
     );
     assert_ne!(foreign, text);
-    for bad in [foreign, "{ \"format_version\": 1,".to_string()] {
+    let old_format = text.replace(&version, "\"format_version\": 1");
+    for bad in [foreign, "{ \"format_version\": 1,".to_string(), old_format] {
         std::fs::write(&path, &bad).unwrap();
         let it = run(&dir, 3);
         assert!(

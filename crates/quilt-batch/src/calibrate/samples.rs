@@ -10,7 +10,7 @@ use crate::work::{BinWork, PatchWork};
 /// One measured solve: a batch (eq. 2) or a single bin's execution (eq. 1).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SolveSample {
-    /// `[Nx, Ny, Nz, cells, transfer bytes, batches]`, see [`crate::model::SolveFeatures`].
+    /// `[Nx, Ny, Nz, cells, transfer bytes, batches, bins]`, see [`crate::model::SolveFeatures`].
     pub features: SolveFeatures,
     /// Measured seconds.
     pub seconds: f64,
