@@ -3,13 +3,15 @@
 //! | task | what it does |
 //! |---|---|
 //! | `setup` | checks (and, as root on Debian/Ubuntu, installs) the system packages the workspace needs |
-//! | `test` | `setup`, then the whole test suite in the optimised `ci` profile, then the MPI checks (distributed fill and a small run over 1–3 `mpirun` ranks: bitwise states, byte-equal output, a 3-rank checkpoint continued on 2) when Open MPI's development packages are installed |
+//! | `test` | `setup`, then the whole test suite in the optimised `ci` profile, then the paper suite at its tiny size (into `target/paper-check`), then the MPI checks (distributed fill and a small run over 1–3 `mpirun` ranks: bitwise states, byte-equal output, a 3-rank checkpoint continued on 2) when Open MPI's development packages are installed |
 //! | `run` | `setup`, then the main job (the Euler sphere example) |
 //! | `plot` | a line chart (SVG) of measured figures from a CSV table, for `docs/figures/` |
+//! | `paper` | the founding paper's evaluation: packing tables, the GPU machine's harness summaries, charts and `docs/paper-results.md` |
 //!
 //! The tasks shell out to `cargo`, `pkg-config` and `apt-get`; they hold no
 //! build logic of their own so that plain `cargo` commands stay equivalent.
 
+mod paper;
 mod plot;
 mod setup;
 
@@ -51,6 +53,9 @@ enum Task {
     },
     /// Draw a line chart (SVG) of measured figures from a CSV table.
     Plot(plot::PlotArgs),
+    /// The founding paper's evaluation: tables, charts and
+    /// docs/paper-results.md.
+    Paper(paper::PaperArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,9 +64,11 @@ fn main() -> ExitCode {
         Task::Setup { check_only, mpi } => setup::run(!check_only, mpi),
         Task::Test { rest } => setup::run(true, false)
             .and_then(|()| test(&rest))
+            .and_then(|()| paper::check())
             .and_then(|()| mpi_checks()),
         Task::Run { rest } => setup::run(true, false).and_then(|()| run_main(&rest)),
         Task::Plot(args) => plot::run(&args),
+        Task::Paper(args) => paper::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -49,11 +49,30 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(120, 120, 120),
 ];
 
-/// One series of the table.
+/// One series of a line chart.
 #[derive(Debug)]
-struct Series {
-    name: String,
-    points: Vec<(f64, f64)>,
+pub struct Series {
+    /// The legend's entry.
+    pub name: String,
+    /// The points, joined in this order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A reference point: its label and position.
+pub type Marker = (String, f64, f64);
+
+/// Titles and options of a line chart.
+pub struct LineChart<'a> {
+    /// The chart's title.
+    pub title: &'a str,
+    /// The x axis' label, with its unit.
+    pub x_label: &'a str,
+    /// The y axis' label, with its unit.
+    pub y_label: &'a str,
+    /// Also draws `y = x`.
+    pub ideal: bool,
+    /// Whether the legend goes to the lower right (else the upper left).
+    pub legend_low: bool,
 }
 
 /// Reads the table at `path`.
@@ -110,7 +129,7 @@ fn parse_marker(m: &str) -> Result<(String, f64, f64)> {
     Ok((label.to_string(), num(x)?, num(y)?))
 }
 
-/// Draws the chart.
+/// Draws the chart of `cargo xtask plot`.
 pub fn run(args: &PlotArgs) -> Result<()> {
     let series = read_table(&args.csv)?;
     let markers = args
@@ -118,6 +137,21 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         .iter()
         .map(|m| parse_marker(m))
         .collect::<Result<Vec<_>>>()?;
+    let chart = LineChart {
+        title: &args.title,
+        x_label: &args.x_label,
+        y_label: &args.y_label,
+        ideal: args.ideal,
+        legend_low: false,
+    };
+    line_chart(&args.out, &chart, &series, &markers)?;
+    println!("xtask plot: wrote {}", args.out.display());
+    Ok(())
+}
+
+/// Draws `series` and `markers` as a line chart into the SVG file `out`;
+/// both axes start at 0.
+pub fn line_chart(out: &Path, c: &LineChart, series: &[Series], markers: &[Marker]) -> Result<()> {
     let all = series
         .iter()
         .flat_map(|s| s.points.iter().copied())
@@ -127,28 +161,33 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         x_max = x_max.max(x);
         y_max = y_max.max(y);
     }
-    if args.ideal {
+    if c.ideal {
         y_max = y_max.max(x_max);
     }
-    let x_range = 0.0..x_max + 0.5;
-    let y_range = 0.0..y_max * 1.15 + 0.1;
-    let draw = || -> std::result::Result<(), Box<dyn std::error::Error>> {
-        let root = SVGBackend::new(&args.out, (720, 480)).into_drawing_area();
-        root.fill(&WHITE)?;
+    // Small integer axes (GPU counts) get a tick per unit.
+    let small = x_max <= 16.0;
+    let x_range = if small {
+        0.0..x_max + 0.5
+    } else {
+        0.0..x_max * 1.05
+    };
+    let y_range = 0.0..y_max * 1.15 + if y_max > 2.0 { 0.1 } else { 0.0 };
+    render(out, |root| {
         let mut chart = ChartBuilder::on(&root)
-            .caption(&args.title, ("sans-serif", 20))
+            .caption(c.title, ("sans-serif", 20))
             .margin(16)
             .x_label_area_size(44)
             .y_label_area_size(56)
             .build_cartesian_2d(x_range.clone(), y_range.clone())?;
-        chart
-            .configure_mesh()
-            .x_labels(x_range.end.ceil() as usize + 1)
-            .x_label_formatter(&|v| format!("{v}"))
-            .x_desc(&args.x_label)
-            .y_desc(&args.y_label)
+        let mut mesh = chart.configure_mesh();
+        if small {
+            mesh.x_labels(x_range.end.ceil() as usize + 1);
+        }
+        mesh.x_label_formatter(&|v| format!("{v}"))
+            .x_desc(c.x_label)
+            .y_desc(c.y_label)
             .draw()?;
-        if args.ideal {
+        if c.ideal {
             chart
                 .draw_series(LineSeries::new(
                     [(0.0, 0.0), (x_range.end, x_range.end)],
@@ -185,18 +224,126 @@ pub fn run(args: &PlotArgs) -> Result<()> {
                     + Text::new(label.clone(), (-10, 0), style),
             ))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK.mix(0.4))
-            .draw()?;
-        root.present()?;
-        Ok(())
-    };
-    draw().map_err(|e| anyhow::anyhow!("drawing {}: {e}", args.out.display()))?;
-    println!("xtask plot: wrote {}", args.out.display());
+        legend(
+            &mut chart,
+            if c.legend_low {
+                SeriesLabelPosition::LowerRight
+            } else {
+                SeriesLabelPosition::UpperLeft
+            },
+        )
+    })
+}
+
+/// Draws into a white SVG file `out` of 720 × 480 pixels.
+fn render(
+    out: &Path,
+    draw: impl FnOnce(
+        DrawingArea<SVGBackend, plotters::coord::Shift>,
+    ) -> std::result::Result<(), Box<dyn std::error::Error>>,
+) -> Result<()> {
+    let root = SVGBackend::new(out, (720, 480)).into_drawing_area();
+    let drawn = root
+        .fill(&WHITE)
+        .map_err(Into::into)
+        .and_then(|()| draw(root.clone()))
+        .and_then(|()| root.present().map_err(Into::into));
+    drawn.map_err(|e| anyhow::anyhow!("drawing {}: {e}", out.display()))
+}
+
+/// The series' legend, framed, at `position`.
+fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK.mix(0.4))
+        .draw()
+        .map_err(|e| e.to_string())?;
     Ok(())
+}
+
+/// One group of bars: its label under the axis and one value per series
+/// (`None` where a series has none).
+pub struct BarGroup {
+    /// The label under the group.
+    pub label: String,
+    /// One value per series, in the order of the series' names.
+    pub values: Vec<Option<f64>>,
+}
+
+/// Draws grouped bars on a logarithmic axis from 1 (ratios) into the SVG
+/// file `out`, each bar labelled with its value.
+pub fn ratio_bars(
+    out: &Path,
+    title: &str,
+    y_label: &str,
+    names: &[&str],
+    groups: &[BarGroup],
+) -> Result<()> {
+    let y_max = groups
+        .iter()
+        .flat_map(|g| g.values.iter().flatten().copied())
+        .fold(1.0f64, f64::max);
+    let n = names.len().max(1) as f64;
+    render(out, |root| {
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(16)
+            .x_label_area_size(44)
+            .y_label_area_size(56)
+            .build_cartesian_2d(
+                -0.5f64..groups.len() as f64 - 0.5,
+                (1.0f64..y_max * 2.0).log_scale(),
+            )?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(WHITE)
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .x_labels(groups.len().max(1))
+            .x_label_formatter(&|v| {
+                let k = v.round();
+                if (v - k).abs() < 1e-6 && k >= 0.0 {
+                    groups
+                        .get(k as usize)
+                        .map_or(String::new(), |g| g.label.clone())
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc(y_label)
+            .draw()?;
+        let width = 0.8 / n;
+        for (s, name) in names.iter().enumerate() {
+            let color = PALETTE[s % PALETTE.len()];
+            let bars = groups.iter().enumerate().filter_map(|(k, g)| {
+                let v = (*g.values.get(s)?)?;
+                let x0 = k as f64 - 0.4 + s as f64 * width;
+                Some((x0, v))
+            });
+            let bars: Vec<(f64, f64)> = bars.collect();
+            chart
+                .draw_series(bars.iter().map(|&(x0, v)| {
+                    Rectangle::new([(x0, 1.0), (x0 + width * 0.92, v)], color.filled())
+                }))?
+                .label(*name)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
+                });
+            let style = ("sans-serif", 12)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Bottom));
+            chart.draw_series(bars.iter().map(|&(x0, v)| {
+                Text::new(format!("{v:.2}×"), (x0 + width * 0.46, v), style.clone())
+            }))?;
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    })
 }
 
 #[cfg(test)]
