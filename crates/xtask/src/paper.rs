@@ -4,7 +4,9 @@
 //! It packs the paper's synthetic hierarchies (Table 3, the `paper_pack`
 //! example), reads the JSON summaries of `scripts/sphere-bench.sh` runs made
 //! on the GPU machine (`--gpu DIR`: the whole step on every backend and
-//! batching, Tables 1, 2 and 4 and Figures 11, 13 and 17), writes CSV tables
+//! batching, Tables 1, 2 and 4 and Figures 11, 13 and 17) and, when `DIR`
+//! holds it, `gpu_bench`'s CSV `gpu_bench.csv` (the solver alone: Figures
+//! 10, 12, 15 and 16), writes CSV tables
 //! and SVG charts into `docs/figures/` and the page `docs/paper-results.md`,
 //! which puts each figure next to the paper's. `--tiny` packs two sizes with
 //! two seeds (seconds: CI runs it into a temporary folder).
@@ -15,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::plot::{self, BarGroup, LineChart, Series};
+use crate::plot::{self, BarGroup, Corner, LineChart, Series};
 
 /// What `cargo xtask paper` runs and where it writes.
 #[derive(clap::Args)]
@@ -135,6 +137,97 @@ impl Runs {
 
 /// Runs by deck, then by configuration.
 type Results = BTreeMap<String, BTreeMap<String, Runs>>;
+
+/// `gpu_bench`'s solver times: by (scheme, precision), by patch count, by
+/// configuration, the times of the seeds (ms).
+type SolverTimes = BTreeMap<(String, String), BTreeMap<usize, BTreeMap<String, Vec<f64>>>>;
+
+/// The paper's solver speed-ups over its default scheme, averaged over its
+/// synthetic hierarchies: scheme, load balancing alone, with the kernel
+/// optimisations, the figure.
+const PAPER_SOLVER: [(&str, Option<f64>, f64, &str); 4] = [
+    ("rtvd", Some(1.47), 1.85, "Figure 10 (Tesla S1070)"),
+    ("rtvd", Some(1.47), 1.67, "Figure 12 (Fermi C2070)"),
+    (
+        "waf",
+        None,
+        1.41,
+        "Figure 15 (Tesla S1070; 1.28–1.41, load balancing up to 1.23)",
+    ),
+    ("tvd", Some(1.06), 1.39, "Figure 16 (Fermi C2070)"),
+];
+
+fn read_solver(path: &Path) -> Result<SolverTimes> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut lines = text.lines().enumerate();
+    let header: Vec<&str> = lines
+        .next()
+        .map(|(_, h)| h.split(',').collect())
+        .unwrap_or_default();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .with_context(|| format!("{}: no column {name:?}", path.display()))
+    };
+    let (scheme, precision, patches, config, ms) = (
+        col("scheme")?,
+        col("precision")?,
+        col("patches")?,
+        col("config")?,
+        col("solver_ms")?,
+    );
+    let mut out = SolverTimes::new();
+    for (n, line) in lines {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let c: Vec<&str> = line.split(',').collect();
+        let at = |k: usize| {
+            c.get(k)
+                .copied()
+                .with_context(|| format!("{}:{}: too few columns", path.display(), n + 1))
+        };
+        let count: usize = at(patches)?
+            .parse()
+            .with_context(|| format!("{}:{}: patches", path.display(), n + 1))?;
+        let t: f64 = at(ms)?
+            .parse()
+            .with_context(|| format!("{}:{}: solver_ms", path.display(), n + 1))?;
+        if !t.is_finite() {
+            continue;
+        }
+        out.entry((at(scheme)?.to_string(), at(precision)?.to_string()))
+            .or_default()
+            .entry(count)
+            .or_default()
+            .entry(at(config)?.to_string())
+            .or_default()
+            .push(t);
+    }
+    if out.is_empty() {
+        bail!("{}: no solver times", path.display());
+    }
+    Ok(out)
+}
+
+/// Per patch count, the mean over seeds of the default scheme's time over
+/// the mean of `config`'s.
+fn solver_ratios(
+    by_count: &BTreeMap<usize, BTreeMap<String, Vec<f64>>>,
+    config: &str,
+) -> Vec<(f64, f64)> {
+    let mean = |v: &Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    by_count
+        .iter()
+        .filter_map(|(&n, configs)| {
+            let d = mean(configs.get("default")?);
+            let c = mean(configs.get(config)?);
+            (c > 0.0).then_some((n as f64, d / c))
+        })
+        .collect()
+}
 
 fn read_runs(dir: &Path) -> Result<Results> {
     let mut out = Results::new();
@@ -257,7 +350,17 @@ pub fn run(args: &PaperArgs) -> Result<()> {
         write_whole_step(gpu, &out.join("paper_whole_step.csv"))?;
         draw_ratios(gpu, &out.join("paper_speedups.svg"))?;
     }
-    let text = page_text(args, &pack, gpu.as_ref(), &out, &page);
+    let solver = match &args.gpu {
+        Some(d) if root.join(d).join("gpu_bench.csv").exists() => {
+            Some(read_solver(&root.join(d).join("gpu_bench.csv"))?)
+        }
+        _ => None,
+    };
+    if let Some(solver) = &solver {
+        write_solver(solver, &out.join("paper_solver.csv"))?;
+        draw_solver(solver, &out.join("paper_solver.svg"))?;
+    }
+    let text = page_text(args, &pack, gpu.as_ref(), solver.as_ref(), &out, &page);
     write_atomic(&page, text.as_bytes())?;
     println!(
         "xtask paper: wrote {} and the tables and charts in {}",
@@ -312,7 +415,7 @@ fn draw_table3(rows: &[PackRow], out: &Path) -> Result<()> {
             x_label: "patches in the hierarchy",
             y_label: "packed / bin volume",
             ideal: false,
-            legend_low: true,
+            legend: Corner::LowerRight,
         },
         &series,
         &markers,
@@ -375,6 +478,57 @@ fn draw_ratios(gpu: &Results, out: &Path) -> Result<()> {
     )
 }
 
+fn write_solver(solver: &SolverTimes, out: &Path) -> Result<()> {
+    let mut csv = String::from("scheme,precision,patches,packed_over_default,kopt_over_default\n");
+    for ((scheme, precision), by_count) in solver {
+        let lb = solver_ratios(by_count, "packed");
+        let ko = solver_ratios(by_count, "+kopt");
+        for ((n, a), (_, b)) in lb.iter().zip(&ko) {
+            writeln!(csv, "{scheme},{precision},{n},{a:.4},{b:.4}")?;
+        }
+    }
+    write_atomic(out, csv.as_bytes())
+}
+
+fn draw_solver(solver: &SolverTimes, out: &Path) -> Result<()> {
+    let series: Vec<Series> = solver
+        .iter()
+        .map(|((scheme, precision), by_count)| Series {
+            name: format!("{} {precision}", scheme.to_uppercase()),
+            points: solver_ratios(by_count, "+kopt"),
+        })
+        .collect();
+    let x_max = solver
+        .values()
+        .flat_map(|c| c.keys())
+        .map(|&n| n as f64)
+        .fold(0.0, f64::max);
+    let markers: Vec<plot::Marker> = PAPER_SOLVER
+        .iter()
+        .enumerate()
+        .map(|(k, (scheme, _, both, fig))| {
+            let fig: String = fig.chars().filter(char::is_ascii_digit).take(2).collect();
+            (
+                format!("paper {} {both:.2} (Fig. {fig})", scheme.to_uppercase()),
+                x_max * (0.3 + 0.2 * k as f64),
+                *both,
+            )
+        })
+        .collect();
+    plot::line_chart(
+        out,
+        &LineChart {
+            title: "GPU solver: quilt (LB + K-Opt) over the default scheme",
+            x_label: "patches in the hierarchy",
+            y_label: "default scheme time / quilt time",
+            ideal: false,
+            legend: Corner::UpperRight,
+        },
+        &series,
+        &markers,
+    )
+}
+
 /// `path` relative to the page's folder, for links.
 fn link(from_page: &Path, path: &Path) -> String {
     let dir = from_page.parent().unwrap_or(Path::new(""));
@@ -385,6 +539,7 @@ fn page_text(
     args: &PaperArgs,
     pack: &[PackRow],
     gpu: Option<&Results>,
+    solver: Option<&SolverTimes>,
     out: &Path,
     page: &Path,
 ) -> String {
@@ -403,6 +558,13 @@ fn page_text(
             .map_or(String::new(), |d| format!(" --gpu {}", d.display())),
     );
     table3_section(&mut s, pack, out, page);
+    match solver {
+        Some(solver) => solver_section(&mut s, solver, out, page),
+        None => s.push_str(
+            "## The solver (Figures 10, 12, 15 and 16)\n\n\
+             Not in this run: the `--gpu` folder holds no `gpu_bench.csv`.\n\n",
+        ),
+    }
     if let Some(gpu) = gpu {
         whole_step_sections(&mut s, gpu, &args.gpu_label, out, page);
     } else {
@@ -469,6 +631,50 @@ fn table3_section(s: &mut String, pack: &[PackRow], out: &Path, page: &Path) {
         s,
         "\nC-EPBFD (four orderings, the best kept): {c}. CSV: `{}`.\n",
         link(page, &out.join("paper_table3.csv"))
+    );
+}
+
+fn solver_section(s: &mut String, solver: &SolverTimes, out: &Path, page: &Path) {
+    let _ = writeln!(
+        s,
+        "## The solver (Figures 10, 12, 15 and 16)\n\n\
+         ![solver speed-ups]({})\n\n\
+         `gpu_bench` on the paper's synthetic hierarchies: the GPU solver's \
+         time per step (scan and sweeps of a batch resident on the device, \
+         CUDA events) of the default scheme (a patch per bin, one block per \
+         patch) over packed bins (load balancing, LB) and over packed bins \
+         with the kernel optimisations (LB + K-Opt), means over the seeds \
+         and the sizes.\n",
+        link(page, &out.join("paper_solver.svg"))
+    );
+    s.push_str("| scheme | precision | patches | LB | LB + K-Opt |\n|---|---|---|---|---|\n");
+    let mean = |v: &[(f64, f64)]| v.iter().map(|p| p.1).sum::<f64>() / v.len().max(1) as f64;
+    for ((scheme, precision), by_count) in solver {
+        let lb = solver_ratios(by_count, "packed");
+        let ko = solver_ratios(by_count, "+kopt");
+        let sizes: Vec<String> = by_count.keys().map(|n| n.to_string()).collect();
+        let _ = writeln!(
+            s,
+            "| {} | {precision} | {} | {:.2}× | {:.2}× |",
+            scheme.to_uppercase(),
+            sizes.join(", "),
+            mean(&lb),
+            mean(&ko)
+        );
+    }
+    s.push_str("\n| the paper | LB | LB + K-Opt |\n|---|---|---|\n");
+    for (scheme, lb, both, fig) in PAPER_SOLVER {
+        let _ = writeln!(
+            s,
+            "| {} {fig} | {} | {both:.2}× |",
+            scheme.to_uppercase(),
+            lb.map_or("—".to_string(), |v| format!("{v:.2}×"))
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nCSV: `{}`.\n",
+        link(page, &out.join("paper_solver.csv"))
     );
 }
 
@@ -564,10 +770,7 @@ fn whole_step_sections(s: &mut String, gpu: &Results, label: &str, out: &Path, p
 
 /// What the suite does not produce yet.
 const MISSING: &str = "## Not in the suite yet\n\n\
-- Figures 10, 12, 15 and 16 and Tables 5–7 (solver kernels: the default \
-  scheme, packed, packed with kernel optimisations; RTVD, TVD and WAF, f32 \
-  and f64): `gpu_bench` measures them ([quilt-cuda](quilt-cuda.md)); they \
-  are not collected here.\n\
+- Tables 5–7 (the solver on real traces) and the whole step on traces.\n\
 - Figure 9 (non-uniform against uniform 16³ patches) and the three sphere \
   traces RT I–III: trace replay exists (`examples/replay.rs`), the traces \
   are not shipped.\n\
@@ -599,6 +802,32 @@ mod tests {
         std::fs::write(&bad, "h\ninteriors,ep-bfd,120,2,x,0.31,77.0,0.32,0.05\n").unwrap();
         let e = read_pack(&bad).unwrap_err().to_string();
         assert!(e.contains("bad.csv:2") && e.contains("column 5"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn solver_tables_give_ratios_over_the_default_scheme() {
+        let dir = std::env::temp_dir().join(format!("xtask-solver-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("gpu_bench.csv");
+        std::fs::write(
+            &path,
+            "scheme,precision,patches,seed,config,solver_ms,scan_ms\n\
+             rtvd,f32,120,1,default,4.0,0\n\
+             rtvd,f32,120,2,default,2.0,0\n\
+             rtvd,f32,120,1,packed,2.0,0\n\
+             rtvd,f32,120,2,packed,1.0,0\n\
+             rtvd,f32,120,1,+kopt,1.0,0\n\
+             rtvd,f32,120,2,+kopt,NaN,0\n",
+        )
+        .unwrap();
+        let t = read_solver(&path).unwrap();
+        let by = &t[&("rtvd".to_string(), "f32".to_string())];
+        assert_eq!(solver_ratios(by, "packed"), vec![(120.0, 2.0)]);
+        assert_eq!(solver_ratios(by, "+kopt"), vec![(120.0, 3.0)]);
+        std::fs::write(&path, "scheme,precision\nrtvd,f32\n").unwrap();
+        let e = read_solver(&path).unwrap_err().to_string();
+        assert!(e.contains("no column \"patches\""), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

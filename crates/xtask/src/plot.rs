@@ -71,8 +71,29 @@ pub struct LineChart<'a> {
     pub y_label: &'a str,
     /// Also draws `y = x`.
     pub ideal: bool,
-    /// Whether the legend goes to the lower right (else the upper left).
-    pub legend_low: bool,
+    /// Where the legend goes.
+    pub legend: Corner,
+}
+
+/// A corner of a chart's plotting area.
+#[derive(Clone, Copy)]
+pub enum Corner {
+    /// Upper left.
+    UpperLeft,
+    /// Upper right.
+    UpperRight,
+    /// Lower right.
+    LowerRight,
+}
+
+impl Corner {
+    fn position(self) -> SeriesLabelPosition {
+        match self {
+            Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
+            Corner::UpperRight => SeriesLabelPosition::UpperRight,
+            Corner::LowerRight => SeriesLabelPosition::LowerRight,
+        }
+    }
 }
 
 /// Reads the table at `path`.
@@ -142,7 +163,7 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         x_label: &args.x_label,
         y_label: &args.y_label,
         ideal: args.ideal,
-        legend_low: false,
+        legend: Corner::UpperLeft,
     };
     line_chart(&args.out, &chart, &series, &markers)?;
     println!("xtask plot: wrote {}", args.out.display());
@@ -224,14 +245,7 @@ pub fn line_chart(out: &Path, c: &LineChart, series: &[Series], markers: &[Marke
                     + Text::new(label.clone(), (-10, 0), style),
             ))?;
         }
-        legend(
-            &mut chart,
-            if c.legend_low {
-                SeriesLabelPosition::LowerRight
-            } else {
-                SeriesLabelPosition::UpperLeft
-            },
-        )
+        legend(&mut chart, c.legend.position())
     })
 }
 
