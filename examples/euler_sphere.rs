@@ -42,6 +42,9 @@ use quilt::integrator::{Integrator, Real, SolveBackend, backend_for};
 use quilt::mesh::write_hierarchy;
 use quilt_io::{CheckpointReal, VtkHdfSeries, read_checkpoint_info};
 
+#[path = "common/summary.rs"]
+mod summary;
+
 /// The example's defaults on top of quilt's: the sphere problem itself is
 /// the deck default; this fixes where it is written and when it ends.
 const SPHERE_DECK: &str = r#"
@@ -267,92 +270,14 @@ fn run<T: Real + CheckpointReal>(
     let radius = shock_radius(&it, deck);
     summary(&it, setup, radius, write.then_some(dir.as_path()));
     if let Some(path) = json {
-        write_summary_json(&it, setup, radius, path)?;
+        summary::write(
+            &it,
+            setup,
+            serde_json::json!({ "shock_radius": radius }),
+            path,
+        )?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The summary as JSON: what `scripts/sphere-bench.sh` tabulates.
-fn write_summary_json<T: Real, B: SolveBackend<T>>(
-    it: &Integrator<T, B>,
-    setup: f64,
-    radius: f64,
-    path: &Path,
-) -> Result<()> {
-    let t = it.totals();
-    let p = &t.phases;
-    let h = it.hierarchy();
-    let d = &it.deck().batching;
-    let (batch_bytes, batch_memory) = it.batch_memory();
-    let with_ghosts: i64 = h.patches().iter().map(|p| p.ghost_box().num_cells()).sum();
-    let state_bytes = with_ghosts as f64 * 5.0 * std::mem::size_of::<T>() as f64;
-    let device_solves = it.backend().solve_totals().map(|g| {
-        serde_json::json!({
-            "batches": g.batches,
-            "host_s": g.host_secs,
-            "layout_state_s": g.state_secs,
-            "staged_layouts": g.staged_layouts,
-            "gpu_s": g.gpu_secs,
-            "upload_s": g.upload_secs,
-            "kernel_s": g.kernel_secs,
-            "download_s": g.download_secs,
-            "bytes_up": g.bytes_up,
-            "bytes_down": g.bytes_down,
-            "restricted_on_device": g.restricted_on_device,
-            "bus_gb_per_s": g.bus_rate() / 1e9,
-            "upload_gb_per_s": g.upload_rate() / 1e9,
-        })
-    });
-    let mut v = serde_json::json!({
-        "backend": it.backend().name(),
-        "device": it.backend().device(),
-        "precision": <T as quilt::mesh::Real>::NAME,
-        "scheme": it.deck().hydro.scheme.to_string(),
-        "mode": format!("{:?}", d.mode).to_lowercase(),
-        "layout": format!("{:?}", d.layout),
-        "pipelined": d.pipelined,
-        "threads": rayon::current_num_threads(),
-        "steps": t.steps,
-        "time": it.time(),
-        "shock_radius": radius,
-        "cells": t.cells,
-        "solved_cells": t.solved_cells,
-        "batches": t.batches,
-        "regrids": t.regrids,
-        "patches": h.num_patches(),
-        "final_cells": h.total_cells(),
-        "levels": h.num_levels(),
-        "bins": it.num_bins(),
-        "fill": it.fill_ratio(),
-        "setup": setup,
-        "prepare": p.prepare,
-        "solve": p.solve,
-        "close": p.close,
-        "reflux_restrict": p.reflux_restrict,
-        "regrid": p.regrid,
-        "output": p.output,
-        "idle": p.idle,
-        "hidden": p.hidden(),
-        "other": p.other,
-        "batch_loop": p.batch_loop,
-        "prepare_tasks": p.prepare_tasks,
-        "close_tasks": p.close_tasks,
-        "steps_wall": p.wall,
-        "cell_updates_per_s": t.cells as f64 / p.wall.max(1e-12),
-        "peak_mb": peak_memory(),
-        "state_mb_per_level": state_bytes / 1e6,
-        "batch_allocations": it.batch_allocations(),
-        "solve_estimate_error": t.estimates.solve_mean(),
-        "calibration_holdout_error": it.calibration().map(|c| c.holdout),
-        "prepare_estimate_error": t.estimates.prepare_mean(),
-        "batch_memory_mb": batch_bytes as f64 / 1e6,
-        "batch_memory": batch_memory,
-    });
-    v["device_solves"] = device_solves.into();
-    v["residency"] = format!("{:?}", it.residency()).to_lowercase().into();
-    v["resident_mb"] = it.resident_bytes().map(|b| b as f64 / 1e6).into();
-    let text = serde_json::to_string_pretty(&v)?;
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Distance from the sphere's centre of the farthest cell whose pressure
@@ -447,7 +372,7 @@ fn summary<T: Real, B: SolveBackend<T>>(
         "state: {:.0} MB per time level ({:.0} MB interiors only); peak resident memory {}",
         mb(with_ghosts),
         mb(h.total_cells()),
-        peak_memory().map_or("unknown".to_string(), |m| format!("{m:.0} MB"))
+        summary::peak_memory().map_or("unknown".to_string(), |m| format!("{m:.0} MB"))
     );
     if let Some(b) = it.resident_bytes() {
         println!(
@@ -524,12 +449,4 @@ fn summary<T: Real, B: SolveBackend<T>>(
     if let Some(d) = dir {
         println!("output in {}", d.display());
     }
-}
-
-/// Peak resident set size of this process in MB (Linux).
-fn peak_memory() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1e3)
 }

@@ -11,11 +11,16 @@
 //! ```text
 //! cargo run --release --example replay -- --trace out/hierarchy_000004.json \
 //!     [--checkpoint out/sphere.checkpoint.h5] [--steps 8] [--regrid] \
-//!     [--config DECK] [--backend cpu|cuda] [--residency host|device]
+//!     [--config DECK] [--backend cpu|cuda] [--residency host|device] \
+//!     [--summary-json FILE]
 //! ```
 //!
 //! The deck must be the run's (its base grid, levels and patch limits):
 //! a trace of another geometry is refused, saying what does not fit.
+
+// The summary's `serde_json::json!` object nests deeper than the default
+// limit of 128 macro expansions.
+#![recursion_limit = "256"]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +33,9 @@ use quilt::integrator::deck::{Deck, Precision};
 use quilt::integrator::{Integrator, IntegratorBuilder, Real, SolveBackend, backend_for};
 use quilt::mesh::read_hierarchy_with;
 use quilt_io::{CheckpointReal, read_checkpoint};
+
+#[path = "common/summary.rs"]
+mod summary;
 
 #[derive(Parser, Debug)]
 #[command(about = "Steps a recorded hierarchy (a trace) again on any backend")]
@@ -45,6 +53,10 @@ struct Args {
     /// Let the deck's regrids change the hierarchy (kept fixed without).
     #[arg(long)]
     regrid: bool,
+    /// Also writes the run's summary as JSON here (as `euler_sphere`
+    /// does, with the trace's path and the state digest).
+    #[arg(long, value_name = "FILE")]
+    summary_json: Option<PathBuf>,
     #[command(flatten)]
     deck: DeckArgs,
 }
@@ -100,6 +112,7 @@ fn replay<T: Real + CheckpointReal>(args: &Args, deck: &Deck) -> Result<()> {
             builder.from_state(h, ck.data, ck.run.time, ck.run.step, backend)?
         }
     };
+    let setup = t0.elapsed().as_secs_f64();
     let h = it.hierarchy();
     println!(
         "trace {}: {} levels, {} patches, {} cells; state from {}; set-up {:.3} s; backend {}",
@@ -111,7 +124,7 @@ fn replay<T: Real + CheckpointReal>(args: &Args, deck: &Deck) -> Result<()> {
             || "the initial condition".to_string(),
             |p| p.display().to_string()
         ),
-        t0.elapsed().as_secs_f64(),
+        setup,
         it.backend().name()
     );
     let t = Instant::now();
@@ -132,11 +145,18 @@ fn replay<T: Real + CheckpointReal>(args: &Args, deck: &Deck) -> Result<()> {
         p.reflux_restrict,
         p.regrid
     );
+    let digest = it.state_digest()?;
     println!(
-        "time {:.9e} after step {}; state digest {:016x}",
+        "time {:.9e} after step {}; state digest {digest:016x}",
         it.time(),
         it.steps(),
-        it.state_digest()?
     );
+    if let Some(path) = &args.summary_json {
+        let extra = serde_json::json!({
+            "trace": args.trace.display().to_string(),
+            "digest": format!("{digest:016x}"),
+        });
+        summary::write(&it, setup, extra, path)?;
+    }
     Ok(())
 }

@@ -25,6 +25,14 @@
 #                      else target/release/examples)
 #   OUT                where the JSON summaries, logs and table go (default
 #                      ./sphere-bench-out)
+#   QUILT_BENCH_TRACES hierarchy files (space-separated, e.g. the paper's
+#                      traces examples/traces/rt*.json with the deck
+#                      examples/decks/sphere_traces.toml): each is replayed
+#                      (the `replay` example, from the deck's initial
+#                      condition on the trace's hierarchy, no regrids) in
+#                      every configuration instead of running the deck, and
+#                      named by its file
+#   QUILT_BENCH_STEPS  steps of each replay (default 4)
 # Decks default to examples/decks/sphere_large.toml. Each configuration is
 # the deck with a [batching] table appended, so decks given here must not
 # have one of their own.
@@ -51,8 +59,17 @@ if [[ ${#decks[@]} -eq 0 ]]; then
 fi
 
 status=0
+traces=(${QUILT_BENCH_TRACES:-})
 for deck in "${decks[@]}"; do
-    name="$(basename "$deck" .toml)"
+    if [[ ${#traces[@]} -eq 0 ]]; then
+        targets=("$(basename "$deck" .toml)=")
+    else
+        targets=()
+        for t in "${traces[@]}"; do targets+=("$(basename "$t" .json)=$t"); done
+    fi
+    for target in "${targets[@]}"; do
+    name="${target%%=*}"
+    trace="${target#*=}"
     if grep -q '^\[batching\]' "$deck"; then
         echo "sphere-bench: $deck has a [batching] table; the harness sets its own" >&2
         exit 2
@@ -88,8 +105,13 @@ for deck in "${decks[@]}"; do
             tag="$name.$cfg.$r"
             echo "== $tag"
             t0=$SECONDS
-            if timeout -k 10 "$run_limit" "$bin/euler_sphere" --config "$cfg_deck" \
-                --backend "$backend" --residency "$residency" --no-output \
+            if [[ -n "$trace" ]]; then
+                run=("$bin/replay" --trace "$trace" --steps "${QUILT_BENCH_STEPS:-4}")
+            else
+                run=("$bin/euler_sphere" --no-output)
+            fi
+            if timeout -k 10 "$run_limit" "${run[@]}" --config "$cfg_deck" \
+                --backend "$backend" --residency "$residency" \
                 --summary-json "$out/$tag.json" >"$out/$tag.log" 2>&1; then
                 echo "   $((SECONDS - t0)) s"
             else
@@ -198,8 +220,9 @@ ratio("cuda-adaptive", "cuda-default", "CUDA adaptive / paper's default scheme")
 ratio("cuda-resident", "cpu", "CUDA resident / CPU")
 ratio("cuda-resident", "cuda-adaptive", "CUDA resident / CUDA host-staged")
 radii = {c: med(c, "shock_radius") for c in cols}
-if len(set(radii.values())) > 1:
+if len({r for r in radii.values() if r == r}) > 1:
     print(f"shock radii differ: {radii}")
 EOF
+    done
 done
 exit $status

@@ -49,6 +49,18 @@ const PAPER_TABLE3: [(usize, f64, f64, f64); 5] = [
     (600, 178.0, 0.8516, 29.61),
 ];
 
+/// The three sphere traces (`examples/traces/`, written by the deck
+/// `examples/decks/sphere_traces.toml` at its regrids): the paper's name,
+/// the file's stem, the paper's patch count.
+const TRACES: [(&str, &str, usize); 3] = [
+    ("RT I", "rt1_step4", 525),
+    ("RT II", "rt2_step8", 383),
+    ("RT III", "rt3_step16", 635),
+];
+
+/// The deck the traces were written with, and are replayed with.
+const TRACE_DECK: &str = "examples/decks/sphere_traces.toml";
+
 /// One row of `paper_pack`'s CSV.
 #[derive(Debug)]
 struct PackRow {
@@ -340,6 +352,7 @@ pub fn run(args: &PaperArgs) -> Result<()> {
     crate::status(cmd)?;
     let pack = read_pack(&table3)?;
     draw_table3(&pack, &out.join("paper_table3.svg"))?;
+    let traces = replay_traces(args.tiny, &out.join("trace-runs"))?;
 
     let gpu = args
         .gpu
@@ -360,7 +373,15 @@ pub fn run(args: &PaperArgs) -> Result<()> {
         write_solver(solver, &out.join("paper_solver.csv"))?;
         draw_solver(solver, &out.join("paper_solver.svg"))?;
     }
-    let text = page_text(args, &pack, gpu.as_ref(), solver.as_ref(), &out, &page);
+    let text = page_text(
+        args,
+        &pack,
+        &traces,
+        gpu.as_ref(),
+        solver.as_ref(),
+        &out,
+        &page,
+    );
     write_atomic(&page, text.as_bytes())?;
     println!(
         "xtask paper: wrote {} and the tables and charts in {}",
@@ -368,6 +389,49 @@ pub fn run(args: &PaperArgs) -> Result<()> {
         out.display()
     );
     Ok(())
+}
+
+/// What a trace holds: patches per level.
+fn trace_levels(path: &Path) -> Result<Vec<usize>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a hierarchy file", path.display()))?;
+    v["levels"]
+        .as_array()
+        .with_context(|| format!("{}: no levels", path.display()))?
+        .iter()
+        .map(|l| {
+            l["patches"]
+                .as_array()
+                .map(Vec::len)
+                .with_context(|| format!("{}: a level without patches", path.display()))
+        })
+        .collect()
+}
+
+/// Replays each trace on the CPU backend (1 step with `tiny`, else 4) from
+/// the deck's initial condition, summaries into `dir`; the traces' levels
+/// and the runs.
+fn replay_traces(tiny: bool, dir: &Path) -> Result<(Vec<Vec<usize>>, Results)> {
+    let root = crate::workspace_root();
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut levels = Vec::new();
+    for (_, stem, _) in TRACES {
+        let trace = root.join("examples/traces").join(format!("{stem}.json"));
+        levels.push(trace_levels(&trace)?);
+        let mut cmd = crate::cargo();
+        cmd.args(["run", "--quiet", "--profile"])
+            .arg(if tiny { "ci" } else { "release" })
+            .args(["--example", "replay", "--", "--trace"])
+            .arg(&trace)
+            .args(["--config", TRACE_DECK, "--backend", "cpu", "--steps"])
+            .arg(if tiny { "1" } else { "4" })
+            .arg("--summary-json")
+            .arg(dir.join(format!("{stem}.cpu.1.json")));
+        crate::status(cmd)?;
+    }
+    Ok((levels, read_runs(dir)?))
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -538,6 +602,7 @@ fn link(from_page: &Path, path: &Path) -> String {
 fn page_text(
     args: &PaperArgs,
     pack: &[PackRow],
+    traces: &(Vec<Vec<usize>>, Results),
     gpu: Option<&Results>,
     solver: Option<&SolverTimes>,
     out: &Path,
@@ -558,6 +623,7 @@ fn page_text(
             .map_or(String::new(), |d| format!(" --gpu {}", d.display())),
     );
     table3_section(&mut s, pack, out, page);
+    traces_section(&mut s, traces, gpu, args.tiny);
     match solver {
         Some(solver) => solver_section(&mut s, solver, out, page),
         None => s.push_str(
@@ -632,6 +698,59 @@ fn table3_section(s: &mut String, pack: &[PackRow], out: &Path, page: &Path) {
         "\nC-EPBFD (four orderings, the best kept): {c}. CSV: `{}`.\n",
         link(page, &out.join("paper_table3.csv"))
     );
+}
+
+fn traces_section(
+    s: &mut String,
+    (levels, cpu): &(Vec<Vec<usize>>, Results),
+    gpu: Option<&Results>,
+    tiny: bool,
+) {
+    let _ = writeln!(
+        s,
+        "## Real-application traces (RT I–III)\n\n\
+         The paper's three traces came from a 3D sphere run of 20 time steps \
+         with six levels; quilt's are the hierarchies that `{TRACE_DECK}` \
+         (the default sphere with six levels, 20 coarse steps) writes at its \
+         regrids, committed in `examples/traces/` (the run is deterministic, \
+         so the deck regenerates them bit for bit). Each is replayed from the \
+         problem's initial condition on its hierarchy (`examples/replay.rs`); \
+         the CPU column is this suite's own replay ({} step{}; {}), the GPU \
+         columns come from `scripts/sphere-bench.sh` with \
+         `QUILT_BENCH_TRACES` when the `--gpu` folder has them.\n",
+        if tiny { 1 } else { 4 },
+        if tiny { "" } else { "s" },
+        cpu.values()
+            .flat_map(|c| c.values())
+            .map(|r| r.device.as_str())
+            .next()
+            .unwrap_or("?")
+    );
+    s.push_str("| trace | patches per level | patches (paper) | CPU replay cell updates/s | GPU adaptive / static / default scheme |\n|---|---|---|---|---|\n");
+    for ((name, stem, paper), per_level) in TRACES.iter().zip(levels) {
+        let total: usize = per_level.iter().sum();
+        let rate = |runs: Option<&BTreeMap<String, Runs>>, c: &str| {
+            runs.and_then(|r| r.get(c))
+                .and_then(|r| r.median("cell_updates_per_s"))
+        };
+        let cpu_rate = rate(cpu.get(*stem), "cpu").map_or("—".into(), |v| format!("{v:.3e}"));
+        let g = gpu.and_then(|g| g.get(*stem));
+        let gpu_cells = match (
+            rate(g, "cuda-adaptive"),
+            rate(g, "cuda-static"),
+            rate(g, "cuda-default"),
+        ) {
+            (Some(a), Some(st), Some(d)) => format!("{a:.3e} / {st:.3e} / {d:.3e}"),
+            _ => "not measured".to_string(),
+        };
+        let per: Vec<String> = per_level.iter().map(usize::to_string).collect();
+        let _ = writeln!(
+            s,
+            "| {name} (`{stem}`) | {} | {total} ({paper}) | {cpu_rate} | {gpu_cells} |",
+            per.join(", ")
+        );
+    }
+    s.push('\n');
 }
 
 fn solver_section(s: &mut String, solver: &SolverTimes, out: &Path, page: &Path) {
@@ -770,10 +889,10 @@ fn whole_step_sections(s: &mut String, gpu: &Results, label: &str, out: &Path, p
 
 /// What the suite does not produce yet.
 const MISSING: &str = "## Not in the suite yet\n\n\
-- Tables 5–7 (the solver on real traces) and the whole step on traces.\n\
-- Figure 9 (non-uniform against uniform 16³ patches) and the three sphere \
-  traces RT I–III: trace replay exists (`examples/replay.rs`), the traces \
-  are not shipped.\n\
+- The traces on the GPU (`scripts/sphere-bench.sh` with `QUILT_BENCH_TRACES`: \
+  the whole step, Tables 5, 6 and 8) and the solver alone on them \
+  (Tables 5–7).\n\
+- Figure 9 (non-uniform against uniform 16³ patches).\n\
 - Figures 14 and 18 (several GPUs): two H200s are charted in \
   [ranks_scaling.svg](figures/ranks_scaling.svg); no machine with four GPUs \
   has been lent.\n\
