@@ -348,12 +348,14 @@ pub fn ratio_bars(
                 .legend(move |(x, y)| {
                     Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
                 });
-            let style = ("sans-serif", 12)
+            // Five bars to a group leave room for small labels only.
+            let size = if names.len() > 3 { 9 } else { 12 };
+            let style = ("sans-serif", size)
                 .into_font()
                 .color(&BLACK)
                 .pos(Pos::new(HPos::Center, VPos::Bottom));
             chart.draw_series(bars.iter().map(|&(x0, v)| {
-                Text::new(format!("{v:.2}×"), (x0 + width * 0.46, v), style.clone())
+                Text::new(format!("{v:.2}"), (x0 + width * 0.46, v), style.clone())
             }))?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperLeft)
