@@ -21,6 +21,8 @@
 #
 # The one device command (through the device tool, carrying .device-bin):
 #   bash scripts/gpu-check.sh device
+# and the founding paper's suite (see paper() below):
+#   bash scripts/gpu-check.sh paper
 # Environment of the device half:
 #   QUILT_BENCH_ARGS   arguments of gpu_bench (default: the paper's full set)
 #   QUILT_CHECK_SKIP   space-separated steps to skip: tests sanitizer sphere bench
@@ -82,9 +84,10 @@ build() {
     fi
     rm -f "$bin/build.log"
     echo "$json" | collect quilt-cuda
-    echo "building euler_sphere and quilt-integrator's CUDA test (release) ..."
-    cargo build --release --example euler_sphere
+    echo "building euler_sphere, replay and quilt-integrator's CUDA test (release) ..."
+    cargo build --release --example euler_sphere --example replay
     cp "$CARGO_TARGET_DIR/release/examples/euler_sphere" "$bin/euler_sphere"
+    cp "$CARGO_TARGET_DIR/release/examples/replay" "$bin/replay"
     if ! json="$(cargo test -p quilt-integrator --release --test cuda --no-run --message-format=json 2>"$bin/build.log")"; then
         cat "$bin/build.log" >&2
         exit 1
@@ -188,11 +191,67 @@ device() {
     return $status
 }
 
+# The founding paper's suite on the GPU machine: what `cargo xtask paper
+# --gpu DIR` reads, in $OUT/paper-runs/DATE-GPU/ and the archive
+# $OUT/paper-runs.tgz (refreshed after each part, so a part cut short keeps
+# the others). QUILT_PAPER_PARTS picks the parts, in this order (all four
+# take about 15 minutes on an H200 node, more than one device call allows):
+#   large    scripts/sphere-bench.sh on sphere_large.toml, every configuration
+#   f32      the same on sphere_large_f32.toml, the CUDA configurations
+#   traces   the traces RT I-III replayed (4 steps) in the CUDA configurations
+#   solver   gpu_bench's solver tables (kernels only) as gpu_bench.csv
+# QUILT_BENCH_RUNS (default 3) runs of each configuration.
+paper() {
+    local out="${OUT:-$root/gpu-check-out}"
+    local lib
+    lib="$(find /usr/local/cuda*/ /usr/lib/x86_64-linux-gnu /opt /usr/local/lib -name 'libnvrtc.so.13*' -not -name '*builtins*' 2>/dev/null | head -n 1)"
+    export LD_LIBRARY_PATH="${lib:+$(dirname "$lib"):}$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    chmod +x "$bin"/* 2>/dev/null || true
+    local gpu
+    gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 | tr -c 'A-Za-z0-9\n' '-' | sed 's/-*$//')"
+    local dir="$out/paper-runs/$(date -u +%F)-${gpu:-gpu}"
+    mkdir -p "$dir"
+    export QUILT_BIN="$bin" QUILT_BENCH_RUNS="${QUILT_BENCH_RUNS:-3}"
+    local part
+    for part in ${QUILT_PAPER_PARTS:-large f32 traces solver}; do
+        echo "== paper: $part ($(date -u +%T) UTC)"
+        case "$part" in
+        large)
+            OUT="$dir" QUILT_BENCH_CONFIGS="cuda-resident cuda-adaptive cuda-static cuda-default cpu" \
+                bash "$root/scripts/sphere-bench.sh" "$root/examples/decks/sphere_large.toml"
+            ;;
+        f32)
+            OUT="$dir" QUILT_BENCH_CONFIGS="cuda-resident cuda-adaptive cuda-static" \
+                bash "$root/scripts/sphere-bench.sh" "$root/examples/decks/sphere_large_f32.toml"
+            ;;
+        traces)
+            OUT="$dir" QUILT_BENCH_CONFIGS="cuda-adaptive cuda-static cuda-default" \
+                QUILT_BENCH_TRACES="$(ls "$root"/examples/traces/rt*.json | tr '\n' ' ')" \
+                bash "$root/scripts/sphere-bench.sh" "$root/examples/decks/sphere_traces.toml"
+            ;;
+        solver)
+            "$bin/gpu_bench" --seeds 3 --steps 3 --kernels-only --resident-steps 0 \
+                --configs default,packed,+kopt --csv "$dir/gpu_bench.csv" >"$dir/gpu_bench.log" 2>&1 ||
+                tail -n 20 "$dir/gpu_bench.log"
+            grep -E "mean speedup" "$dir/gpu_bench.log" || true
+            ;;
+        *)
+            echo "paper: unknown part $part (large f32 traces solver)" >&2
+            return 2
+            ;;
+        esac
+        # The logs stay on the machine; the summaries come back.
+        tar czf "$out/paper-runs.tgz" -C "$out" --exclude='*.log' paper-runs
+    done
+    echo "then here: cargo xtask paper --gpu <the folder in paper-runs.tgz> --gpu-label '...'"
+}
+
 case "$mode" in
 build) build ;;
 device) device ;;
+paper) paper ;;
 *)
-    echo "usage: scripts/gpu-check.sh [build|device]" >&2
+    echo "usage: scripts/gpu-check.sh [build|device|paper]" >&2
     exit 2
     ;;
 esac
