@@ -96,10 +96,6 @@ fn main() -> Result<()> {
                 let (mut bins, mut eff, mut bound, mut bound_eff, mut time) =
                     (0.0, 0.0, 0.0, 0.0, 0.0);
                 for items in instances {
-                    let volume: f64 = items
-                        .iter()
-                        .map(|e| e.iter().map(|&s| f64::from(s)).product::<f64>())
-                        .sum();
                     let mut best = f64::INFINITY;
                     let mut packing = None;
                     for _ in 0..reps {
@@ -113,7 +109,7 @@ fn main() -> Result<()> {
                     bins += p.bins_used as f64;
                     eff += p.efficiency();
                     bound += lb;
-                    bound_eff += volume / (lb * bin_volume);
+                    bound_eff += p.packed_volume() as f64 / (lb * bin_volume);
                     time += best;
                 }
                 let k = instances.len() as f64;

@@ -333,9 +333,7 @@ impl OnlineModel {
             );
         }
         for s in samples {
-            let z = contributions(self.base.prepare.to_array(), s.features);
-            self.prepare.update(z, s.seconds, &self.opts);
-            self.rebuild();
+            self.observe_prepare(s)?;
         }
         Ok(())
     }

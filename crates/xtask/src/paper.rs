@@ -116,15 +116,13 @@ struct Runs {
 }
 
 /// Fields of a summary reported here.
-const FIELDS: [&str; 8] = [
+const FIELDS: [&str; 6] = [
     "cell_updates_per_s",
     "steps_wall",
     "setup",
     "regrid",
     "solve_estimate_error",
     "prepare_estimate_error",
-    "idle",
-    "batch_loop",
 ];
 
 impl Runs {
@@ -341,11 +339,8 @@ pub fn run(args: &PaperArgs) -> Result<()> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
 
     let table3 = out.join("paper_table3.csv");
-    let mut cmd = crate::cargo();
-    cmd.args(["run", "--quiet", "--profile"])
-        .arg(if args.tiny { "ci" } else { "release" })
-        .args(["--example", "paper_pack", "--", "--csv"])
-        .arg(&table3);
+    let mut cmd = example(args.tiny, "paper_pack");
+    cmd.arg("--csv").arg(&table3);
     if args.tiny {
         cmd.arg("--tiny");
     }
@@ -354,21 +349,17 @@ pub fn run(args: &PaperArgs) -> Result<()> {
     draw_table3(&pack, &out.join("paper_table3.svg"))?;
     let traces = replay_traces(args.tiny, &out.join("trace-runs"))?;
 
-    let gpu = args
-        .gpu
-        .as_ref()
-        .map(|d| read_runs(&root.join(d)))
-        .transpose()?;
+    let gpu_dir = args.gpu.as_ref().map(|d| root.join(d));
+    let gpu = gpu_dir.as_deref().map(read_runs).transpose()?;
     if let Some(gpu) = &gpu {
         write_whole_step(gpu, &out.join("paper_whole_step.csv"))?;
         draw_ratios(gpu, &out.join("paper_speedups.svg"))?;
     }
-    let solver = match &args.gpu {
-        Some(d) if root.join(d).join("gpu_bench.csv").exists() => {
-            Some(read_solver(&root.join(d).join("gpu_bench.csv"))?)
-        }
-        _ => None,
-    };
+    let solver = gpu_dir
+        .map(|d| d.join("gpu_bench.csv"))
+        .filter(|csv| csv.exists())
+        .map(|csv| read_solver(&csv))
+        .transpose()?;
     if let Some(solver) = &solver {
         write_solver(solver, &out.join("paper_solver.csv"))?;
         draw_solver(solver, &out.join("paper_solver.svg"))?;
@@ -389,6 +380,16 @@ pub fn run(args: &PaperArgs) -> Result<()> {
         out.display()
     );
     Ok(())
+}
+
+/// `cargo run` of the example `name`, in the `ci` profile for `tiny` runs
+/// (built by the test suite) and else `release`; its arguments follow.
+fn example(tiny: bool, name: &str) -> std::process::Command {
+    let mut cmd = crate::cargo();
+    cmd.args(["run", "--quiet", "--profile"])
+        .arg(if tiny { "ci" } else { "release" })
+        .args(["--example", name, "--"]);
+    cmd
 }
 
 /// What a trace holds: patches per level.
@@ -420,10 +421,8 @@ fn replay_traces(tiny: bool, dir: &Path) -> Result<(Vec<Vec<usize>>, Results)> {
     for (_, stem, _) in TRACES {
         let trace = root.join("examples/traces").join(format!("{stem}.json"));
         levels.push(trace_levels(&trace)?);
-        let mut cmd = crate::cargo();
-        cmd.args(["run", "--quiet", "--profile"])
-            .arg(if tiny { "ci" } else { "release" })
-            .args(["--example", "replay", "--", "--trace"])
+        let mut cmd = example(tiny, "replay");
+        cmd.arg("--trace")
             .arg(&trace)
             .args(["--config", TRACE_DECK, "--backend", "cpu", "--steps"])
             .arg(if tiny { "1" } else { "4" })
@@ -444,29 +443,26 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 fn draw_table3(rows: &[PackRow], out: &Path) -> Result<()> {
+    // Per reading, EP-BFD's efficiency and the best the bound allows.
     let mut series = Vec::new();
     for (reading, label) in [
         ("interiors", "32³ interiors"),
         ("with-ghosts", "32³ with ghosts"),
     ] {
-        for (heuristic, what) in [("ep-bfd", "EP-BFD"), ("bound", "best possible")] {
-            let points = rows
-                .iter()
+        let of = |y: fn(&PackRow) -> f64| {
+            rows.iter()
                 .filter(|r| r.reading == reading && r.heuristic == "ep-bfd")
-                .map(|r| {
-                    let y = if heuristic == "bound" {
-                        r.bound_efficiency
-                    } else {
-                        r.efficiency
-                    };
-                    (r.patches as f64, y)
-                })
-                .collect();
-            series.push(Series {
-                name: format!("{what}, {label}"),
-                points,
-            });
-        }
+                .map(|r| (r.patches as f64, y(r)))
+                .collect()
+        };
+        series.push(Series {
+            name: format!("EP-BFD, {label}"),
+            points: of(|r| r.efficiency),
+        });
+        series.push(Series {
+            name: format!("best possible, {label}"),
+            points: of(|r| r.bound_efficiency),
+        });
     }
     let markers: Vec<plot::Marker> = PAPER_TABLE3
         .iter()
