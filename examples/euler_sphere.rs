@@ -269,11 +269,14 @@ fn run<T: Real + CheckpointReal>(
     it.sync_host()?;
     let radius = shock_radius(&it, deck);
     summary(&it, setup, radius, write.then_some(dir.as_path()));
+    // Equal digests: bitwise equal states, whatever the backend or batching.
+    let digest = it.state_digest()?;
+    println!("state digest {digest:016x}");
     if let Some(path) = json {
         summary::write(
             &it,
             setup,
-            serde_json::json!({ "shock_radius": radius }),
+            serde_json::json!({ "shock_radius": radius, "digest": format!("{digest:016x}") }),
             path,
         )?;
     }

@@ -680,14 +680,21 @@ QUILT_SCAN_KERNEL(double, scan_f64, 2)
 // of a row, so the posted writes coalesce.
 //
 // External boxes (CudaSolver::advance_external): `ext` (null in store_T,
-// one u64 per descriptor in store_ext_T) holds the unified address of a
-// patch's own page-locked ghost box, 0 for a patch that lives in the bins. A box is dense in the
+// one u64 per descriptor in store_ext_T) holds the address of a patch's
+// output box, 0 for a patch that lives in the bins. A box is dense in the
 // order of quilt_sweep's Batch::load_patch, ((v * ez + k) * ey + j) * ex + i,
 // so cell t of the loop (t = (k * ey + j) * ex + i) of component v sits at
 // t + v * cells: the same consecutive addresses for consecutive threads.
+// The output box is either the patch's own page-locked box (its unified
+// address; interiors only) or a whole box in device memory that a DMA copy
+// then moves into it: writes from kernels over the bus hold back the
+// host-to-device copies of the other chunks, DMA copies in the other
+// direction do not. Then `src` (one u64 per descriptor) names the device
+// copy of the patch's source box, whose ghost cells fill the output's.
 
 template <class T, bool BOX>
-__device__ __forceinline__ void store_cells(const T* data, T* dst, const PatchDesc& d, const ScanItem& it, int B) {
+__device__ __forceinline__ void store_cells(const T* data, T* dst, const T* from, const PatchDesc& d,
+                                            const ScanItem& it, int B) {
     const int ex = d.extent[0], ey = d.extent[1], ez = d.extent[2];
     const int g = d.ghost;
     const int plane = ex * ey;
@@ -701,7 +708,13 @@ __device__ __forceinline__ void store_cells(const T* data, T* dst, const PatchDe
         const int r = t - k * plane;
         const int j = r / ex;
         const int i = r - j * ex;
-        if (k < g || k >= ez - g || j < g || j >= ey - g || i < g || i >= ex - g) continue;
+        if (k < g || k >= ez - g || j < g || j >= ey - g || i < g || i >= ex - g) {
+            if (BOX && from) {
+#pragma unroll
+                for (int v = 0; v < QUILT_NCOMP; ++v) dst[(i64)t + (i64)v * cells] = from[(i64)t + (i64)v * cells];
+            }
+            continue;
+        }
         const i64 at = base + o0 + (k * B + j) * B + i;
 #pragma unroll
         for (int v = 0; v < QUILT_NCOMP; ++v) {
@@ -723,17 +736,18 @@ __device__ __forceinline__ void store_cells(const T* data, T* dst, const PatchDe
 // boxes as soon as its sweeps end, before the host has checked the step
 // (their input is elsewhere), and the bins only once it has.
 template <class T>
-__device__ __forceinline__ void store_body(const T* data, T* host, const u64* ext, const PatchDesc* descs,
-                                           const u32* order, const ScanItem* items, u32 i0, int B,
-                                           int which) {
+__device__ __forceinline__ void store_body(const T* data, T* host, const u64* ext, const u64* src,
+                                           const PatchDesc* descs, const u32* order, const ScanItem* items,
+                                           u32 i0, int B, int which) {
     const ScanItem it = items[i0 + blockIdx.x];
     const u32 p = order[it.q];
     const u64 box = ext ? ext[p] : 0ull;
     if (box == QUILT_NO_STORE) return;
     if (box) {
-        if (which & 1) store_cells<T, true>(data, (T*)box, descs[p], it, B);
+        const T* from = src ? (const T*)src[p] : nullptr;
+        if (which & 1) store_cells<T, true>(data, (T*)box, from, descs[p], it, B);
     } else if (which & 2) {
-        store_cells<T, false>(data, host, descs[p], it, B);
+        store_cells<T, false>(data, host, nullptr, descs[p], it, B);
     }
 }
 
@@ -743,12 +757,12 @@ __device__ __forceinline__ void store_body(const T* data, T* host, const u64* ex
     extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                            \
         NAME(const T* data, T* host, const PatchDesc* descs, const u32* order, const ScanItem* items, u32 i0,  \
              int B) {                                                                                         \
-        store_body<T>(data, host, nullptr, descs, order, items, i0, B, 3);                                    \
+        store_body<T>(data, host, nullptr, nullptr, descs, order, items, i0, B, 3);                           \
     }                                                                                                         \
     extern "C" __global__ void __launch_bounds__(QUILT_SCAN_BLOCK)                                            \
-        EXT_NAME(const T* data, T* host, const u64* ext, const PatchDesc* descs, const u32* order,             \
-                 const ScanItem* items, u32 i0, int B, int which) {                                           \
-        store_body<T>(data, host, ext, descs, order, items, i0, B, which);                                    \
+        EXT_NAME(const T* data, T* host, const u64* ext, const u64* src, const PatchDesc* descs,               \
+                 const u32* order, const ScanItem* items, u32 i0, int B, int which) {                         \
+        store_body<T>(data, host, ext, src, descs, order, items, i0, B, which);                               \
     }
 
 QUILT_STORE_KERNEL(float, store_f32, store_ext_f32)

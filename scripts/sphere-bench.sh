@@ -190,7 +190,8 @@ mem = [med(c, "peak_mb") / max(2 * med(c, "state_mb_per_level"), 1e-12) for c in
 print(f"{'peak / both time levels':<30}" + "".join(f"{v:>{w}.2f}" for v in mem))
 
 def dev(c, key):
-    vals = [r["device_solves"][key] for r in runs[c] if r.get("device_solves")]
+    vals = [r["device_solves"][key] for r in runs[c]
+            if r.get("device_solves") and key in r["device_solves"]]
     return statistics.median(vals) if vals else float("nan")
 
 if any(r.get("device_solves") for c in cols for r in runs[c]):
@@ -198,6 +199,8 @@ if any(r.get("device_solves") for c in cols for r in runs[c]):
     for label, key in [
         ("device: solve calls s", "host_s"),
         ("device: new layout states s", "layout_state_s"),
+        ("device: queueing on the host s", "issue_s"),
+        ("device: waiting for the GPU s", "wait_s"),
         ("device: GPU before verdict s", "gpu_s"),
         ("device: uploads s (summed)", "upload_s"),
         ("device: kernels s (summed)", "kernel_s"),
@@ -222,6 +225,14 @@ ratio("cuda-resident", "cuda-adaptive", "CUDA resident / CUDA host-staged")
 radii = {c: med(c, "shock_radius") for c in cols}
 if len({r for r in radii.values() if r == r}) > 1:
     print(f"shock radii differ: {radii}")
+# The same deck gives bitwise the same state on every backend and batching
+# (the default scheme's per-patch kernels too): one digest for all runs.
+digests = {c: sorted({r["digest"] for r in runs[c] if "digest" in r}) for c in cols}
+seen = {d for ds in digests.values() for d in ds}
+if len(seen) == 1:
+    print(f"state digest {seen.pop()} in every run")
+elif seen:
+    print(f"STATE DIGESTS DIFFER: {digests}")
 EOF
     done
 done

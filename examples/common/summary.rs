@@ -28,6 +28,8 @@ pub fn write<T: Real, B: SolveBackend<T>>(
             "host_s": g.host_secs,
             "layout_state_s": g.state_secs,
             "staged_layouts": g.staged_layouts,
+            "issue_s": g.issue_secs,
+            "wait_s": g.wait_secs,
             "gpu_s": g.gpu_secs,
             "upload_s": g.upload_secs,
             "kernel_s": g.kernel_secs,

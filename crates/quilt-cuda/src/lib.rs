@@ -49,6 +49,7 @@
 mod bandwidth;
 mod buffer;
 pub mod cache;
+mod copies;
 mod device;
 mod eos;
 mod error;

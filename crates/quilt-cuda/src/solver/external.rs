@@ -25,8 +25,11 @@ use crate::real::GpuReal;
 /// (ghosts included, component-major, x fastest:
 /// `((c * ez + k) * ey + j) * ex + i`, the order of
 /// [`Batch::load_patch`]), and `dst`, a box of the same shape whose
-/// interior the step writes (its ghost cells are left alone). A patch's
-/// old and new states, in a step that fills the old state's ghosts.
+/// interior the step writes. A patch's old and new states, in a step that
+/// fills the old state's ghosts. `dst`'s ghost cells are unspecified
+/// afterwards: in place (see [`CudaSolver::advance_external`]) the new
+/// state goes down whole, in one DMA copy, with the source's ghost cells;
+/// otherwise they are left alone.
 #[derive(Debug)]
 pub struct ExternalBox<'a, T> {
     /// Index of the patch's descriptor in the batch's layout.
@@ -171,8 +174,9 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
     /// the same report, fluxes and errors, bit for bit, except that the
     /// bins of the boxes' and the probes' descriptors in `batch` are not
     /// read and hold unspecified values afterwards (a probe's new interior
-    /// is not kept anywhere: only its fluxes are). Sources are only read, and the
-    /// destinations' ghost cells never written. After an error (a bad box,
+    /// is not kept anywhere: only its fluxes are), and that the
+    /// destinations' ghost cells may hold the sources' (see below).
+    /// Sources are only read. After an error (a bad box,
     /// a bad state, a time step above the CFL limit, a non-finite sweep
     /// result) no source has changed, but the destinations' interiors and
     /// the batch's flux buffer may have: in place, they are written as the
@@ -198,8 +202,13 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
     /// each source is copied to device memory as it is (one DMA copy; with
     /// `QUILT_CUDA_TRANSFER=mapped` the load kernel reads it over the bus
     /// instead), the load kernel lays it out in the bins, and the store
-    /// kernel writes each interior into its destination, with no host
-    /// copy; a probe is read from its parent's copy (mapped: its parent's
+    /// kernel writes each new state whole into device memory (the
+    /// interior from the bins, the ghost cells from the source's copy),
+    /// from where one DMA copy takes it into its destination, with no
+    /// host copy (mapped: the store kernel writes the interior into the
+    /// destination over the bus, which holds back the other chunks'
+    /// uploads, where DMA copies in both directions overlap); a probe is
+    /// read from its parent's copy (mapped: its parent's
     /// box), so that its cells cross the bus once, in its parent. Otherwise the boxes are copied
     /// into the batch and out as above. The boxes' bytes count in
     /// [`CudaSolver::totals`] like the rest of the ghost-box load and the

@@ -262,6 +262,14 @@ pub struct SolveTotals {
     pub state_secs: f64,
     /// Batches whose layout state a [`LayoutStager`] built.
     pub staged_layouts: u64,
+    /// Host time spent queueing a batch's copies and kernels before it
+    /// waits for the verdict, seconds: where it approaches
+    /// [`gpu_secs`](Self::gpu_secs), the host's enqueueing, not the
+    /// device, paces the solve.
+    pub issue_secs: f64,
+    /// Host time waiting for the device to finish a batch's uploads,
+    /// scans, sweeps and stores after queueing them, seconds.
+    pub wait_secs: f64,
     /// First to last GPU operation before the results' verdict (uploads,
     /// scans, sweeps; downloads too when staged), seconds.
     pub gpu_secs: f64,
@@ -394,6 +402,12 @@ pub struct CudaSolver<T: GpuReal, E: CudaEos = IdealGas> {
     ext_table: Option<external::ExtTable>,
     /// Device copies of the external boxes' sources, one batch at a time.
     ext_staging: Option<crate::buffer::DeviceBuffer<T>>,
+    /// The external boxes' new states in device memory (at the offsets of
+    /// their sources' copies in `ext_staging`), each copied into its
+    /// destination by one DMA copy.
+    ext_out: Option<crate::buffer::DeviceBuffer<T>>,
+    /// The copies of one chunk's boxes, gathered to be queued as one batch.
+    box_copies: crate::copies::CopyBatch,
     /// Per descriptor of the current step: the external box its load
     /// reads (its own, or a probe's parent).
     ext_reads: Vec<Option<usize>>,
@@ -468,6 +482,8 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             registry: OnceLock::new(),
             ext_table: None,
             ext_staging: None,
+            ext_out: None,
+            box_copies: Default::default(),
             ext_reads: Vec::new(),
             ext_copies: Vec::new(),
             ext_waits: Vec::new(),

@@ -15,6 +15,7 @@ use super::external::{EXT_PARTS, ExtTable, ExternalBox, NO_STORE, load_boxes, pa
 use super::report::{decode_sweep_error, input_error};
 use super::state::{ERROR_SLOTS, LayoutState};
 use super::{CudaSolver, Variant};
+use crate::copies::Direction;
 use crate::error::{CudaError, DriverContext};
 use crate::params::{GasK, MAX_PASSES, STEP_WORDS, StepArgs};
 use crate::plan::{Chunking, TableKind};
@@ -75,13 +76,16 @@ fn par_copy_runs<T: Copy + Send + Sync>(dst: &mut [T], src: &[T], runs: &[(usize
 /// occupied runs, `runs` moves the occupied runs both ways by copies
 /// instead of the ghost-box load and the interior store, `mapped` has the
 /// load kernel read external boxes over the bus instead of copying them
-/// to the device first; unset (or anything else), the default.
+/// to the device first, `single` queues external boxes' copies one
+/// `cuMemcpyAsync` each instead of as one batch; unset (or anything
+/// else), the default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct TransferMode {
     staged: bool,
     whole_bins: bool,
     runs_back: bool,
     mapped_sources: bool,
+    single_copies: bool,
 }
 
 /// `store_ext_T`'s `which`: the patches in external boxes.
@@ -98,14 +102,30 @@ fn transfer_mode() -> TransferMode {
             whole_bins: v == "whole",
             runs_back: v == "runs",
             mapped_sources: v == "mapped",
+            single_copies: v == "single",
         };
-        if mode.staged || mode.whole_bins || mode.runs_back || mode.mapped_sources {
+        if mode.staged
+            || mode.whole_bins
+            || mode.runs_back
+            || mode.mapped_sources
+            || mode.single_copies
+        {
             log::warn!(
                 "QUILT_CUDA_TRANSFER={v}: batches cross the bus the slow way, for comparison"
             );
         }
         mode
     })
+}
+
+/// The driver version [`crate::copies::CopyBatch::issue`] is told: 0 with
+/// `QUILT_CUDA_TRANSFER=single`, so that it queues one copy at a time.
+fn batch_driver(version: i32) -> i32 {
+    if transfer_mode().single_copies {
+        0
+    } else {
+        version
+    }
 }
 
 /// The ranges of a chunk that cross the bus.
@@ -501,14 +521,15 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
     }
 
     /// Writes chunk `c`'s interiors from the device into `host`, the
-    /// page-locked batch data, or into their external boxes (`ext`, the
-    /// table's device address, see [`Self::launch_host_copy`]), on
-    /// `stream`.
+    /// page-locked batch data, or into their external boxes' outputs
+    /// (`ext`: the device addresses of the table's store part and of its
+    /// load part, or 0 where the outputs are the host boxes themselves,
+    /// and which patches, see [`Self::launch_host_copy`]), on `stream`.
     fn launch_store(
         &self,
         c: usize,
         host: *mut T,
-        ext: Option<(u64, i32)>,
+        ext: Option<(u64, u64, i32)>,
         stream: &CudaStream,
     ) -> Result<(), CudaError> {
         let k = &self.kernels;
@@ -516,11 +537,52 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             Some(_) => (&k.store_ext, "cuLaunchKernel(store_ext)"),
             None => (&k.store, "cuLaunchKernel(store)"),
         };
-        let table: &[u64] = match &ext {
-            Some((t, _)) => std::slice::from_ref(t),
+        let tables;
+        let table: &[u64] = match ext {
+            Some((t, src, _)) => {
+                tables = [t, src];
+                &tables
+            }
             None => &[],
         };
-        self.launch_host_copy(f, name, c, host as u64, table, ext.map(|e| e.1), stream)
+        self.launch_host_copy(f, name, c, host as u64, table, ext.map(|e| e.2), stream)
+    }
+
+    /// Copies the output boxes of chunk `c`'s external boxes from device
+    /// memory into their destinations, one DMA copy each, on `stream`
+    /// (behind the store kernel that wrote them). Nothing without
+    /// `ext_out` (mapped stores write the destinations themselves).
+    fn download_boxes(
+        &mut self,
+        c: usize,
+        boxes: &mut [ExternalBox<'_, T>],
+        stream: &CudaStream,
+    ) -> Result<(), CudaError> {
+        let Some(out) = &self.ext_out else {
+            return Ok(());
+        };
+        let mut copies = std::mem::take(&mut self.box_copies);
+        let st = self.state.as_ref().expect("state built");
+        let chunk = &st.plan.chunks[c];
+        for &p in &st.plan.order[chunk.q0 as usize..chunk.q1 as usize] {
+            // A probe reads its parent's box and stores nothing.
+            if let Some(Some(k)) = self.ext_reads.get(p as usize).copied()
+                && boxes[k].desc == p as usize
+            {
+                let dst = &mut *boxes[k].dst;
+                let bytes = std::mem::size_of_val(dst);
+                copies.push(dst.as_mut_ptr() as u64, out.at(self.ext_copies[k].0), bytes);
+            }
+        }
+        let info = &self.dev.info;
+        let driver = batch_driver(info.driver_version);
+        // SAFETY: each output box lies in `ext_out` (sized by
+        // `fill_ext_table`), each destination is a registered box of the
+        // same length, alive and untouched by the host until the step
+        // synchronises its streams.
+        let r = unsafe { copies.issue(Direction::ToHost, info.ordinal, driver, stream) };
+        self.box_copies = copies;
+        r
     }
 
     /// The restriction outputs of chunk `c`'s external boxes that ask for
@@ -899,7 +961,13 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
     /// [`ExtTable`])
     /// in pinned memory, for [`Self::begin_step`] to upload. Returns what
     /// the probes keep off the bus: their cells not uploaded on their own
-    /// and their interior cells not stored.
+    /// and their interior cells not stored; and the ghost cells the
+    /// whole output boxes carry down besides the interiors.
+    ///
+    /// Unless `QUILT_CUDA_TRANSFER=mapped`, the store kernel writes each
+    /// box's new state whole into `ext_out` (interior from the bins, ghost
+    /// cells from the source's copy) and one DMA copy takes it into the
+    /// destination: the table's store part names device memory then.
     ///
     /// Unless `QUILT_CUDA_TRANSFER=mapped`, each source is first copied
     /// to device memory (`cuMemcpyHtoDAsync` from its registered pages,
@@ -914,7 +982,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         &mut self,
         boxes: &mut [ExternalBox<'_, T>],
         probes: &[BoxPart],
-    ) -> Result<(usize, usize), CudaError> {
+    ) -> Result<(usize, usize, usize), CudaError> {
         let st = self.state.as_ref().expect("state built");
         let n = st.plan.descs.len();
         let t = ExtTable::fit(self.ext_table.take(), &self.dev.ctx, EXT_PARTS * n)?;
@@ -943,6 +1011,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         self.ext_copies.clear();
         self.ext_waits.clear();
         let mapped = transfer_mode().mapped_sources;
+        let mut saved = (0usize, 0usize, 0usize);
         // Copies start at 256-byte boundaries, as device allocations do.
         let align = (256 / std::mem::size_of::<T>()).max(1);
         let mut total = 0usize;
@@ -953,18 +1022,33 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             store[b.desc] = b.dst.as_mut_ptr() as u64;
             geom[b.desc] = pack_extent(descs[b.desc].extent);
         }
-        let staging = if mapped {
-            None
-        } else {
-            Some(match self.ext_staging.take().map(|d| d.reuse(total)) {
-                Some(Ok(d)) => d,
+        let fit = |old: Option<crate::buffer::DeviceBuffer<T>>| -> Result<_, CudaError> {
+            match old.map(|d| d.reuse(total)) {
+                Some(Ok(d)) => Ok(d),
                 old => {
                     // Freed before the larger one is made.
                     drop(old);
-                    crate::buffer::DeviceBuffer::with_room(&self.dev.ctx, total, total + total / 4)?
+                    crate::buffer::DeviceBuffer::with_room(&self.dev.ctx, total, total + total / 4)
                 }
-            })
+            }
         };
+        let staging = if mapped {
+            None
+        } else {
+            Some(fit(self.ext_staging.take())?)
+        };
+        // Whole output boxes go down by DMA (see `ExternalBox::dst`).
+        if mapped {
+            self.ext_out = None;
+        } else {
+            let out = fit(self.ext_out.take())?;
+            for (k, b) in boxes.iter().enumerate() {
+                store[b.desc] = out.at(self.ext_copies[k].0);
+                let interior = descs[b.desc].interior_cells() as usize;
+                saved.2 += b.dst.len() / st.plan.ncomp as usize - interior;
+            }
+            self.ext_out = Some(out);
+        }
         let at = |k: usize, first: usize| match &staging {
             Some(d) => d.at(self.ext_copies[k].0 + first),
             None => boxes[k].src[first..].as_ptr() as u64,
@@ -972,7 +1056,6 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         for (k, b) in boxes.iter().enumerate() {
             load[b.desc] = at(k, 0);
         }
-        let mut saved = (0usize, 0usize);
         for p in probes {
             let [sx, sy, sz] = descs[boxes[p.parent].desc].extent.map(|e| e as usize);
             let [ox, oy, oz] = p.offset.map(|e| e as usize);
@@ -1019,7 +1102,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
     /// earlier chunks' streams that it reads too (see
     /// [`Self::fill_ext_table`]).
     fn upload_sources(
-        &self,
+        &mut self,
         c: usize,
         boxes: &[ExternalBox<'_, T>],
         stream: &CudaStream,
@@ -1027,16 +1110,31 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         let Some(staging) = &self.ext_staging else {
             return Ok(());
         };
+        let mut copies = std::mem::take(&mut self.box_copies);
         let st = self.state.as_ref().expect("state built");
         let chunk = &st.plan.chunks[c];
         for &p in &st.plan.order[chunk.q0 as usize..chunk.q1 as usize] {
             if let Some(Some(k)) = self.ext_reads.get(p as usize) {
                 let (off, first, _) = self.ext_copies[*k];
                 if first == p as usize {
-                    staging.upload(off, boxes[*k].src, stream)?;
+                    let src = boxes[*k].src;
+                    copies.push(
+                        staging.at(off),
+                        src.as_ptr() as u64,
+                        std::mem::size_of_val(src),
+                    );
                 }
             }
         }
+        let info = &self.dev.info;
+        let driver = batch_driver(info.driver_version);
+        // SAFETY: each copy lies in `ext_staging` (sized by
+        // `fill_ext_table` for every box), each source is a registered
+        // box, alive and unchanged until the step synchronises.
+        let r = unsafe { copies.issue(Direction::ToDevice, info.ordinal, driver, stream) };
+        self.box_copies = copies;
+        r?;
+        let st = self.state.as_ref().expect("state built");
         let from = self.ext_waits.partition_point(|w| (w.0 as usize) < c);
         for &(_, c0) in self.ext_waits[from..]
             .iter()
@@ -1094,7 +1192,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             });
         }
         // Probe cells that cross no bus, probe interiors not stored.
-        let mut saved = (0, 0);
+        let mut saved = (0, 0, 0);
         let ext_ptr = match ext.as_deref_mut() {
             Some(boxes) => {
                 saved = self.fill_ext_table(boxes, probes)?;
@@ -1131,6 +1229,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
                 .expect("state built")
                 .ensure_staging(&ctx)?;
         }
+        let issue = Instant::now();
         self.begin_step(ext_ptr.is_some())?;
         let mut host_ms = 0.0;
         let mut bytes_up = 0usize;
@@ -1176,7 +1275,20 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
                 // sweeps: neither is an input of the step, so a failed
                 // step loses nothing it would need.
                 let (_, data, flux) = batch.buffers_mut();
-                self.launch_store(c, data.as_mut_ptr(), Some((table, STORE_BOXES)), &stream)?;
+                let src = if self.ext_out.is_some() {
+                    ext_ptr.expect("external table")
+                } else {
+                    0
+                };
+                self.launch_store(
+                    c,
+                    data.as_mut_ptr(),
+                    Some((table, src, STORE_BOXES)),
+                    &stream,
+                )?;
+                if let Some(boxes) = ext.as_deref_mut() {
+                    self.download_boxes(c, boxes, &stream)?;
+                }
                 if let Some(tables) = ext_restrict {
                     self.launch_restrict_out(c, tables, &stream)?;
                 }
@@ -1197,7 +1309,10 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             let st = self.state.as_ref().expect("state built");
             st.events[c].done.record(&stream).call("cuEventRecord")?;
         }
+        let wait = Instant::now();
         self.end_step()?;
+        self.totals.issue_secs += (wait - issue).as_secs_f64();
+        self.totals.wait_secs += wait.elapsed().as_secs_f64();
 
         let (bad, courant) = self.scan_verdict();
         let failed = bad || self.cfl_exceeded(courant) || self.sweep_error(order).is_some();
@@ -1230,7 +1345,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
                             self.launch_store(
                                 c,
                                 data.as_mut_ptr(),
-                                Some((table, STORE_BINS)),
+                                Some((table, 0, STORE_BINS)),
                                 stream,
                             )?;
                             continue;
@@ -1272,7 +1387,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             let flux: usize = chunks.iter().flat_map(|c| &c.flux_runs).map(|r| r.1).sum();
             let data: usize = if store {
                 let l = batch.layout();
-                (l.interior_cells() as usize - saved.1) * l.ncomp() as usize
+                (l.interior_cells() as usize - saved.1 + saved.2) * l.ncomp() as usize
             } else {
                 chunks
                     .iter()

@@ -180,11 +180,13 @@ pub trait SolveBackend<T: Real>: Send {
     /// bit for bit, that of [`load_in_place`] (every box's old state and
     /// every such probe loaded into the batch), solving the batch and
     /// copying each patch's interior into its new state
-    /// ([`Batch::store_interior`]: the new state's ghost cells keep their
-    /// values); on an error the old states are unchanged, and the new
-    /// states' interiors and the batch's fluxes unspecified (a step
-    /// recomputes them). The bins of those patches are left unspecified.
-    /// The default does exactly that; a GPU backend reads and writes
+    /// ([`Batch::store_interior`]). The new states' ghost cells are
+    /// unspecified: the default leaves them, a GPU backend that moves
+    /// whole boxes gives them the old states' (the next prepare fills them
+    /// before a step reads them). On an error the old states are
+    /// unchanged, and the new states and the batch's fluxes unspecified
+    /// (a step recomputes them). The bins of those patches are left
+    /// unspecified. The default does exactly that; a GPU backend reads and writes
     /// states in memory its [`SolveBackend::page_lock`] locked where they
     /// are.
     fn solve_in_place(

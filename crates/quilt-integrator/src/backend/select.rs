@@ -25,13 +25,14 @@ pub fn backend_for<T: Real>(deck: &Deck) -> Result<Box<dyn SolveBackend<T>>, Int
     // The default kernels (packed bins, warp-per-column x sweeps, marched
     // y and z sweeps), FMA off so results equal the CPU's bit for bit,
     // device 0; per-patch kernels for the paper's default scheme.
-    let config = CudaConfig {
+    let mut config = CudaConfig {
         scalars: deck.hydro.scalars.len() as u32,
         ..match deck.batching.layout {
             BatchLayoutKind::Packed => CudaConfig::default(),
             BatchLayoutKind::PerPatch => CudaConfig::variant(Variant::Default),
         }
     };
+    tuning_from_env(&mut config);
     let made = select_backend(requested, config.device).and_then(|sel| match sel {
         Selected::Cpu => Ok(None),
         Selected::Cuda(_) => CudaBackend::<T>::new(solver.scheme(), solver.gas(), config).map(Some),
@@ -44,6 +45,25 @@ pub fn backend_for<T: Real>(deck: &Deck) -> Result<Box<dyn SolveBackend<T>>, Int
             Ok(cpu())
         }
         (Err(e), _) => Err(IntegratorError::Backend(e)),
+    }
+}
+
+/// Stream and chunk counts from `QUILT_CUDA_STREAMS` and
+/// `QUILT_CUDA_CHUNKS`, for measuring how a batch's copies and kernels
+/// overlap; a value that is not a positive count is ignored with a warning.
+fn tuning_from_env(config: &mut CudaConfig) {
+    for (var, field) in [
+        ("QUILT_CUDA_STREAMS", &mut config.streams),
+        ("QUILT_CUDA_CHUNKS", &mut config.chunks),
+    ] {
+        let Ok(v) = std::env::var(var) else { continue };
+        match v.parse::<usize>() {
+            Ok(n) if n > 0 => {
+                log::info!("{var}={n}");
+                *field = n;
+            }
+            _ => log::warn!("{var}={v:?} is not a positive count; ignored"),
+        }
     }
 }
 
