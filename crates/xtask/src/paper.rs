@@ -612,7 +612,8 @@ fn page_text(
          again). The paper is Raghavan & Vadhiyar, *IJHPCA* 2015, section 4; \
          its machines were Tesla S1070 and Fermi C2070 GPUs beside 4–16 \
          Opteron or Xeon cores. Each table below puts quilt's figure next to \
-         the paper's.\n",
+         the paper's. Every chart is an SVG with a PNG copy of the same name \
+         beside it.\n",
         if args.tiny { " --tiny" } else { "" },
         args.gpu
             .as_ref()

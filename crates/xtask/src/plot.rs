@@ -1,4 +1,6 @@
-//! Plots of measured figures: line charts from a CSV table, as SVG.
+//! Plots of measured figures: line charts from a CSV table, as SVG, each
+//! with a PNG copy beside it (rendered by resvg, text in the system's
+//! sans-serif fonts).
 //!
 //! The table has a header and three columns, `series,x,y` (further
 //! columns, such as the date and the machine of a figure, are kept for the
@@ -39,14 +41,18 @@ pub struct PlotArgs {
     markers: Vec<String>,
 }
 
-/// Series colours: distinct on white and for common colour blindness.
-const PALETTE: [RGBColor; 6] = [
+/// Series colours: distinct on white and for common colour blindness
+/// (Okabe and Ito's, less the yellow, and a grey); a ninth series takes
+/// the first colour again.
+const PALETTE: [RGBColor; 8] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
     RGBColor(0, 158, 115),
     RGBColor(204, 121, 167),
     RGBColor(86, 180, 233),
     RGBColor(120, 120, 120),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 0, 0),
 ];
 
 /// One series of a line chart.
@@ -249,20 +255,66 @@ pub fn line_chart(out: &Path, c: &LineChart, series: &[Series], markers: &[Marke
     })
 }
 
-/// Draws into a white SVG file `out` of 720 × 480 pixels.
+/// Draws into a white SVG file `out` of 720 × 480 pixels, and its PNG copy
+/// ([`png_copy`]).
 fn render(
     out: &Path,
     draw: impl FnOnce(
         DrawingArea<SVGBackend, plotters::coord::Shift>,
     ) -> std::result::Result<(), Box<dyn std::error::Error>>,
 ) -> Result<()> {
-    let root = SVGBackend::new(out, (720, 480)).into_drawing_area();
-    let drawn = root
-        .fill(&WHITE)
-        .map_err(Into::into)
-        .and_then(|()| draw(root.clone()))
-        .and_then(|()| root.present().map_err(Into::into));
-    drawn.map_err(|e| anyhow::anyhow!("drawing {}: {e}", out.display()))
+    {
+        let root = SVGBackend::new(out, (720, 480)).into_drawing_area();
+        let drawn = root
+            .fill(&WHITE)
+            .map_err(Into::into)
+            .and_then(|()| draw(root.clone()))
+            .and_then(|()| root.present().map_err(Into::into));
+        drawn.map_err(|e| anyhow::anyhow!("drawing {}: {e}", out.display()))?;
+    }
+    png_copy(out).map(drop)
+}
+
+/// Sans-serif families tried in turn for the PNG copies' text (plotters
+/// names the generic `sans-serif`, which resvg maps to Arial unless told).
+const SANS: [&str; 4] = ["DejaVu Sans", "Liberation Sans", "Noto Sans", "FreeSans"];
+
+/// Renders the SVG file `svg` at twice its size into a PNG file beside it
+/// (same name, `.png`) and returns that file's path. Text needs one of the
+/// [`SANS`] families installed (Debian: `fonts-dejavu-core`); without any,
+/// the copy is written without its text and a warning says so.
+pub fn png_copy(svg: &Path) -> Result<PathBuf> {
+    use resvg::{tiny_skia, usvg};
+    let data = std::fs::read(svg).with_context(|| format!("reading {}", svg.display()))?;
+    let mut opt = usvg::Options::default();
+    let db = opt.fontdb_mut();
+    db.load_system_fonts();
+    let family = SANS.iter().find(|f| {
+        db.faces()
+            .any(|face| face.families.iter().any(|(name, _)| name == *f))
+    });
+    match family {
+        Some(f) => db.set_sans_serif_family(*f),
+        None => eprintln!(
+            "warning: none of the fonts {SANS:?} is installed: {} gets no text",
+            svg.with_extension("png").display()
+        ),
+    }
+    let tree =
+        usvg::Tree::from_data(&data, &opt).with_context(|| format!("parsing {}", svg.display()))?;
+    let size = tree.size().to_int_size();
+    let mut pixmap = tiny_skia::Pixmap::new(2 * size.width(), 2 * size.height())
+        .with_context(|| format!("{} has no area", svg.display()))?;
+    resvg::render(
+        &tree,
+        tiny_skia::Transform::from_scale(2.0, 2.0),
+        &mut pixmap.as_mut(),
+    );
+    let png = svg.with_extension("png");
+    pixmap
+        .save_png(&png)
+        .with_context(|| format!("writing {}", png.display()))?;
+    Ok(png)
 }
 
 /// The series' legend, framed, at `position`.

@@ -1,6 +1,7 @@
 //! System packages the workspace needs, how to detect them, and how to
 //! install them on Debian/Ubuntu.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{Result, bail};
@@ -46,7 +47,16 @@ const REQUIREMENTS: &[Requirement] = &[
         debian_package: "libhdf5-dev",
         present: has_hdf5,
     },
+    Requirement {
+        what: "DejaVu Sans (the text of the charts' PNG copies)",
+        debian_package: "fonts-dejavu-core",
+        present: has_dejavu,
+    },
 ];
+
+fn has_dejavu() -> bool {
+    Path::new("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf").exists()
+}
 
 fn has_ompi_dev() -> bool {
     succeeds("pkg-config", &["--exists", "ompi"])
