@@ -2047,6 +2047,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             tag_buffer: a.tag_buffer,
             max_levels: a.max_levels,
             limiter: self.limiter,
+            blocks: self.deck.blocks(),
         };
         let t0 = Instant::now();
         let levels = new_level_boxes(&self.h, tags, &opts)

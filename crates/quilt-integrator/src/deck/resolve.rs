@@ -126,7 +126,13 @@ impl Deck {
             ghost,
             nesting_buffer: self.amr.nesting_buffer,
             undo_unprofitable_cuts: true,
+            blocks: self.blocks(),
         }
+    }
+
+    /// `amr.blocks` as clustering takes it: `None` for Berger–Rigoutsos.
+    pub fn blocks(&self) -> Option<i32> {
+        (self.amr.blocks != 0).then_some(self.amr.blocks)
     }
 
     /// The level-0 patch boxes.

@@ -232,6 +232,13 @@ pub struct AmrSection {
     /// Slope limiter of the coarse-to-fine interpolation: `mc`, `minmod`
     /// or `constant`. Default `mc`.
     pub interpolation: Interpolation,
+    /// Uniform patches instead of Berger–Rigoutsos clustering: fine
+    /// levels made of the aligned blocks of this many interior cells per
+    /// side that hold tags (a multiple of every ratio whose patches,
+    /// ghosts included, lie within `min_patch ..= max_patch`); blocks at
+    /// the edge of the coarser level keep only their parts inside it. 0
+    /// (the default): Berger–Rigoutsos, patches of any shape.
+    pub blocks: i32,
 }
 
 impl Default for AmrSection {
@@ -248,6 +255,7 @@ impl Default for AmrSection {
             tag_buffer: 2,
             regrid_interval: 4,
             interpolation: Interpolation::Mc,
+            blocks: 0,
         }
     }
 }

@@ -149,6 +149,15 @@ fn bad_amr_values() {
     at("[amr]\nmax_levels = 9\n", "amr.max_levels", 2);
     at("[amr]\nmax_levels = 4\nratios = [2, 2]\n", "amr.ratios", 3);
     at("[amr]\nratios = [3]\n", "amr.ratios", 2);
+    // Uniform blocks: a multiple of the ratio, patches within the limits.
+    at("[amr]\nblocks = 15\n", "amr.blocks", 2);
+    at("[amr]\nblocks = -16\n", "amr.blocks", 2);
+    at("[amr]\nblocks = 64\n", "amr.blocks", 2);
+    at("[amr]\nratios = [4]\nblocks = 18\n", "amr.blocks", 3);
+    Deck::parse("[amr]\nblocks = 16\n")
+        .unwrap()
+        .validate()
+        .unwrap();
     at("[amr]\nmin_patch = 70\n", "amr.min_patch", 2);
     at("[amr]\nmin_patch = 0\n", "amr.min_patch", 2);
     at("[amr]\nmin_patch = 4\nmax_patch = 6\n", "amr.max_patch", 3);

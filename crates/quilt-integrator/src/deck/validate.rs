@@ -307,7 +307,25 @@ pub(crate) fn validate_with_budget(
         format!("{} must lie in 0 ..= 16", a.tag_buffer)
     })?;
     if a.max_levels > 1 {
-        for (l, _) in d.fine_ratios().iter().enumerate() {
+        for (l, &ratio) in d.fine_ratios().iter().enumerate() {
+            let n = a.blocks;
+            c.ensure(
+                n == 0
+                    || (n > 0
+                        && n % ratio == 0
+                        && (a.min_patch..=a.max_patch).contains(&(n + 2 * ghost))),
+                "amr.blocks",
+                || {
+                    format!(
+                        "{n} must be 0 (Berger–Rigoutsos) or a positive multiple of the ratio {ratio} \
+                         of level {} whose patches, with {ghost} ghost cells per side, lie within \
+                         amr.min_patch ..= amr.max_patch ({} ..= {})",
+                        l + 1,
+                        a.min_patch,
+                        a.max_patch
+                    )
+                },
+            )?;
             d.cluster_options(l + 1, ghost).validate().map_err(|e| {
                 c.fail(
                     "amr.min_patch",

@@ -20,6 +20,9 @@
 //! 4. **merging** (`merge.rs`): neighbours whose bounding box reaches the
 //!    combine efficiency are merged.
 //!
+//! With [`ClusterOptions::blocks`] phases 2 and 4 give way to uniform
+//! blocks (`blocks.rs`): the aligned blocks of one size that hold tags.
+//!
 //! # Guarantees
 //! For tags `T` restricted to the nesting region, the output coarse boxes
 //! are pairwise disjoint, lie in the nesting region, cover every cell of
@@ -39,6 +42,7 @@
 //! The result depends only on the input (no hashing, no threads).
 
 mod berger_rigoutsos;
+mod blocks;
 mod error;
 mod merge;
 pub(crate) mod nesting;
@@ -169,7 +173,10 @@ impl Clusterer {
 
         let t_masks = t0.elapsed().as_secs_f64();
         let mut cands = Vec::new();
-        if tagged > 0 {
+        let blocks = self.options.blocks.map(|n| n / self.options.ratio);
+        if let (true, Some(side)) = (tagged > 0, blocks) {
+            blocks::blocks(&refs, nesting, side, &mut cands);
+        } else if tagged > 0 {
             // Thousands of fields on a fine level: transposed side by side.
             let transposed: Vec<TagBox> = refs.par_iter().map(|t| t.transposed_xy()).collect();
             let fields: Vec<(&TagBox, &TagBox)> =
@@ -186,12 +193,16 @@ impl Clusterer {
         let found = cands.len();
         let t_br = t0.elapsed().as_secs_f64() - t_masks;
         let undersized = size::grow_to_min(&mut cands, nesting, self.limits.min);
-        let merged = merge::merge(
-            cands.iter().map(|c| (c.b, c.tags)).collect(),
-            nesting,
-            self.limits.max,
-            self.options.combine_efficiency,
-        );
+        let merged = if blocks.is_some() {
+            cands.iter().map(|c| (c.b, c.tags)).collect()
+        } else {
+            merge::merge(
+                cands.iter().map(|c| (c.b, c.tags)).collect(),
+                nesting,
+                self.limits.max,
+                self.options.combine_efficiency,
+            )
+        };
         let mut coarse_boxes: Vec<IndexBox> = merged.into_iter().map(|(b, _)| b).collect();
         coarse_boxes.sort_by_key(|b| (b.lo.z, b.lo.y, b.lo.x));
         let undersized = if undersized == 0 {

@@ -39,6 +39,13 @@ pub struct ClusterOptions {
     /// minimum side is chopped into many minimum-size patches, none
     /// efficient, each paying for its own ghost cells.
     pub undo_unprofitable_cuts: bool,
+    /// Uniform blocks instead of Berger–Rigoutsos: the new level is made
+    /// of the blocks of this many fine interior cells per side, aligned to
+    /// multiples of it, that hold tags (a block crossing the nesting
+    /// region's edge is cut to its parts inside that hold tags); a multiple
+    /// of `ratio` whose patches (ghosts included) lie within the size
+    /// limits. `None` (the default): Berger–Rigoutsos, growing and merging.
+    pub blocks: Option<i32>,
 }
 
 impl Default for ClusterOptions {
@@ -52,6 +59,7 @@ impl Default for ClusterOptions {
             ghost: 2,
             nesting_buffer: 1,
             undo_unprofitable_cuts: true,
+            blocks: None,
         }
     }
 }
@@ -118,6 +126,16 @@ impl ClusterOptions {
                 min_coarse,
                 max_coarse,
             });
+        }
+        if let Some(n) = self.blocks {
+            let patch = n + g2;
+            if n < 1 || n % self.ratio != 0 || patch < self.min_patch || patch > self.max_patch {
+                return Err(ClusterError::BadOption {
+                    option: "blocks",
+                    value: f64::from(n),
+                    why: "must be a positive multiple of the ratio whose patches, ghosts included, lie within min_patch..=max_patch",
+                });
+            }
         }
         Ok(CoarseLimits {
             min: min_coarse,

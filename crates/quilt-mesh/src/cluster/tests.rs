@@ -39,6 +39,7 @@ fn arb_options() -> impl Strategy<Value = ClusterOptions> {
                     ghost,
                     nesting_buffer: buf,
                     undo_unprofitable_cuts: undo,
+                    blocks: None,
                 }
             },
         )
@@ -152,6 +153,18 @@ fn nesting_of(case: &Case) -> Nesting {
     }
 }
 
+/// `tags` cut at the middle of the domain's `y` into two fields, the upper
+/// half first: clustering must not depend on how tags are split.
+fn halves(case: &Case, tags: &TagBox) -> [TagBox; 2] {
+    let mid = case.domain.lo.y + case.domain.size().y / 2;
+    let (lo_half, hi_half) = case.domain.chop(1, mid);
+    let mut a = TagBox::new(lo_half).unwrap();
+    let mut b = TagBox::new(hi_half).unwrap();
+    a.union_with(tags);
+    b.union_with(tags);
+    [b, a]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(160))]
 
@@ -226,14 +239,82 @@ proptest! {
         let mut c = Clusterer::new(o).unwrap();
         prop_assert_eq!(&c.cluster(std::slice::from_ref(&tags), &nesting).unwrap(), &out);
         prop_assert_eq!(&c.cluster(std::slice::from_ref(&tags), &nesting).unwrap(), &out);
-        let mid = case.domain.lo.y + case.domain.size().y / 2;
-        let (lo_half, hi_half) = case.domain.chop(1, mid);
-        let mut a = TagBox::new(lo_half).unwrap();
-        let mut b = TagBox::new(hi_half).unwrap();
-        a.union_with(&tags);
-        b.union_with(&tags);
-        prop_assert_eq!(&c.cluster(&[b, a], &nesting).unwrap(), &out);
+        prop_assert_eq!(&c.cluster(&halves(&case, &tags), &nesting).unwrap(), &out);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Uniform blocks: every allowed tag covered once, boxes disjoint and
+    /// nested, and the box over a tag whose block the nesting region holds
+    /// whole is that block.
+    #[test]
+    fn blocks_cover_tags_with_aligned_blocks(case in arb_case(), pick in 0i32..8) {
+        let mut o = case.options;
+        let lim = o.validate().unwrap();
+        // A block side (coarse cells) the size limits admit.
+        let side = lim.min + pick % (lim.max - lim.min + 1);
+        o.blocks = Some(side * o.ratio);
+        prop_assume!(o.validate().is_ok());
+        let tags = tags_of(&case);
+        let nesting = nesting_of(&case);
+        let out = cluster(std::slice::from_ref(&tags), &nesting, o).unwrap();
+        let boxes = &out.coarse_boxes;
+        let mut kept = 0u64;
+        for p in tags.iter() {
+            let over: Vec<&IndexBox> = boxes.iter().filter(|b| b.contains(&p)).collect();
+            if !nesting.contains_box(&IndexBox::new(p, p)) {
+                prop_assert!(over.is_empty(), "forbidden tag {:?} covered", p);
+                continue;
+            }
+            kept += 1;
+            prop_assert_eq!(over.len(), 1, "tag {:?} covered {} times", p, over.len());
+            let q = IndexBox::new(p, p).coarsen(side).lo;
+            let block = IndexBox::from_lo_size(q * side, iv(side, side, side));
+            if nesting.contains_box(&block) {
+                prop_assert_eq!(*over[0], block, "tag {:?}", p);
+            }
+        }
+        prop_assert_eq!(out.tagged, kept);
+        for (i, b) in boxes.iter().enumerate() {
+            for c in &boxes[i + 1..] {
+                prop_assert!(!b.intersects(c), "{} and {} overlap", b, c);
+            }
+            prop_assert!(nesting.contains_box(b), "{} leaves the nesting region", b);
+            prop_assert_eq!(out.fine_boxes[i], b.refine(o.ratio));
+            prop_assert!(tags.count_in(b) > 0, "box {} holds no tag", b);
+            let s = out.fine_boxes[i].size() + iv(2 * o.ghost, 2 * o.ghost, 2 * o.ghost);
+            prop_assert!(s.max() <= o.max_patch, "{} too large", b);
+        }
+        // Independent of how the tags are split into fields.
+        prop_assert_eq!(&cluster(&halves(&case, &tags), &nesting, o).unwrap(), &out);
+    }
+}
+
+#[test]
+fn blocks_of_a_size_the_limits_refuse_are_an_error() {
+    for n in [0, 15, 4, 80] {
+        let o = ClusterOptions {
+            blocks: Some(n),
+            ..ClusterOptions::default()
+        };
+        assert!(
+            matches!(
+                o.validate(),
+                Err(ClusterError::BadOption {
+                    option: "blocks",
+                    ..
+                })
+            ),
+            "blocks = {n}"
+        );
+    }
+    let o = ClusterOptions {
+        blocks: Some(16),
+        ..ClusterOptions::default()
+    };
+    assert!(o.validate().is_ok());
 }
 
 #[test]

@@ -55,6 +55,10 @@ pub struct RegridOptions {
     pub max_levels: usize,
     /// Slope limiter of the coarse-to-fine interpolation (default MC).
     pub limiter: Limiter,
+    /// Uniform blocks of this many fine cells per side instead of
+    /// Berger–Rigoutsos (see [`crate::cluster::ClusterOptions::blocks`];
+    /// default `None`).
+    pub blocks: Option<i32>,
 }
 
 impl Default for RegridOptions {
@@ -67,6 +71,7 @@ impl Default for RegridOptions {
             tag_buffer: 2,
             max_levels: usize::MAX,
             limiter: Limiter::MonotonizedCentral,
+            blocks: None,
         }
     }
 }

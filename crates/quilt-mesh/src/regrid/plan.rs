@@ -67,6 +67,7 @@ pub(crate) fn cluster_options(h: &Hierarchy, ratio: i32, o: &RegridOptions) -> C
         ghost: h.ghost(),
         nesting_buffer: o.nesting_buffer,
         undo_unprofitable_cuts: o.undo_unprofitable_cuts,
+        blocks: o.blocks,
     }
 }
 
