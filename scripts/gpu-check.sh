@@ -200,6 +200,10 @@ device() {
 #   f32      the same on sphere_large_f32.toml, the CUDA configurations
 #   traces   the traces RT I-III replayed (4 steps) in the CUDA configurations
 #   solver   gpu_bench's solver tables (kernels only) as gpu_bench.csv
+#   blocks   sphere_large_blocks.toml (uniform 16^3 patches, Figure 9) in
+#            the configurations of `large` it is set against; not in the
+#            default list (uniform patches need several times the memory
+#            and time of the non-uniform deck)
 # QUILT_BENCH_RUNS (default 3) runs of each configuration.
 paper() {
     local out="${OUT:-$root/gpu-check-out}"
@@ -229,6 +233,10 @@ paper() {
                 QUILT_BENCH_TRACES="$(ls "$root"/examples/traces/rt*.json | tr '\n' ' ')" \
                 bash "$root/scripts/sphere-bench.sh" "$root/examples/decks/sphere_traces.toml"
             ;;
+        blocks)
+            OUT="$dir" QUILT_BENCH_CONFIGS="cuda-resident cuda-adaptive" \
+                bash "$root/scripts/sphere-bench.sh" "$root/examples/decks/sphere_large_blocks.toml"
+            ;;
         solver)
             "$bin/gpu_bench" --seeds 3 --steps 3 --kernels-only --resident-steps 0 \
                 --configs default,packed,+kopt --csv "$dir/gpu_bench.csv" >"$dir/gpu_bench.log" 2>&1 ||
@@ -236,7 +244,7 @@ paper() {
             grep -E "mean speedup" "$dir/gpu_bench.log" || true
             ;;
         *)
-            echo "paper: unknown part $part (large f32 traces solver)" >&2
+            echo "paper: unknown part $part (large f32 traces solver blocks)" >&2
             return 2
             ;;
         esac

@@ -2,7 +2,8 @@
 //! one suite: `cargo xtask paper`.
 //!
 //! It packs the paper's synthetic hierarchies (Table 3, the `paper_pack`
-//! example), reads the JSON summaries of `scripts/sphere-bench.sh` runs made
+//! example), runs the default sphere with Berger–Rigoutsos patches and
+//! with uniform 16³ blocks on the CPU (Figure 9), reads the JSON summaries of `scripts/sphere-bench.sh` runs made
 //! on the GPU machine (`--gpu DIR`: the whole step on every backend and
 //! batching, Tables 1, 2 and 4 and Figures 11, 13 and 17) and, when `DIR`
 //! holds it, `gpu_bench`'s CSV `gpu_bench.csv` (the solver alone: Figures
@@ -108,7 +109,7 @@ fn read_pack(path: &Path) -> Result<Vec<PackRow>> {
 }
 
 /// The runs of one configuration of one deck.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Runs {
     precision: String,
     device: String,
@@ -116,14 +117,30 @@ struct Runs {
 }
 
 /// Fields of a summary reported here.
-const FIELDS: [&str; 6] = [
+const FIELDS: [&str; 9] = [
     "cell_updates_per_s",
     "steps_wall",
     "setup",
     "regrid",
     "solve_estimate_error",
     "prepare_estimate_error",
+    "patches",
+    "final_cells",
+    "cells",
 ];
+
+/// The default sphere with uniform 16³ blocks (Figure 9's uniform
+/// patches), beside the default deck's Berger–Rigoutsos patches.
+const BLOCKS_DECK: &str = "examples/decks/sphere_blocks.toml";
+
+/// The decks of a GPU folder that hold uniform blocks end in this; each
+/// is set against the deck without it (`sphere_large_blocks` against
+/// `sphere_large`) in Figure 9, not in the whole-step ratios.
+const BLOCKS_SUFFIX: &str = "_blocks";
+
+/// The paper's Figure 9: non-uniform patches took 1.21–1.88 times less
+/// execution time than uniform 16³ ones (five runs, Fermi C2070).
+const PAPER_FIG9: (f64, f64) = (1.21, 1.88);
 
 impl Runs {
     fn median(&self, field: &str) -> Option<f64> {
@@ -348,13 +365,17 @@ pub fn run(args: &PaperArgs) -> Result<()> {
     let pack = read_pack(&table3)?;
     draw_table3(&pack, &out.join("paper_table3.svg"))?;
     let traces = replay_traces(args.tiny, &out.join("trace-runs"))?;
+    let blocks = run_blocks(args.tiny, &out.join("blocks-runs"))?;
 
     let gpu_dir = args.gpu.as_ref().map(|d| root.join(d));
     let gpu = gpu_dir.as_deref().map(read_runs).transpose()?;
     if let Some(gpu) = &gpu {
         write_whole_step(gpu, &out.join("paper_whole_step.csv"))?;
-        draw_ratios(gpu, &out.join("paper_speedups.svg"))?;
+        draw_ratios(&without_blocks(gpu), &out.join("paper_speedups.svg"))?;
     }
+    let fig9 = blocks_ratios(&blocks, gpu.as_ref());
+    write_blocks(&fig9, &out.join("paper_blocks.csv"))?;
+    draw_blocks(&fig9, &out.join("paper_blocks.svg"))?;
     let solver = gpu_dir
         .map(|d| d.join("gpu_bench.csv"))
         .filter(|csv| csv.exists())
@@ -368,6 +389,7 @@ pub fn run(args: &PaperArgs) -> Result<()> {
         args,
         &pack,
         &traces,
+        &fig9,
         gpu.as_ref(),
         solver.as_ref(),
         &out,
@@ -431,6 +453,131 @@ fn replay_traces(tiny: bool, dir: &Path) -> Result<(Vec<Vec<usize>>, Results)> {
         crate::status(cmd)?;
     }
     Ok((levels, read_runs(dir)?))
+}
+
+/// Runs the default sphere on the CPU backend with Berger–Rigoutsos
+/// (`sphere`) and with uniform 16³ blocks (`sphere_blocks`,
+/// [`BLOCKS_DECK`]), to its end (with `tiny`, 2 coarse steps on 3
+/// levels), summaries into `dir`.
+fn run_blocks(tiny: bool, dir: &Path) -> Result<Results> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (name, deck) in [("sphere", None), ("sphere_blocks", Some(BLOCKS_DECK))] {
+        let mut cmd = example(tiny, "euler_sphere");
+        if let Some(deck) = deck {
+            cmd.args(["--config", deck]);
+        }
+        cmd.args(["--backend", "cpu", "--no-output"]);
+        if tiny {
+            cmd.args(["--max-steps", "2", "--levels", "3"]);
+        }
+        cmd.arg("--summary-json")
+            .arg(dir.join(format!("{name}.cpu.1.json")));
+        crate::status(cmd)?;
+    }
+    read_runs(dir)
+}
+
+/// `gpu` without the decks of uniform blocks.
+fn without_blocks(gpu: &Results) -> Results {
+    gpu.iter()
+        .filter(|(deck, _)| !deck.ends_with(BLOCKS_SUFFIX))
+        .map(|(deck, runs)| (deck.clone(), runs.clone()))
+        .collect()
+}
+
+/// One pair of Figure 9: where it ran, then of the non-uniform and the
+/// uniform run the patches, the cells at the end, the cell updates and
+/// the seconds of steps (medians).
+struct BlocksPair {
+    label: String,
+    non_uniform: [f64; 4],
+    uniform: [f64; 4],
+}
+
+impl BlocksPair {
+    /// Uniform over non-uniform seconds of steps.
+    fn time_ratio(&self) -> f64 {
+        self.uniform[3] / self.non_uniform[3]
+    }
+}
+
+fn pair_values(r: &Runs) -> [f64; 4] {
+    ["patches", "final_cells", "cells", "steps_wall"].map(|f| r.median(f).unwrap_or(f64::NAN))
+}
+
+/// The pairs of Figure 9: the CPU runs of [`run_blocks`], then, for every
+/// deck of `gpu` ending in [`BLOCKS_SUFFIX`], each configuration it shares
+/// with its deck without the suffix.
+fn blocks_ratios(cpu: &Results, gpu: Option<&Results>) -> Vec<BlocksPair> {
+    let mut out = Vec::new();
+    if let (Some(a), Some(b)) = (
+        cpu.get("sphere").and_then(|c| c.get("cpu")),
+        cpu.get("sphere_blocks").and_then(|c| c.get("cpu")),
+    ) {
+        out.push(BlocksPair {
+            label: "sphere, cpu (dev box)".into(),
+            non_uniform: pair_values(a),
+            uniform: pair_values(b),
+        });
+    }
+    for (deck, runs) in gpu.into_iter().flatten() {
+        let Some(base) = deck.strip_suffix(BLOCKS_SUFFIX) else {
+            continue;
+        };
+        let Some(base_runs) = gpu.and_then(|g| g.get(base)) else {
+            continue;
+        };
+        for (config, r) in runs {
+            if let Some(b) = base_runs.get(config) {
+                out.push(BlocksPair {
+                    label: format!("{base}, {config}"),
+                    non_uniform: pair_values(b),
+                    uniform: pair_values(r),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn write_blocks(pairs: &[BlocksPair], out: &Path) -> Result<()> {
+    let mut csv = String::from(
+        "run,patches,cells,cell_updates,steps_s,blocks_patches,blocks_cells,blocks_cell_updates,blocks_steps_s,time_ratio\n",
+    );
+    for p in pairs {
+        let [a, b, c, d] = p.non_uniform;
+        let [e, f, g, h] = p.uniform;
+        writeln!(
+            csv,
+            "{},{a},{b},{c},{d:.3},{e},{f},{g},{h:.3},{:.3}",
+            p.label,
+            p.time_ratio()
+        )?;
+    }
+    write_atomic(out, csv.as_bytes())
+}
+
+fn draw_blocks(pairs: &[BlocksPair], out: &Path) -> Result<()> {
+    let mut names: Vec<String> = pairs
+        .iter()
+        .map(|p| format!("quilt, {}", p.label))
+        .collect();
+    names.push("paper, lowest".into());
+    names.push("paper, highest".into());
+    let mut values: Vec<Option<f64>> = pairs.iter().map(|p| Some(p.time_ratio())).collect();
+    values.push(Some(PAPER_FIG9.0));
+    values.push(Some(PAPER_FIG9.1));
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    plot::ratio_bars(
+        out,
+        "Uniform 16³ patches against non-uniform ones (paper Figure 9)",
+        "uniform / non-uniform time of the steps",
+        &names,
+        &[BarGroup {
+            label: "time of the same coarse steps".into(),
+            values,
+        }],
+    )
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -595,10 +742,12 @@ fn link(from_page: &Path, path: &Path) -> String {
     path.strip_prefix(dir).unwrap_or(path).display().to_string()
 }
 
+#[allow(clippy::too_many_arguments)]
 fn page_text(
     args: &PaperArgs,
     pack: &[PackRow],
     traces: &(Vec<Vec<usize>>, Results),
+    blocks: &[BlocksPair],
     gpu: Option<&Results>,
     solver: Option<&SolverTimes>,
     out: &Path,
@@ -621,6 +770,7 @@ fn page_text(
     );
     table3_section(&mut s, pack, out, page);
     traces_section(&mut s, traces, gpu, args.tiny);
+    blocks_section(&mut s, blocks, args.tiny, out, page);
     match solver {
         Some(solver) => solver_section(&mut s, solver, out, page),
         None => s.push_str(
@@ -629,7 +779,7 @@ fn page_text(
         ),
     }
     if let Some(gpu) = gpu {
-        whole_step_sections(&mut s, gpu, &args.gpu_label, out, page);
+        whole_step_sections(&mut s, &without_blocks(gpu), &args.gpu_label, out, page);
     } else {
         s.push_str(
             "## The whole step (Tables 1, 2 and 4; Figures 11, 13 and 17)\n\n\
@@ -639,6 +789,56 @@ fn page_text(
     }
     s.push_str(MISSING);
     s
+}
+
+fn blocks_section(s: &mut String, pairs: &[BlocksPair], tiny: bool, out: &Path, page: &Path) {
+    let _ = writeln!(
+        s,
+        "## Figure 9: non-uniform against uniform 16³ patches\n\n\
+         The same problem with quilt's Berger–Rigoutsos patches and with \
+         uniform ones: every fine level made of the aligned blocks of 16³ \
+         interior cells that hold tags (`amr.blocks = 16`, \
+         `{BLOCKS_DECK}`), blocks at a coarser level's edge cut to their \
+         part inside it. On the CPU the default sphere runs {} each way on \
+         this machine; from the GPU machine, a deck ending in \
+         `{BLOCKS_SUFFIX}` beside the deck without it. The paper's uniform \
+         patches took {:.2}–{:.2} times the time of its non-uniform ones \
+         (five runs on a Fermi C2070), which it puts down to \
+         over-refinement.\n\n\
+         ![uniform against non-uniform]({})\n\n\
+         | run | patches (non-uniform / uniform) | cells at the end | cell updates | seconds of steps | uniform / non-uniform time |\n\
+         |---|---|---|---|---|---|",
+        if tiny {
+            "2 coarse steps on 3 levels"
+        } else {
+            "to its end (t = 0.045, 4 levels)"
+        },
+        PAPER_FIG9.0,
+        PAPER_FIG9.1,
+        link(page, &out.join("paper_blocks.svg"))
+    );
+    for p in pairs {
+        let (a, b) = (p.non_uniform, p.uniform);
+        let _ = writeln!(
+            s,
+            "| {} | {:.0} / {:.0} | {:.3e} / {:.3e} | {:.3e} / {:.3e} | {:.2} / {:.2} | {:.2}× |",
+            p.label,
+            a[0],
+            b[0],
+            a[1],
+            b[1],
+            a[2],
+            b[2],
+            a[3],
+            b[3],
+            p.time_ratio()
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nCSV: `{}`.\n",
+        link(page, &out.join("paper_blocks.csv"))
+    );
 }
 
 fn table3_section(s: &mut String, pack: &[PackRow], out: &Path, page: &Path) {
@@ -889,12 +1089,12 @@ const MISSING: &str = "## Not in the suite yet\n\n\
 - The traces on the GPU (`scripts/sphere-bench.sh` with `QUILT_BENCH_TRACES`: \
   the whole step, Tables 5, 6 and 8) and the solver alone on them \
   (Tables 5–7).\n\
-- Figure 9 (non-uniform against uniform 16³ patches).\n\
+- Figure 9 on the GPU (`examples/decks/sphere_large_blocks.toml` beside \
+  `sphere_large.toml` in the `--gpu` folder).\n\
 - Figures 14 and 18 (several GPUs): two H200s are charted in \
   [ranks_scaling.svg](figures/ranks_scaling.svg); no machine with four GPUs \
   has been lent.\n\
-- Published per-GPU figures of Parthenon, GAMER and Quokka, and PNG copies \
-  of the charts.\n";
+- Published per-GPU figures of Parthenon, GAMER and Quokka.\n";
 
 #[cfg(test)]
 mod tests {
