@@ -11,6 +11,7 @@ mod block;
 mod check;
 mod column;
 mod plan;
+mod pool;
 mod shared;
 mod split;
 mod unsplit;
@@ -73,9 +74,10 @@ enum Dt<'a> {
     Cfl { cfl: f64, max: f64 },
 }
 
-/// Reusable buffers of a [`Solver`]: the TVD stage and accumulator arrays
-/// and the per-pass column plans. Keep one per batch size class and pass it to
-/// every step, so that steps allocate nothing once warm.
+/// Reusable buffers of a [`Solver`]: the TVD stage and accumulator arrays,
+/// the per-pass column plans and the columns' scratch. Keep one per batch
+/// size class and pass it to every step, so that steps allocate nothing
+/// once warm.
 #[derive(Clone, Debug, Default)]
 pub struct Workspace<T> {
     stage: Vec<T>,
@@ -83,6 +85,7 @@ pub struct Workspace<T> {
     groups: Vec<plan::ColumnGroup>,
     dtdx: Vec<[T; 3]>,
     dt: Vec<f64>,
+    scratch: pool::ScratchPool,
 }
 
 impl<T: Real> Workspace<T> {
@@ -94,6 +97,7 @@ impl<T: Real> Workspace<T> {
             groups: Vec::new(),
             dtdx: Vec::new(),
             dt: Vec::new(),
+            scratch: pool::ScratchPool::default(),
         }
     }
 }

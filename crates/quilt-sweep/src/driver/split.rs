@@ -21,7 +21,7 @@ use crate::scheme::{ColumnBuf, RtvdLimiter, WafLimiter};
 
 /// A split scheme's column function with its scratch.
 pub(crate) trait SplitKernel<T: Real>: Sync {
-    type Scratch: Send;
+    type Scratch: Send + 'static;
     const REACH: usize;
     fn scratch(&self, cap: usize) -> Self::Scratch;
     fn state(s: &mut Self::Scratch) -> &mut ColumnBuf<T>;
@@ -124,20 +124,23 @@ pub(crate) fn step<T: Real, K: SplitKernel<T>>(
         };
         build_groups(layout, &pass, &mut ws.groups);
         let errors = ErrorSlot::default();
-        let (dtdx, dt) = (&ws.dtdx, &ws.dt);
+        let (dtdx, dt, pool) = (&ws.dtdx, &ws.dt, &ws.scratch);
         // x columns are contiguous: they go straight to the scratch.
         let along_x = axis == 0;
         let max_lanes = if along_x { 1 } else { LANES };
+        let sc_cap = if scalars > 0 { cap } else { 0 };
         ws.groups.par_iter().enumerate().for_each_init(
             || {
-                let sc_cap = if scalars > 0 { cap } else { 0 };
-                (
-                    kernel.scratch(cap),
-                    Block::new(cap),
-                    ScalarScratch::new(sc_cap),
-                )
+                pool.take((cap, sc_cap), || {
+                    (
+                        kernel.scratch(cap),
+                        Block::new(cap),
+                        ScalarScratch::new(sc_cap),
+                    )
+                })
             },
-            |(scratch, block, sc), (gi, g)| {
+            |lease, (gi, g)| {
+                let (scratch, block, sc) = &mut **lease;
                 let mut floors = FloorCounts::default();
                 let mut ta = g.ta_lo;
                 while ta < g.ta_hi {

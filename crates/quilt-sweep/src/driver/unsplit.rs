@@ -64,18 +64,21 @@ pub(crate) fn step<T: Real, E: Eos>(
             };
             build_groups(layout, &pass, &mut ws.groups);
             let errors = ErrorSlot::default();
-            let (dtdx, dt) = (&ws.dtdx, &ws.dt);
+            let (dtdx, dt, pool) = (&ws.dtdx, &ws.dt, &ws.scratch);
             let max_lanes = if axis == 0 { 1 } else { LANES };
+            let sc_cap = if scalars > 0 { cap } else { 0 };
             ws.groups.par_iter().enumerate().for_each_init(
                 || {
-                    let sc_cap = if scalars > 0 { cap } else { 0 };
-                    (
-                        TvdScratch::new(cap),
-                        Block::new(cap),
-                        ScalarScratch::new(sc_cap),
-                    )
+                    pool.take((cap, sc_cap), || {
+                        (
+                            TvdScratch::new(cap),
+                            Block::new(cap),
+                            ScalarScratch::new(sc_cap),
+                        )
+                    })
                 },
-                |(scr, block, sc), (gi, g)| {
+                |lease, (gi, g)| {
+                    let (scr, block, sc) = &mut **lease;
                     let mut floors = FloorCounts::default();
                     let mut ta = g.ta_lo;
                     while ta < g.ta_hi {
