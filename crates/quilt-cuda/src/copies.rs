@@ -20,9 +20,14 @@ pub(crate) enum Direction {
     ToHost,
 }
 
-/// The first driver whose `cuMemcpyBatchAsync` takes this form (older
-/// ones get one `cuMemcpyAsync` per copy).
+/// The first driver whose `cuMemcpyBatchAsync` takes this form.
 const BATCH_DRIVER: i32 = 13000;
+
+/// Whether a driver of `driver_version` (`cuDriverGetVersion`) queues a
+/// [`CopyBatch`] as one batch.
+pub(crate) fn batches(driver_version: i32) -> bool {
+    driver_version >= BATCH_DRIVER
+}
 
 /// Copies gathered for one stream and direction, then queued together.
 /// Its lists keep their room from batch to batch, so that a step queues
@@ -51,8 +56,9 @@ impl CopyBatch {
     }
 
     /// Queues the gathered copies on `stream`, in stream order, and empties
-    /// the batch: as one batch where `driver_version` has it, else one
-    /// `cuMemcpyAsync` each. `device` is the ordinal of the device end.
+    /// the batch: as one batch with `batched` (only where [`batches`]
+    /// holds), else one `cuMemcpyAsync` each. `device` is the ordinal of
+    /// the device end.
     ///
     /// # Safety
     ///
@@ -63,7 +69,7 @@ impl CopyBatch {
         &mut self,
         dir: Direction,
         device: usize,
-        driver_version: i32,
+        batched: bool,
         stream: &CudaStream,
     ) -> Result<(), CudaError> {
         let n = self.len();
@@ -71,7 +77,7 @@ impl CopyBatch {
             return Ok(());
         }
         let s = stream.cu_stream();
-        let r = if driver_version >= BATCH_DRIVER {
+        let r = if batched {
             let host = sys::CUmemLocation {
                 type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST,
                 id: 0,

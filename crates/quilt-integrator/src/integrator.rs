@@ -999,7 +999,9 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let digest = |i: usize| f64::from_bits(patch_digest(data.old(i)));
         let all = match self.ranks.as_mut() {
             Some(r) => r.gather_patch_values(0..n, 1, |i, out| out.push(digest(i)))?,
-            None => (0..n).map(digest).collect(),
+            // Patches side by side (a large hierarchy holds gigabytes),
+            // combined in patch order as before.
+            None => (0..n).into_par_iter().map(digest).collect(),
         };
         Ok(fnv1a(all.iter().flat_map(|d| d.to_bits().to_le_bytes())))
     }

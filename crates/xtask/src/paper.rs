@@ -369,9 +369,11 @@ pub fn run(args: &PaperArgs) -> Result<()> {
 
     let gpu_dir = args.gpu.as_ref().map(|d| root.join(d));
     let gpu = gpu_dir.as_deref().map(read_runs).transpose()?;
-    if let Some(gpu) = &gpu {
+    // Decks of uniform blocks are Figure 9's alone.
+    let whole = gpu.as_ref().map(without_blocks);
+    if let (Some(gpu), Some(whole)) = (&gpu, &whole) {
         write_whole_step(gpu, &out.join("paper_whole_step.csv"))?;
-        draw_ratios(&without_blocks(gpu), &out.join("paper_speedups.svg"))?;
+        draw_ratios(whole, &out.join("paper_speedups.svg"))?;
     }
     let fig9 = blocks_ratios(&blocks, gpu.as_ref());
     write_blocks(&fig9, &out.join("paper_blocks.csv"))?;
@@ -390,7 +392,7 @@ pub fn run(args: &PaperArgs) -> Result<()> {
         &pack,
         &traces,
         &fig9,
-        gpu.as_ref(),
+        whole.as_ref(),
         solver.as_ref(),
         &out,
         &page,
@@ -742,6 +744,8 @@ fn link(from_page: &Path, path: &Path) -> String {
     path.strip_prefix(dir).unwrap_or(path).display().to_string()
 }
 
+/// The page's text; `gpu` holds the GPU folder's decks but those of
+/// uniform blocks, which `blocks` sets against theirs.
 #[allow(clippy::too_many_arguments)]
 fn page_text(
     args: &PaperArgs,
@@ -779,7 +783,7 @@ fn page_text(
         ),
     }
     if let Some(gpu) = gpu {
-        whole_step_sections(&mut s, &without_blocks(gpu), &args.gpu_label, out, page);
+        whole_step_sections(&mut s, gpu, &args.gpu_label, out, page);
     } else {
         s.push_str(
             "## The whole step (Tables 1, 2 and 4; Figures 11, 13 and 17)\n\n\

@@ -118,16 +118,6 @@ fn transfer_mode() -> TransferMode {
     })
 }
 
-/// The driver version [`crate::copies::CopyBatch::issue`] is told: 0 with
-/// `QUILT_CUDA_TRANSFER=single`, so that it queues one copy at a time.
-fn batch_driver(version: i32) -> i32 {
-    if transfer_mode().single_copies {
-        0
-    } else {
-        version
-    }
-}
-
 /// The ranges of a chunk that cross the bus.
 fn chunk_runs<'a>(
     c: &'a crate::plan::Chunk,
@@ -574,13 +564,31 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
                 copies.push(dst.as_mut_ptr() as u64, out.at(self.ext_copies[k].0), bytes);
             }
         }
-        let info = &self.dev.info;
-        let driver = batch_driver(info.driver_version);
         // SAFETY: each output box lies in `ext_out` (sized by
         // `fill_ext_table`), each destination is a registered box of the
         // same length, alive and untouched by the host until the step
         // synchronises its streams.
-        let r = unsafe { copies.issue(Direction::ToHost, info.ordinal, driver, stream) };
+        unsafe { self.queue_box_copies(copies, Direction::ToHost, stream) }
+    }
+
+    /// Queues `copies` (a chunk's box copies, gathered in the lists taken
+    /// from `box_copies`) on `stream`, batched unless the driver lacks the
+    /// batched call or `QUILT_CUDA_TRANSFER=single` asks for single
+    /// copies, and keeps the emptied lists for the next chunk.
+    ///
+    /// # Safety
+    ///
+    /// As [`crate::copies::CopyBatch::issue`].
+    unsafe fn queue_box_copies(
+        &mut self,
+        mut copies: crate::copies::CopyBatch,
+        dir: Direction,
+        stream: &CudaStream,
+    ) -> Result<(), CudaError> {
+        let info = &self.dev.info;
+        let batched = crate::copies::batches(info.driver_version) && !transfer_mode().single_copies;
+        // SAFETY: the caller's.
+        let r = unsafe { copies.issue(dir, info.ordinal, batched, stream) };
         self.box_copies = copies;
         r
     }
@@ -1126,14 +1134,10 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
                 }
             }
         }
-        let info = &self.dev.info;
-        let driver = batch_driver(info.driver_version);
         // SAFETY: each copy lies in `ext_staging` (sized by
         // `fill_ext_table` for every box), each source is a registered
         // box, alive and unchanged until the step synchronises.
-        let r = unsafe { copies.issue(Direction::ToDevice, info.ordinal, driver, stream) };
-        self.box_copies = copies;
-        r?;
+        unsafe { self.queue_box_copies(copies, Direction::ToDevice, stream) }?;
         let st = self.state.as_ref().expect("state built");
         let from = self.ext_waits.partition_point(|w| (w.0 as usize) < c);
         for &(_, c0) in self.ext_waits[from..]
