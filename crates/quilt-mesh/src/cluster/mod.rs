@@ -193,15 +193,16 @@ impl Clusterer {
         let found = cands.len();
         let t_br = t0.elapsed().as_secs_f64() - t_masks;
         let undersized = size::grow_to_min(&mut cands, nesting, self.limits.min);
-        let merged = if blocks.is_some() {
-            cands.iter().map(|c| (c.b, c.tags)).collect()
-        } else {
-            merge::merge(
-                cands.iter().map(|c| (c.b, c.tags)).collect(),
+        let boxes: Vec<(IndexBox, u64)> = cands.iter().map(|c| (c.b, c.tags)).collect();
+        // Uniform blocks are never merged.
+        let merged = match blocks {
+            Some(_) => boxes,
+            None => merge::merge(
+                boxes,
                 nesting,
                 self.limits.max,
                 self.options.combine_efficiency,
-            )
+            ),
         };
         let mut coarse_boxes: Vec<IndexBox> = merged.into_iter().map(|(b, _)| b).collect();
         coarse_boxes.sort_by_key(|b| (b.lo.z, b.lo.y, b.lo.x));
