@@ -11,6 +11,11 @@
 //! cargo run --release --example gpu_bench -- --patches 120,420 --seeds 2 --steps 5
 //! ```
 //!
+//! With `--traces`, the same configurations are also timed on recorded
+//! hierarchies (the paper's real-application traces, Tables 5–7): each
+//! hierarchy file written by `euler_sphere` is timed with the scheme whose
+//! ghost width it was recorded with, filled with the same synthetic state.
+//!
 //! Solver time is kernel time on a resident batch (scan + sweeps, CUDA
 //! events, median over the timed steps, mean over seeds); the end-to-end
 //! `advance` with transfers is timed once per hierarchy size. After the
@@ -30,6 +35,7 @@ use quilt::cuda::{
 use quilt::integrator::deck::{BackendChoice, Deck, Precision, Residency};
 use quilt::integrator::{Integrator, SolveBackend, backend_for};
 use quilt::mesh::synthetic::{SyntheticSpec, generate};
+use quilt::mesh::{Hierarchy, SizeLimits, read_hierarchy_with};
 use quilt::sweep::physics::{Gas, Primitive};
 use quilt::sweep::{Batch, BatchLayout, PatchShape, Real, Scheme, SweepOrder};
 
@@ -72,6 +78,10 @@ struct Args {
     /// (which loads the state); 0 skips the row.
     #[arg(long, default_value_t = 8)]
     resident_steps: u64,
+    /// Hierarchy files (written by `euler_sphere` at its regrids) to time
+    /// as well, each with the schemes of its recorded ghost width.
+    #[arg(long, value_delimiter = ',')]
+    traces: Vec<PathBuf>,
 }
 
 /// The configurations of one table row, in column order: the default
@@ -122,6 +132,9 @@ fn configs() -> Vec<(&'static str, CudaConfig, bool)> {
     ]
 }
 
+/// The `hierarchy` of rows and CSV lines of the synthetic hierarchies.
+const SYNTHETIC: &str = "synthetic";
+
 /// Columns of [`configs`] that are packed variants without FMA (the best of
 /// them is "packed + kernel optimisations"): bitwise the CPU reference.
 const PACKED: std::ops::Range<usize> = 1..8;
@@ -139,6 +152,11 @@ fn hierarchy_shapes(patches: usize, seed: u64, ghost: u32) -> anyhow::Result<Vec
         ..Default::default()
     })
     .context("synthetic hierarchy")?;
+    shapes_of(&h, ghost)
+}
+
+/// The descriptor shapes of `h`'s patches with `ghost` ghost layers.
+fn shapes_of(h: &Hierarchy, ghost: u32) -> anyhow::Result<Vec<PatchShape>> {
     let geom = h.geometry();
     h.patches()
         .iter()
@@ -154,6 +172,29 @@ fn hierarchy_shapes(patches: usize, seed: u64, ghost: u32) -> anyhow::Result<Vec
                 dx: [dx.x, dx.y, dx.z],
                 user: i as u32,
             })
+        })
+        .collect()
+}
+
+/// A recorded hierarchy: its name (the file's stem) and patches.
+struct Trace {
+    name: String,
+    h: Hierarchy,
+}
+
+fn read_traces(paths: &[PathBuf]) -> anyhow::Result<Vec<Trace>> {
+    // Any patch size: the bins' edge is checked when the layout is made.
+    let limits = SizeLimits { min: 1, max: 1024 };
+    paths
+        .iter()
+        .map(|path| {
+            let h = read_hierarchy_with(path, limits)
+                .with_context(|| format!("reading the trace {}", path.display()))?;
+            let name = path.file_stem().map_or_else(
+                || path.display().to_string(),
+                |s| s.to_string_lossy().into_owned(),
+            );
+            Ok(Trace { name, h })
         })
         .collect()
 }
@@ -292,6 +333,8 @@ fn time_resident<T: GpuReal>(
 #[derive(Default)]
 struct Row {
     patches: usize,
+    /// [`SYNTHETIC`] or the trace's name.
+    hierarchy: String,
     bins: f64,
     fill: f64,
     cells: f64,
@@ -312,9 +355,81 @@ impl Row {
     }
 }
 
+/// Times every configuration of `cfgs` on the patches `shapes` (filled
+/// with the synthetic state), adding each time divided by `share` into
+/// `row` and a CSV line per configuration (`hierarchy`: the hierarchy's
+/// name, `seed`: 0 for a trace).
+#[allow(clippy::too_many_arguments)]
+fn time_hierarchy<T: GpuReal>(
+    args: &Args,
+    scheme: Scheme,
+    solvers: &mut [CudaSolver<T>],
+    shapes: &[PatchShape],
+    (hierarchy, seed): (&str, u64),
+    share: f64,
+    row: &mut Row,
+    csv: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let gas = Gas::ideal(1.4);
+    let cfgs = configs();
+    let n = shapes.len();
+    let packed = packed_layout(shapes)?;
+    let slots = BatchLayout::one_per_slot(64, 5, shapes)?;
+    row.bins += f64::from(packed.nbins()) / share;
+    row.fill += packed.fill_ratio() / share;
+    let bp = fill::<T>(packed, &gas)?;
+    let bs = repack(&bp, slots)?;
+    let dt = solvers[1].cpu().max_dt(&bp, 0.5 * scheme.cfl_limit())?;
+    let traffic = step_traffic(bp.layout(), &scheme, std::mem::size_of::<T>() as u64);
+    row.traffic += traffic as f64 / share;
+    for (i, (name, _, packed_layout)) in cfgs.iter().enumerate() {
+        if !args.configs.is_empty() && !args.configs.iter().any(|c| c == name) {
+            row.ms[i] = f64::NAN;
+            continue;
+        }
+        let batch = if *packed_layout { &bp } else { &bs };
+        let run = time_resident(&mut solvers[i], batch, dt, args.steps).with_context(|| {
+            format!(
+                "{} {} {name}, {hierarchy} ({n} patches), seed {seed}",
+                scheme.name(),
+                T::NAME
+            )
+        })?;
+        row.ms[i] += run.solver_ms / share;
+        row.cells = run.cells as f64 / 1e6;
+        csv.push(format!(
+            "{},{},{n},{seed},{name},{:.4},{:.4},{},{},{:.1},{hierarchy}",
+            scheme.name(),
+            T::NAME,
+            run.solver_ms,
+            run.scan_ms,
+            run.cells,
+            traffic,
+            traffic as f64 / run.solver_ms / 1e6
+        ));
+    }
+    if seed == 1 && !args.kernels_only {
+        // The fast paths: one step from the same input with and without
+        // them (without is bitwise the CPU reference).
+        let k = cfgs.iter().position(|c| c.0 == "+kopt").expect("kopt");
+        let mut a = bp.clone();
+        solvers[k].advance(&mut a, dt, SweepOrder::Xyz)?;
+        for (f, diff) in [(FMA, &mut row.fma_diff), (FAST, &mut row.fast_diff)] {
+            let mut b = bp.clone();
+            solvers[f].advance(&mut b, dt, SweepOrder::Xyz)?;
+            *diff = rel_diff(b.data(), a.data());
+        }
+    }
+    Ok(())
+}
+
+/// The rows of one scheme and precision: the synthetic hierarchies of
+/// every size (means over the seeds), then each trace recorded with the
+/// scheme's ghost width.
 fn bench<T: GpuReal>(
     args: &Args,
     scheme: Scheme,
+    traces: &[Trace],
     copy_gbs: f64,
     csv: &mut Vec<String>,
 ) -> anyhow::Result<Vec<Row>> {
@@ -326,68 +441,45 @@ fn bench<T: GpuReal>(
         .map(|(_, c, _)| CudaSolver::<T>::new(scheme, gas, *c))
         .collect::<Result<Vec<_>, _>>()?;
     let mut rows = Vec::new();
+    let mut hierarchies: Vec<(String, Vec<Vec<PatchShape>>)> = Vec::new();
     for &n in &args.patches {
+        let seeds = (1..=args.seeds)
+            .map(|seed| hierarchy_shapes(n, seed, g))
+            .collect::<anyhow::Result<_>>()?;
+        hierarchies.push((SYNTHETIC.to_string(), seeds));
+    }
+    for t in traces.iter().filter(|t| t.h.ghost() == g as i32) {
+        hierarchies.push((t.name.clone(), vec![shapes_of(&t.h, g)?]));
+    }
+    for (hierarchy, seeds) in hierarchies {
         let mut row = Row {
-            patches: n,
+            patches: seeds[0].len(),
+            hierarchy: hierarchy.clone(),
             ms: vec![0.0; cfgs.len()],
             ..Default::default()
         };
-        for seed in 1..=args.seeds {
-            let shapes = hierarchy_shapes(n, seed, g)?;
-            let packed = packed_layout(&shapes)?;
-            let slots = BatchLayout::one_per_slot(64, 5, &shapes)?;
-            row.bins += f64::from(packed.nbins()) / args.seeds as f64;
-            row.fill += packed.fill_ratio() / args.seeds as f64;
-            let bp = fill::<T>(packed, &gas)?;
-            let bs = repack(&bp, slots)?;
-            let dt = solvers[1].cpu().max_dt(&bp, 0.5 * scheme.cfl_limit())?;
-            let traffic = step_traffic(bp.layout(), &scheme, std::mem::size_of::<T>() as u64);
-            row.traffic += traffic as f64 / args.seeds as f64;
-            for (i, (name, _, packed_layout)) in cfgs.iter().enumerate() {
-                if !args.configs.is_empty() && !args.configs.iter().any(|c| c == name) {
-                    row.ms[i] = f64::NAN;
-                    continue;
-                }
-                let batch = if *packed_layout { &bp } else { &bs };
-                let run =
-                    time_resident(&mut solvers[i], batch, dt, args.steps).with_context(|| {
-                        format!(
-                            "{} {} {name}, {n} patches, seed {seed}",
-                            scheme.name(),
-                            T::NAME
-                        )
-                    })?;
-                row.ms[i] += run.solver_ms / args.seeds as f64;
-                row.cells = run.cells as f64 / 1e6;
-                csv.push(format!(
-                    "{},{},{n},{seed},{name},{:.4},{:.4},{},{},{:.1}",
-                    scheme.name(),
-                    T::NAME,
-                    run.solver_ms,
-                    run.scan_ms,
-                    run.cells,
-                    traffic,
-                    traffic as f64 / run.solver_ms / 1e6
-                ));
-            }
-            if seed == 1 && !args.kernels_only {
-                // The fast paths: one step from the same input with and
-                // without them (without is bitwise the CPU reference).
-                let k = cfgs.iter().position(|c| c.0 == "+kopt").expect("kopt");
-                let mut a = bp.clone();
-                solvers[k].advance(&mut a, dt, SweepOrder::Xyz)?;
-                for (f, diff) in [(FMA, &mut row.fma_diff), (FAST, &mut row.fast_diff)] {
-                    let mut b = bp.clone();
-                    solvers[f].advance(&mut b, dt, SweepOrder::Xyz)?;
-                    *diff = rel_diff(b.data(), a.data());
-                }
-            }
+        let share = seeds.len() as f64;
+        let trace = hierarchy != SYNTHETIC;
+        for (k, shapes) in seeds.iter().enumerate() {
+            let seed = if trace { 0 } else { k as u64 + 1 };
+            time_hierarchy(
+                args,
+                scheme,
+                &mut solvers,
+                shapes,
+                (&hierarchy, seed),
+                share,
+                &mut row,
+                csv,
+            )?;
         }
+        let n = row.patches;
         let best = row.best_ms();
         eprintln!(
-            "{} {} {n} patches: default {:.3} ms, packed {:.3}, best {:.3} ms; {:.2e} cells/s; {:.0} GB/s ({:.0}% of copy)",
+            "{} {} {} {n} patches: default {:.3} ms, packed {:.3}, best {:.3} ms; {:.2e} cells/s; {:.0} GB/s ({:.0}% of copy)",
             scheme.name(),
             T::NAME,
+            row.hierarchy,
             row.ms[0],
             row.ms[1],
             best,
@@ -450,7 +542,7 @@ fn print_table(scheme: Scheme, prec: &str, rows: &[Row], copy_gbs: f64) {
     );
     let names: Vec<String> = configs().iter().map(|c| format!("{:>8}", c.0)).collect();
     println!(
-        "patches  bins  fill  Mcells |{} | LB x  LB+K x | Gcell/s   GB/s  %copy | fast: Gcell/s   GB/s  %copy | rel diff: fma    fast",
+        "hierarchy   patches  bins  fill  Mcells |{} | LB x  LB+K x | Gcell/s   GB/s  %copy | fast: Gcell/s   GB/s  %copy | rel diff: fma    fast",
         names.join("")
     );
     for r in rows {
@@ -469,7 +561,8 @@ fn print_table(scheme: Scheme, prec: &str, rows: &[Row], copy_gbs: f64) {
                 })
                 .collect();
         println!(
-            "{:>7} {:>5.1} {:>5.2} {:>7.2} |{} | {:>4.2} {:>6.2} | {:>7.2} {:>6.0} {:>5.1} |       {:>7.2} {:>6.0} {:>5.1} |      {:.1e} {:.1e}",
+            "{:<11} {:>7} {:>5.1} {:>5.2} {:>7.2} |{} | {:>4.2} {:>6.2} | {:>7.2} {:>6.0} {:>5.1} |       {:>7.2} {:>6.0} {:>5.1} |      {:.1e} {:.1e}",
+            r.hierarchy,
             r.patches,
             r.bins,
             r.fill,
@@ -487,12 +580,30 @@ fn print_table(scheme: Scheme, prec: &str, rows: &[Row], copy_gbs: f64) {
             r.fast_diff
         );
     }
-    let lb: f64 = rows.iter().map(|r| r.ms[0] / r.ms[1]).sum::<f64>() / rows.len().max(1) as f64;
-    let all: f64 =
-        rows.iter().map(|r| r.ms[0] / r.best_ms()).sum::<f64>() / rows.len().max(1) as f64;
+    let synthetic = synthetic_rows(rows);
+    let lb = mean(synthetic.iter().map(|r| r.ms[0] / r.ms[1]));
+    let all = mean(synthetic.iter().map(|r| r.ms[0] / r.best_ms()));
     println!(
         "mean speedup over the default scheme: packed {lb:.2}x, packed + kernel optimisations {all:.2}x"
     );
+    for r in rows.iter().filter(|r| r.hierarchy != SYNTHETIC) {
+        println!(
+            "trace {}: packed {:.2}x, packed + kernel optimisations {:.2}x the default scheme",
+            r.hierarchy,
+            r.ms[0] / r.ms[1],
+            r.ms[0] / r.best_ms()
+        );
+    }
+}
+
+/// The rows of the synthetic hierarchies (the paper's averaged figures).
+fn synthetic_rows(rows: &[Row]) -> Vec<&Row> {
+    rows.iter().filter(|r| r.hierarchy == SYNTHETIC).collect()
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    sum / n.max(1) as f64
 }
 
 fn main() -> std::process::ExitCode {
@@ -505,6 +616,8 @@ fn run_main() -> anyhow::Result<()> {
     if args.patches.is_empty() || args.seeds == 0 || args.steps == 0 {
         bail!("--patches, --seeds and --steps must be non-empty / positive");
     }
+    // A bad trace is an error before any GPU work.
+    let traces = read_traces(&args.traces)?;
     let info = probe_device(args.device).context("no usable CUDA device")?;
     println!("device: {info}");
     let schemes: Vec<Scheme> = args
@@ -512,6 +625,18 @@ fn run_main() -> anyhow::Result<()> {
         .iter()
         .map(|s| Scheme::from_names(s, None))
         .collect::<Result<_, _>>()?;
+    for t in &traces {
+        if !schemes
+            .iter()
+            .any(|s| s.ghost_width() as i32 == t.h.ghost())
+        {
+            println!(
+                "trace {} was recorded with {} ghost layers, which no scheme of --schemes has: not timed",
+                t.name,
+                t.h.ghost()
+            );
+        }
+    }
     for p in &args.precisions {
         if p != "f32" && p != "f64" {
             bail!("unknown precision `{p}` (expected f32, f64)");
@@ -530,16 +655,16 @@ fn run_main() -> anyhow::Result<()> {
         bw.device_copy, bw.host_to_device, bw.device_to_host
     );
     let mut csv = vec![
-        "scheme,precision,patches,seed,config,solver_ms,scan_ms,cells,traffic_bytes,gbs"
+        "scheme,precision,patches,seed,config,solver_ms,scan_ms,cells,traffic_bytes,gbs,hierarchy"
             .to_string(),
     ];
     let mut tables = Vec::new();
     for &scheme in &schemes {
         for p in &args.precisions {
             let rows = if p == "f32" {
-                bench::<f32>(&args, scheme, bw.device_copy, &mut csv)?
+                bench::<f32>(&args, scheme, &traces, bw.device_copy, &mut csv)?
             } else {
-                bench::<f64>(&args, scheme, bw.device_copy, &mut csv)?
+                bench::<f64>(&args, scheme, &traces, bw.device_copy, &mut csv)?
             };
             // Each table as soon as it is complete, and the CSV so far: a
             // run cut short keeps what it measured.
@@ -565,7 +690,7 @@ fn run_main() -> anyhow::Result<()> {
     // The goals of the issue.
     println!();
     for (scheme, p, rows) in &tables {
-        let lb: f64 = rows.iter().map(|r| r.ms[0] / r.ms[1]).sum::<f64>() / rows.len() as f64;
+        let lb = mean(synthetic_rows(rows).iter().map(|r| r.ms[0] / r.ms[1]));
         println!(
             "goal packed >= 1.5x default ({} {p}): {:.2}x -> {}",
             scheme.name(),
@@ -574,7 +699,7 @@ fn run_main() -> anyhow::Result<()> {
         );
         if scheme.name() == "rtvd"
             && p == "f32"
-            && let Some(r) = rows.iter().find(|r| r.patches == 420)
+            && let Some(r) = synthetic_rows(rows).into_iter().find(|r| r.patches == 420)
         {
             let best = r.best_ms();
             for (what, ms) in [("bitwise", best), ("fast", r.ms[FAST])] {

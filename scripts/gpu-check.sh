@@ -198,8 +198,10 @@ device() {
 # take about 15 minutes on an H200 node, more than one device call allows):
 #   large    scripts/sphere-bench.sh on sphere_large.toml, every configuration
 #   f32      the same on sphere_large_f32.toml, the CUDA configurations
-#   traces   the traces RT I-III replayed (4 steps) in the CUDA configurations
-#   solver   gpu_bench's solver tables (kernels only) as gpu_bench.csv
+#   traces   the traces RT I-III replayed (4 steps) in the CUDA configurations,
+#            f64 and f32
+#   solver   gpu_bench's solver tables (kernels only) as gpu_bench.csv, on
+#            the synthetic hierarchies and the traces (RTVD and TVD)
 #   blocks   sphere_large_blocks.toml (uniform 16^3 patches, Figure 9) in
 #            the configurations of `large` it is set against; not in the
 #            default list (uniform patches need several times the memory
@@ -231,7 +233,8 @@ paper() {
         traces)
             OUT="$dir" QUILT_BENCH_CONFIGS="cuda-adaptive cuda-static cuda-default" \
                 QUILT_BENCH_TRACES="$(ls "$root"/examples/traces/rt*.json | tr '\n' ' ')" \
-                bash "$root/scripts/sphere-bench.sh" "$root/examples/decks/sphere_traces.toml"
+                bash "$root/scripts/sphere-bench.sh" "$root/examples/decks/sphere_traces.toml" \
+                "$root/examples/decks/sphere_traces_f32.toml"
             ;;
         blocks)
             OUT="$dir" QUILT_BENCH_CONFIGS="cuda-resident cuda-adaptive" \
@@ -239,9 +242,11 @@ paper() {
             ;;
         solver)
             "$bin/gpu_bench" --seeds 3 --steps 3 --kernels-only --resident-steps 0 \
-                --configs default,packed,+kopt --csv "$dir/gpu_bench.csv" >"$dir/gpu_bench.log" 2>&1 ||
+                --configs default,packed,+kopt --csv "$dir/gpu_bench.csv" \
+                --traces "$(ls "$root"/examples/traces/rt*.json "$root"/examples/traces/tvd/rt*.json | paste -sd,)" \
+                >"$dir/gpu_bench.log" 2>&1 ||
                 tail -n 20 "$dir/gpu_bench.log"
-            grep -E "mean speedup" "$dir/gpu_bench.log" || true
+            grep -E "mean speedup|^trace " "$dir/gpu_bench.log" || true
             ;;
         *)
             echo "paper: unknown part $part (large f32 traces solver blocks)" >&2

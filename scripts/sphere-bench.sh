@@ -31,7 +31,9 @@
 #                      (the `replay` example, from the deck's initial
 #                      condition on the trace's hierarchy, no regrids) in
 #                      every configuration instead of running the deck, and
-#                      named by its file
+#                      named by its file and what the deck's name adds to
+#                      sphere_traces (rt1_step4_f32 with
+#                      sphere_traces_f32.toml)
 #   QUILT_BENCH_STEPS  steps of each replay (default 4)
 # Decks default to examples/decks/sphere_large.toml. Each configuration is
 # the deck with a [batching] table appended, so decks given here must not
@@ -64,8 +66,12 @@ for deck in "${decks[@]}"; do
     if [[ ${#traces[@]} -eq 0 ]]; then
         targets=("$(basename "$deck" .toml)=")
     else
+        # Named by the trace, and by what the deck's name adds to
+        # sphere_traces (sphere_traces_f32.toml: rt1_step4_f32).
+        suffix="$(basename "$deck" .toml)"
+        suffix="${suffix#sphere_traces}"
         targets=()
-        for t in "${traces[@]}"; do targets+=("$(basename "$t" .json)=$t"); done
+        for t in "${traces[@]}"; do targets+=("$(basename "$t" .json)$suffix=$t"); done
     fi
     for target in "${targets[@]}"; do
     name="${target%%=*}"

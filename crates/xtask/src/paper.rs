@@ -20,6 +20,9 @@ use anyhow::{Context, Result, bail};
 
 use crate::plot::{self, BarGroup, Corner, LineChart, Series};
 
+mod published;
+mod solver;
+
 /// What `cargo xtask paper` runs and where it writes.
 #[derive(clap::Args)]
 pub struct PaperArgs {
@@ -165,97 +168,6 @@ impl Runs {
 /// Runs by deck, then by configuration.
 type Results = BTreeMap<String, BTreeMap<String, Runs>>;
 
-/// `gpu_bench`'s solver times: by (scheme, precision), by patch count, by
-/// configuration, the times of the seeds (ms).
-type SolverTimes = BTreeMap<(String, String), BTreeMap<usize, BTreeMap<String, Vec<f64>>>>;
-
-/// The paper's solver speed-ups over its default scheme, averaged over its
-/// synthetic hierarchies: scheme, load balancing alone, with the kernel
-/// optimisations, the figure.
-const PAPER_SOLVER: [(&str, Option<f64>, f64, &str); 4] = [
-    ("rtvd", Some(1.47), 1.85, "Figure 10 (Tesla S1070)"),
-    ("rtvd", Some(1.47), 1.67, "Figure 12 (Fermi C2070)"),
-    (
-        "waf",
-        None,
-        1.41,
-        "Figure 15 (Tesla S1070; 1.28–1.41, load balancing up to 1.23)",
-    ),
-    ("tvd", Some(1.06), 1.39, "Figure 16 (Fermi C2070)"),
-];
-
-fn read_solver(path: &Path) -> Result<SolverTimes> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut lines = text.lines().enumerate();
-    let header: Vec<&str> = lines
-        .next()
-        .map(|(_, h)| h.split(',').collect())
-        .unwrap_or_default();
-    let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| *h == name)
-            .with_context(|| format!("{}: no column {name:?}", path.display()))
-    };
-    let (scheme, precision, patches, config, ms) = (
-        col("scheme")?,
-        col("precision")?,
-        col("patches")?,
-        col("config")?,
-        col("solver_ms")?,
-    );
-    let mut out = SolverTimes::new();
-    for (n, line) in lines {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let c: Vec<&str> = line.split(',').collect();
-        let at = |k: usize| {
-            c.get(k)
-                .copied()
-                .with_context(|| format!("{}:{}: too few columns", path.display(), n + 1))
-        };
-        let count: usize = at(patches)?
-            .parse()
-            .with_context(|| format!("{}:{}: patches", path.display(), n + 1))?;
-        let t: f64 = at(ms)?
-            .parse()
-            .with_context(|| format!("{}:{}: solver_ms", path.display(), n + 1))?;
-        if !t.is_finite() {
-            continue;
-        }
-        out.entry((at(scheme)?.to_string(), at(precision)?.to_string()))
-            .or_default()
-            .entry(count)
-            .or_default()
-            .entry(at(config)?.to_string())
-            .or_default()
-            .push(t);
-    }
-    if out.is_empty() {
-        bail!("{}: no solver times", path.display());
-    }
-    Ok(out)
-}
-
-/// Per patch count, the mean over seeds of the default scheme's time over
-/// the mean of `config`'s.
-fn solver_ratios(
-    by_count: &BTreeMap<usize, BTreeMap<String, Vec<f64>>>,
-    config: &str,
-) -> Vec<(f64, f64)> {
-    let mean = |v: &Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    by_count
-        .iter()
-        .filter_map(|(&n, configs)| {
-            let d = mean(configs.get("default")?);
-            let c = mean(configs.get(config)?);
-            (c > 0.0).then_some((n as f64, d / c))
-        })
-        .collect()
-}
-
 fn read_runs(dir: &Path) -> Result<Results> {
     let mut out = Results::new();
     let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
@@ -374,6 +286,7 @@ pub fn run(args: &PaperArgs) -> Result<()> {
     if let (Some(gpu), Some(whole)) = (&gpu, &whole) {
         write_whole_step(gpu, &out.join("paper_whole_step.csv"))?;
         draw_ratios(whole, &out.join("paper_speedups.svg"))?;
+        published::draw(whole, &out.join("paper_published.svg"))?;
     }
     let fig9 = blocks_ratios(&blocks, gpu.as_ref());
     write_blocks(&fig9, &out.join("paper_blocks.csv"))?;
@@ -381,11 +294,10 @@ pub fn run(args: &PaperArgs) -> Result<()> {
     let solver = gpu_dir
         .map(|d| d.join("gpu_bench.csv"))
         .filter(|csv| csv.exists())
-        .map(|csv| read_solver(&csv))
+        .map(|csv| solver::read_solver(&csv))
         .transpose()?;
     if let Some(solver) = &solver {
-        write_solver(solver, &out.join("paper_solver.csv"))?;
-        draw_solver(solver, &out.join("paper_solver.svg"))?;
+        solver::write_outputs(solver, &out)?;
     }
     let text = page_text(
         args,
@@ -656,7 +568,11 @@ fn write_whole_step(gpu: &Results, out: &Path) -> Result<()> {
 }
 
 fn draw_ratios(gpu: &Results, out: &Path) -> Result<()> {
-    let decks: Vec<(&String, &BTreeMap<String, Runs>)> = gpu.iter().collect();
+    // The traces' f32 replays stay in the table: a bar each would crowd
+    // the chart past its palette.
+    let f32_trace = |d: &str| TRACES.iter().any(|t| d == format!("{}_f32", t.1));
+    let decks: Vec<(&String, &BTreeMap<String, Runs>)> =
+        gpu.iter().filter(|(d, _)| !f32_trace(d)).collect();
     let mut names: Vec<String> = decks
         .iter()
         .map(|(d, runs)| {
@@ -687,57 +603,6 @@ fn draw_ratios(gpu: &Results, out: &Path) -> Result<()> {
     )
 }
 
-fn write_solver(solver: &SolverTimes, out: &Path) -> Result<()> {
-    let mut csv = String::from("scheme,precision,patches,packed_over_default,kopt_over_default\n");
-    for ((scheme, precision), by_count) in solver {
-        let lb = solver_ratios(by_count, "packed");
-        let ko = solver_ratios(by_count, "+kopt");
-        for ((n, a), (_, b)) in lb.iter().zip(&ko) {
-            writeln!(csv, "{scheme},{precision},{n},{a:.4},{b:.4}")?;
-        }
-    }
-    write_atomic(out, csv.as_bytes())
-}
-
-fn draw_solver(solver: &SolverTimes, out: &Path) -> Result<()> {
-    let series: Vec<Series> = solver
-        .iter()
-        .map(|((scheme, precision), by_count)| Series {
-            name: format!("{} {precision}", scheme.to_uppercase()),
-            points: solver_ratios(by_count, "+kopt"),
-        })
-        .collect();
-    let x_max = solver
-        .values()
-        .flat_map(|c| c.keys())
-        .map(|&n| n as f64)
-        .fold(0.0, f64::max);
-    let markers: Vec<plot::Marker> = PAPER_SOLVER
-        .iter()
-        .enumerate()
-        .map(|(k, (scheme, _, both, fig))| {
-            let fig: String = fig.chars().filter(char::is_ascii_digit).take(2).collect();
-            (
-                format!("paper {} {both:.2} (Fig. {fig})", scheme.to_uppercase()),
-                x_max * (0.3 + 0.2 * k as f64),
-                *both,
-            )
-        })
-        .collect();
-    plot::line_chart(
-        out,
-        &LineChart {
-            title: "GPU solver: quilt (LB + K-Opt) over the default scheme",
-            x_label: "patches in the hierarchy",
-            y_label: "default scheme time / quilt time",
-            ideal: false,
-            legend: Corner::UpperRight,
-        },
-        &series,
-        &markers,
-    )
-}
-
 /// `path` relative to the page's folder, for links.
 fn link(from_page: &Path, path: &Path) -> String {
     let dir = from_page.parent().unwrap_or(Path::new(""));
@@ -753,7 +618,7 @@ fn page_text(
     traces: &(Vec<Vec<usize>>, Results),
     blocks: &[BlocksPair],
     gpu: Option<&Results>,
-    solver: Option<&SolverTimes>,
+    solver: Option<&solver::SolverTimes>,
     out: &Path,
     page: &Path,
 ) -> String {
@@ -775,13 +640,7 @@ fn page_text(
     table3_section(&mut s, pack, out, page);
     traces_section(&mut s, traces, gpu, args.tiny);
     blocks_section(&mut s, blocks, args.tiny, out, page);
-    match solver {
-        Some(solver) => solver_section(&mut s, solver, out, page),
-        None => s.push_str(
-            "## The solver (Figures 10, 12, 15 and 16)\n\n\
-             Not in this run: the `--gpu` folder holds no `gpu_bench.csv`.\n\n",
-        ),
-    }
+    solver::section(&mut s, solver, out, page);
     if let Some(gpu) = gpu {
         whole_step_sections(&mut s, gpu, &args.gpu_label, out, page);
     } else {
@@ -791,6 +650,7 @@ fn page_text(
              summaries.\n\n",
         );
     }
+    published::section(&mut s, gpu, out, page);
     s.push_str(MISSING);
     s
 }
@@ -927,7 +787,7 @@ fn traces_section(
             .next()
             .unwrap_or("?")
     );
-    s.push_str("| trace | patches per level | patches (paper) | CPU replay cell updates/s | GPU adaptive / static / default scheme |\n|---|---|---|---|---|\n");
+    s.push_str("| trace | patches per level | patches (paper) | CPU replay cell updates/s | GPU adaptive / static / default scheme, f64 | the same in f32 |\n|---|---|---|---|---|---|\n");
     for ((name, stem, paper), per_level) in TRACES.iter().zip(levels) {
         let total: usize = per_level.iter().sum();
         let rate = |runs: Option<&BTreeMap<String, Runs>>, c: &str| {
@@ -935,67 +795,28 @@ fn traces_section(
                 .and_then(|r| r.median("cell_updates_per_s"))
         };
         let cpu_rate = rate(cpu.get(*stem), "cpu").map_or("—".into(), |v| format!("{v:.3e}"));
-        let g = gpu.and_then(|g| g.get(*stem));
-        let gpu_cells = match (
-            rate(g, "cuda-adaptive"),
-            rate(g, "cuda-static"),
-            rate(g, "cuda-default"),
-        ) {
-            (Some(a), Some(st), Some(d)) => format!("{a:.3e} / {st:.3e} / {d:.3e}"),
-            _ => "not measured".to_string(),
+        let gpu_cells = |deck: &str| {
+            let g = gpu.and_then(|g| g.get(deck));
+            match (
+                rate(g, "cuda-adaptive"),
+                rate(g, "cuda-static"),
+                rate(g, "cuda-default"),
+            ) {
+                (Some(a), Some(st), Some(d)) => format!("{a:.3e} / {st:.3e} / {d:.3e}"),
+                _ => "not measured".to_string(),
+            }
         };
         let per: Vec<String> = per_level.iter().map(usize::to_string).collect();
         let _ = writeln!(
             s,
-            "| {name} (`{stem}`) | {} | {total} ({paper}) | {cpu_rate} | {gpu_cells} |",
-            per.join(", ")
+            "| {name} (`{stem}`) | {} | {total} ({paper}) | {cpu_rate} | {} | {} |",
+            per.join(", "),
+            gpu_cells(stem),
+            // The f32 replays (`sphere_traces_f32.toml`).
+            gpu_cells(&format!("{stem}_f32"))
         );
     }
     s.push('\n');
-}
-
-fn solver_section(s: &mut String, solver: &SolverTimes, out: &Path, page: &Path) {
-    let _ = writeln!(
-        s,
-        "## The solver (Figures 10, 12, 15 and 16)\n\n\
-         ![solver speed-ups]({})\n\n\
-         `gpu_bench` on the paper's synthetic hierarchies: the GPU solver's \
-         time per step (scan and sweeps of a batch resident on the device, \
-         CUDA events) of the default scheme (a patch per bin, one block per \
-         patch) over packed bins (load balancing, LB) and over packed bins \
-         with the kernel optimisations (LB + K-Opt), means over the seeds \
-         and the sizes.\n",
-        link(page, &out.join("paper_solver.svg"))
-    );
-    s.push_str("| scheme | precision | patches | LB | LB + K-Opt |\n|---|---|---|---|---|\n");
-    let mean = |v: &[(f64, f64)]| v.iter().map(|p| p.1).sum::<f64>() / v.len().max(1) as f64;
-    for ((scheme, precision), by_count) in solver {
-        let lb = solver_ratios(by_count, "packed");
-        let ko = solver_ratios(by_count, "+kopt");
-        let sizes: Vec<String> = by_count.keys().map(|n| n.to_string()).collect();
-        let _ = writeln!(
-            s,
-            "| {} | {precision} | {} | {:.2}× | {:.2}× |",
-            scheme.to_uppercase(),
-            sizes.join(", "),
-            mean(&lb),
-            mean(&ko)
-        );
-    }
-    s.push_str("\n| the paper | LB | LB + K-Opt |\n|---|---|---|\n");
-    for (scheme, lb, both, fig) in PAPER_SOLVER {
-        let _ = writeln!(
-            s,
-            "| {} {fig} | {} | {both:.2}× |",
-            scheme.to_uppercase(),
-            lb.map_or("—".to_string(), |v| format!("{v:.2}×"))
-        );
-    }
-    let _ = writeln!(
-        s,
-        "\nCSV: `{}`.\n",
-        link(page, &out.join("paper_solver.csv"))
-    );
 }
 
 fn whole_step_sections(s: &mut String, gpu: &Results, label: &str, out: &Path, page: &Path) {
@@ -1090,15 +911,11 @@ fn whole_step_sections(s: &mut String, gpu: &Results, label: &str, out: &Path, p
 
 /// What the suite does not produce yet.
 const MISSING: &str = "## Not in the suite yet\n\n\
-- The traces on the GPU (`scripts/sphere-bench.sh` with `QUILT_BENCH_TRACES`: \
-  the whole step, Tables 5, 6 and 8) and the solver alone on them \
-  (Tables 5–7).\n\
-- Figure 9 on the GPU (`examples/decks/sphere_large_blocks.toml` beside \
-  `sphere_large.toml` in the `--gpu` folder).\n\
+- Table 8 (the whole step of the TVD solver on the traces): the traces' \
+  whole steps run RTVD.\n\
 - Figures 14 and 18 (several GPUs): two H200s are charted in \
   [ranks_scaling.svg](figures/ranks_scaling.svg); no machine with four GPUs \
-  has been lent.\n\
-- Published per-GPU figures of Parthenon, GAMER and Quokka.\n";
+  has been lent.\n";
 
 #[cfg(test)]
 mod tests {
@@ -1122,32 +939,6 @@ mod tests {
         std::fs::write(&bad, "h\ninteriors,ep-bfd,120,2,x,0.31,77.0,0.32,0.05\n").unwrap();
         let e = read_pack(&bad).unwrap_err().to_string();
         assert!(e.contains("bad.csv:2") && e.contains("column 5"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn solver_tables_give_ratios_over_the_default_scheme() {
-        let dir = std::env::temp_dir().join(format!("xtask-solver-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("gpu_bench.csv");
-        std::fs::write(
-            &path,
-            "scheme,precision,patches,seed,config,solver_ms,scan_ms\n\
-             rtvd,f32,120,1,default,4.0,0\n\
-             rtvd,f32,120,2,default,2.0,0\n\
-             rtvd,f32,120,1,packed,2.0,0\n\
-             rtvd,f32,120,2,packed,1.0,0\n\
-             rtvd,f32,120,1,+kopt,1.0,0\n\
-             rtvd,f32,120,2,+kopt,NaN,0\n",
-        )
-        .unwrap();
-        let t = read_solver(&path).unwrap();
-        let by = &t[&("rtvd".to_string(), "f32".to_string())];
-        assert_eq!(solver_ratios(by, "packed"), vec![(120.0, 2.0)]);
-        assert_eq!(solver_ratios(by, "+kopt"), vec![(120.0, 3.0)]);
-        std::fs::write(&path, "scheme,precision\nrtvd,f32\n").unwrap();
-        let e = read_solver(&path).unwrap_err().to_string();
-        assert!(e.contains("no column \"patches\""), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -363,7 +363,9 @@ pub fn ratio_bars(
             .y_label_area_size(56)
             .build_cartesian_2d(
                 -0.5f64..groups.len() as f64 - 0.5,
-                (1.0f64..y_max * 2.0).log_scale(),
+                // Headroom above the tallest bar for the legend, a line
+                // per series.
+                (1.0f64..y_max * (1.0 + 0.5 * n)).log_scale(),
             )?;
         chart
             .configure_mesh()
@@ -411,6 +413,82 @@ pub fn ratio_bars(
             }))?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    })
+}
+
+/// One bar of [`ranked_bars`]: its label, value and series (an index into
+/// the series' names, which pick its colour).
+pub struct RankedBar {
+    pub label: String,
+    pub value: f64,
+    pub series: usize,
+}
+
+/// Draws one horizontal bar per entry, top to bottom in the given order,
+/// on a logarithmic axis from 1 into the SVG file `out`, each bar labelled
+/// on the left and its value at its end; the legend names the series.
+pub fn ranked_bars(
+    out: &Path,
+    title: &str,
+    x_label: &str,
+    names: &[&str],
+    bars: &[RankedBar],
+) -> Result<()> {
+    let x_max = bars.iter().map(|b| b.value).fold(1.0f64, f64::max);
+    let n = bars.len();
+    render(out, |root| {
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(170)
+            // Room at the right for the largest bar's value.
+            .build_cartesian_2d((1.0f64..x_max * 4.0).log_scale(), -0.5f64..n as f64 - 0.5)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .light_line_style(WHITE)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_labels(n.max(1))
+            .y_label_style(("sans-serif", 11))
+            .y_label_formatter(&|v| {
+                // Position 0 at the bottom: the first bar goes on top.
+                let k = v.round();
+                if (v - k).abs() < 1e-6 && k >= 0.0 {
+                    bars.get(n - 1 - k as usize)
+                        .map_or(String::new(), |b| b.label.clone())
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc(x_label)
+            .draw()?;
+        let style = ("sans-serif", 11)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (s, name) in names.iter().enumerate() {
+            let color = PALETTE[s % PALETTE.len()];
+            let mine: Vec<(f64, f64)> = bars
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.series == s)
+                .map(|(k, b)| ((n - 1 - k) as f64, b.value))
+                .collect();
+            chart
+                .draw_series(mine.iter().map(|&(y, v)| {
+                    Rectangle::new([(1.0, y - 0.35), (v, y + 0.35)], color.filled())
+                }))?
+                .label(*name)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
+                });
+            chart.draw_series(
+                mine.iter()
+                    .map(|&(y, v)| Text::new(format!(" {v:.0}"), (v, y), style.clone())),
+            )?;
+        }
+        legend(&mut chart, SeriesLabelPosition::LowerRight)
     })
 }
 
