@@ -30,7 +30,7 @@ fn allocations_after_each_step(
 
 #[test]
 fn batch_buffers_are_allocated_once_per_live_batch() {
-    // The pipelined loop keeps at most six batches alive: three prepared
+    // The pipelined loop keeps at most seven batches alive: four prepared
     // ahead of the solver, and the one solving and those closing, three
     // at most (`MAX_AHEAD` and `MAX_BEHIND` of pipeline/overlap.rs). The
     // ring allocates a buffer when more batches are alive than it holds,
@@ -40,9 +40,9 @@ fn batch_buffers_are_allocated_once_per_live_batch() {
     // Which step first reaches that most depends on the threads' timing:
     // the sequential loop reaches it in its first batch.
     for (pipelined, mode, n, live) in [
-        (true, BatchMode::Adaptive, 1, 6),
+        (true, BatchMode::Adaptive, 1, 7),
         (false, BatchMode::Adaptive, 1, 1),
-        (true, BatchMode::Static, 3, 6),
+        (true, BatchMode::Static, 3, 7),
     ] {
         let (counts, batches) = allocations_after_each_step(pipelined, mode, n);
         let (first, last) = (counts[0], counts[counts.len() - 1]);

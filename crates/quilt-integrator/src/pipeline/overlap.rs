@@ -43,9 +43,10 @@ use crate::stages::{self, Checked, CloseWork, NewState, StagedBatch};
 /// Batches being prepared or prepared and not yet solving. A batch's
 /// prepare on all cores takes about as long as its solve on a GPU, and
 /// prepares vary: with two ahead the solver still waits between batches
-/// whenever two slow prepares meet, a third absorbs most of that (see
-/// docs/performance.md).
-const MAX_AHEAD: usize = 3;
+/// whenever two slow prepares meet; since the solve's copies overlap,
+/// prepare is the slower stage and a fourth absorbs more of that than a
+/// third (see docs/performance.md).
+const MAX_AHEAD: usize = 4;
 
 /// Batches alive at once beyond those ahead (solving and closing): bounds
 /// the ring's memory when closes fall behind.
