@@ -194,12 +194,14 @@ device() {
 # The founding paper's suite on the GPU machine: what `cargo xtask paper
 # --gpu DIR` reads, in $OUT/paper-runs/DATE-GPU/ and the archive
 # $OUT/paper-runs.tgz (refreshed after each part, so a part cut short keeps
-# the others). QUILT_PAPER_PARTS picks the parts, in this order (all four
-# take about 15 minutes on an H200 node, more than one device call allows):
+# the others). QUILT_PAPER_PARTS picks the parts, in this order (the default five
+# take about 17 minutes on an H200 node, more than one device call allows):
 #   large    scripts/sphere-bench.sh on sphere_large.toml, every configuration
 #   f32      the same on sphere_large_f32.toml, the CUDA configurations
 #   traces   the traces RT I-III replayed (4 steps) in the CUDA configurations,
 #            f64 and f32
+#   tvd      the TVD traces (examples/traces/tvd/) replayed with the TVD
+#            scheme in the CUDA configurations (Table 8)
 #   solver   gpu_bench's solver tables (kernels only) as gpu_bench.csv, on
 #            the synthetic hierarchies and the traces (RTVD and TVD)
 #   blocks   sphere_large_blocks.toml (uniform 16^3 patches, Figure 9) in
@@ -219,7 +221,7 @@ paper() {
     mkdir -p "$dir"
     export QUILT_BIN="$bin" QUILT_BENCH_RUNS="${QUILT_BENCH_RUNS:-3}"
     local part
-    for part in ${QUILT_PAPER_PARTS:-large f32 traces solver}; do
+    for part in ${QUILT_PAPER_PARTS:-large f32 traces tvd solver}; do
         echo "== paper: $part ($(date -u +%T) UTC)"
         case "$part" in
         large)
@@ -236,6 +238,11 @@ paper() {
                 bash "$root/scripts/sphere-bench.sh" "$root/examples/decks/sphere_traces.toml" \
                 "$root/examples/decks/sphere_traces_f32.toml"
             ;;
+        tvd)
+            OUT="$dir" QUILT_BENCH_CONFIGS="cuda-adaptive cuda-static cuda-default" \
+                QUILT_BENCH_TRACES="$(ls "$root"/examples/traces/tvd/rt*.json | tr '\n' ' ')" \
+                bash "$root/scripts/sphere-bench.sh" "$root/examples/decks/sphere_traces_tvd.toml"
+            ;;
         blocks)
             OUT="$dir" QUILT_BENCH_CONFIGS="cuda-resident cuda-adaptive" \
                 bash "$root/scripts/sphere-bench.sh" "$root/examples/decks/sphere_large_blocks.toml"
@@ -249,7 +256,7 @@ paper() {
             grep -E "mean speedup|^trace " "$dir/gpu_bench.log" || true
             ;;
         *)
-            echo "paper: unknown part $part (large f32 traces solver blocks)" >&2
+            echo "paper: unknown part $part (large f32 traces tvd solver blocks)" >&2
             return 2
             ;;
         esac
