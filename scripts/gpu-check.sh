@@ -2,12 +2,13 @@
 # GPU checks of crates/quilt-cuda, in two halves:
 #
 #   scripts/gpu-check.sh build      (here, on the x86-64 development machine)
-#       builds the release gpu_bench and euler_sphere examples, the quilt-cuda
-#       test binaries and quilt-integrator's CUDA test (located through
-#       cargo's --message-format=json) and copies them into .device-bin/
-#       (git-ignored), stripped, with the shared libraries they need beyond
-#       the C runtime (libhdf5 and its dependencies: the GPU machine has no
-#       HDF5) in .device-bin/lib.
+#       builds the release gpu_bench, euler_sphere and replay examples, the
+#       quilt-cuda test binaries and quilt-integrator's CUDA test (located
+#       through cargo's --message-format=json) and copies them into
+#       .device-bin/ (git-ignored), stripped and gzipped (the device tool
+#       carries 64 MiB at most; `device` and `paper` unpack them), with the
+#       shared libraries they need beyond the C runtime (libhdf5 and its
+#       dependencies: the GPU machine has no HDF5) in .device-bin/lib.
 #
 #   scripts/gpu-check.sh device     (on the GPU machine, from the repository root)
 #       runs, with NVRTC found on that machine: the no-GPU tests, the GPU tests
@@ -69,6 +70,16 @@ if n == 0:
 ' "$bin" "$1" "${2:-}"
 }
 
+# Restores the binaries that `build` compressed (kept compressed too, so
+# that a later call can unpack them again) and makes them executable.
+unpack() {
+    local f
+    for f in "$bin"/*.gz; do
+        if [[ -f "$f" ]]; then gunzip -kf "$f"; fi
+    done
+    chmod +x "$bin"/* 2>/dev/null || true
+}
+
 build() {
     set -e
     export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
@@ -109,6 +120,11 @@ build() {
         *) cp -L "$so" "$bin/lib/" ;;
         esac
     done
+    # Compressed, so that the binaries travel within the device tool's
+    # 64 MiB carry limit; `unpack` restores them on the GPU machine.
+    for f in "$bin"/*; do
+        if [[ -f "$f" && "$f" != *.gz ]]; then gzip -f "$f"; fi
+    done
     du -sh "$bin"
     echo "now run on the GPU machine: bash scripts/gpu-check.sh device   (carry .device-bin)"
 }
@@ -132,7 +148,7 @@ device() {
     export LD_LIBRARY_PATH="$(dirname "$lib"):$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     note "nvrtc: $lib"
     export QUILT_REQUIRE_NVRTC=1 QUILT_REQUIRE_GPU=1 RUST_BACKTRACE=1
-    chmod +x "$bin"/* 2>/dev/null || true
+    unpack
     local status=0
     step() {
         local name="$1"
@@ -214,7 +230,7 @@ paper() {
     local lib
     lib="$(find /usr/local/cuda*/ /usr/lib/x86_64-linux-gnu /opt /usr/local/lib -name 'libnvrtc.so.13*' -not -name '*builtins*' 2>/dev/null | head -n 1)"
     export LD_LIBRARY_PATH="${lib:+$(dirname "$lib"):}$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    chmod +x "$bin"/* 2>/dev/null || true
+    unpack
     local gpu
     gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 | tr -c 'A-Za-z0-9\n' '-' | sed 's/-*$//')"
     local dir="$out/paper-runs/$(date -u +%F)-${gpu:-gpu}"
