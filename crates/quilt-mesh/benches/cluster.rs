@@ -1,5 +1,6 @@
 //! Clustering a 128³ tag field (goal: <= 50 ms), the tagging steps that
-//! precede it (shock detector on one patch, buffer dilation) and a whole
+//! precede it (shock and gradient detectors on one patch, buffer dilation)
+//! and a whole
 //! regrid of a 128³ level.
 //!
 //! Run: `cargo bench -p quilt-mesh --bench cluster`.
@@ -10,7 +11,9 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use quilt_mesh::cluster::{ClusterOptions, Clusterer, Nesting};
 use quilt_mesh::regrid::{RegridOptions, regrid};
-use quilt_mesh::tag::{DEFAULT_SHOCK_ONSET, ShockDetector, TagBox, TagCriterion, TagInput};
+use quilt_mesh::tag::{
+    DEFAULT_SHOCK_ONSET, GradientDetector, ShockDetector, TagBox, TagCriterion, TagInput,
+};
 use quilt_mesh::{
     Geometry, Hierarchy, HierarchyData, IndexBox, IntVect, PatchId, PatchSpec, SizeLimits, iv,
 };
@@ -201,6 +204,17 @@ fn bench_tagging(c: &mut Criterion) {
             cpu_time(iters, || {
                 t.clear();
                 det.tag(&input, &mut t).unwrap();
+                t.count()
+            })
+        })
+    });
+    let grad = GradientDetector::new(1.0).unwrap();
+    g.bench_function("gradient_detector_64_cpu", |b| {
+        let mut t = TagBox::new(interior).unwrap();
+        b.iter_custom(|iters| {
+            cpu_time(iters, || {
+                t.clear();
+                grad.tag(&input, &mut t).unwrap();
                 t.count()
             })
         })

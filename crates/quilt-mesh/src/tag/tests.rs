@@ -237,6 +237,26 @@ fn bad_input_is_reported() {
 
 /// Straightforward evaluation of the documented formulas, cell by cell.
 fn reference(v: &TagInput<'_, f32>, tol: f64, onset: Option<f64>, p: IntVect) -> bool {
+    reference_relaxed(v, tol, onset, p, false)
+}
+
+/// [`reference`] with the thresholds of a cell tagged at the previous
+/// regrid when `relaxed` (SAMRAI's default factors).
+fn reference_relaxed(
+    v: &TagInput<'_, f32>,
+    tol: f64,
+    onset: Option<f64>,
+    p: IntVect,
+    relaxed: bool,
+) -> bool {
+    let (tol, onset) = if relaxed {
+        (
+            tol * DEFAULT_RETAG_TOL_FACTOR,
+            onset.map(|o| o * DEFAULT_RETAG_ONSET_FACTOR),
+        )
+    } else {
+        (tol, onset)
+    };
     let at = |q: IntVect| v.value(&q).unwrap() as f64;
     DIRECTIONS.iter().any(|e| {
         let e = iv(e[0], e[1], e[2]);
@@ -278,6 +298,44 @@ proptest! {
         for p in interior.iter() {
             prop_assert_eq!(g.get(&p), reference(&input, tol, None, p));
             prop_assert_eq!(s.get(&p), reference(&input, tol, Some(onset), p));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Rows longer than the detectors' pieces of 64 cells, with previous
+    /// tags relaxing some cells' thresholds: the same tags as the formulas.
+    #[test]
+    fn long_rows_and_previous_tags_match_the_formulas(
+        vals in prop::collection::vec(0u8..4, 74 * 7 * 7),
+        prev in prop::collection::vec(any::<bool>(), 70 * 3 * 3),
+        tol in 0.0f64..30.0,
+        onset in 0.0f64..1.0,
+    ) {
+        let interior = IndexBox::new(iv(-1, 0, 4), iv(68, 2, 6));
+        let data = interior.grow(2);
+        let v: Vec<f32> = vals.iter().map(|&x| x as f32 * 0.5).collect();
+        prop_assert_eq!(v.len() as i64, data.num_cells());
+        let mut previous = TagBox::new(interior).unwrap();
+        for (p, &t) in interior.iter().zip(&prev) {
+            if t {
+                previous.set(&p).unwrap();
+            }
+        }
+        let input = TagInput::new(&v, data, interior, DX)
+            .unwrap()
+            .with_previous(&previous)
+            .unwrap();
+        let mut g = TagBox::new(interior).unwrap();
+        GradientDetector::new(tol).unwrap().tag(&input, &mut g).unwrap();
+        let mut s = TagBox::new(interior).unwrap();
+        ShockDetector::new(tol, onset).unwrap().tag(&input, &mut s).unwrap();
+        for p in interior.iter() {
+            let r = previous.get(&p);
+            prop_assert_eq!(g.get(&p), reference_relaxed(&input, tol, None, p, r), "gradient at {:?}", p);
+            prop_assert_eq!(s.get(&p), reference_relaxed(&input, tol, Some(onset), p, r), "shock at {:?}", p);
         }
     }
 }
