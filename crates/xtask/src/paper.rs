@@ -65,6 +65,12 @@ const TRACES: [(&str, &str, usize); 3] = [
 /// The deck the traces were written with, and are replayed with.
 const TRACE_DECK: &str = "examples/decks/sphere_traces.toml";
 
+/// What the names of the traces' f32 and TVD replays add to the trace's
+/// (`scripts/sphere-bench.sh` names a replay by what its deck's name adds
+/// to `sphere_traces`: `sphere_traces_f32.toml`, `sphere_traces_tvd.toml`).
+const F32_SUFFIX: &str = "_f32";
+const TVD_SUFFIX: &str = "_tvd";
+
 /// The paper's Table 8 (TVD, single Fermi C2050, seconds) for RT I–III:
 /// Enzo, the optimised solver without asynchrony, with adaptive
 /// asynchrony.
@@ -169,6 +175,11 @@ impl Runs {
         })
     }
 
+    /// The median cell updates per second.
+    fn rate(&self) -> Option<f64> {
+        self.median("cell_updates_per_s")
+    }
+
     fn count(&self) -> usize {
         self.values.get(FIELDS[0]).map_or(0, Vec::len)
     }
@@ -245,8 +256,8 @@ const RATIOS: [(&str, &str, &str, Option<f64>); 5] = [
 ];
 
 fn ratio(runs: &BTreeMap<String, Runs>, a: &str, b: &str) -> Option<f64> {
-    let x = runs.get(a)?.median("cell_updates_per_s")?;
-    let y = runs.get(b)?.median("cell_updates_per_s")?;
+    let x = runs.get(a)?.rate()?;
+    let y = runs.get(b)?.rate()?;
     (y > 0.0).then_some(x / y)
 }
 
@@ -580,9 +591,10 @@ fn draw_ratios(gpu: &Results, out: &Path) -> Result<()> {
     // The traces' f32 and TVD replays stay in the tables: a bar each
     // would crowd the chart past its palette.
     let variant = |d: &str| {
-        TRACES
-            .iter()
-            .any(|t| d == format!("{}_f32", t.1) || d == format!("{}_tvd", t.1))
+        [F32_SUFFIX, TVD_SUFFIX].iter().any(|suffix| {
+            d.strip_suffix(suffix)
+                .is_some_and(|stem| TRACES.iter().any(|t| t.1 == stem))
+        })
     };
     let decks: Vec<(&String, &BTreeMap<String, Runs>)> =
         gpu.iter().filter(|(d, _)| !variant(d)).collect();
@@ -805,8 +817,7 @@ fn traces_section(
     for ((name, stem, paper), per_level) in TRACES.iter().zip(levels) {
         let total: usize = per_level.iter().sum();
         let rate = |runs: Option<&BTreeMap<String, Runs>>, c: &str| {
-            runs.and_then(|r| r.get(c))
-                .and_then(|r| r.median("cell_updates_per_s"))
+            runs.and_then(|r| r.get(c)).and_then(Runs::rate)
         };
         let cpu_rate = rate(cpu.get(*stem), "cpu").map_or("—".into(), |v| format!("{v:.3e}"));
         let gpu_cells = |deck: &str| {
@@ -827,7 +838,7 @@ fn traces_section(
             per.join(", "),
             gpu_cells(stem),
             // The f32 replays (`sphere_traces_f32.toml`).
-            gpu_cells(&format!("{stem}_f32"))
+            gpu_cells(&format!("{stem}{F32_SUFFIX}"))
         );
     }
     s.push('\n');
@@ -837,11 +848,8 @@ fn traces_section(
 /// replays of `examples/traces/tvd/` with `sphere_traces_tvd.toml`).
 fn table8_section(s: &mut String, gpu: &Results) {
     s.push_str("## The TVD solver's whole step on the traces (Table 8)\n\n");
-    let rate = |stem: &str, c: &str| {
-        gpu.get(&format!("{stem}_tvd"))
-            .and_then(|r| r.get(c))
-            .and_then(|r| r.median("cell_updates_per_s"))
-    };
+    let runs = |stem: &str| gpu.get(&format!("{stem}{TVD_SUFFIX}"));
+    let rate = |stem: &str, c: &str| runs(stem).and_then(|r| r.get(c)).and_then(Runs::rate);
     if TRACES.iter().all(|t| rate(t.1, "cuda-adaptive").is_none()) {
         s.push_str(
             "Not in this run: the `--gpu` folder has no replay of the TVD traces \
@@ -865,9 +873,10 @@ fn table8_section(s: &mut String, gpu: &Results) {
             rate(stem, "cuda-adaptive"),
         );
         let show = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.3e}"));
-        let over = |x: Option<f64>, y: Option<f64>| match (x, y) {
-            (Some(x), Some(y)) if y > 0.0 => format!("{:.2}×", x / y),
-            _ => "—".to_string(),
+        let over = |base: &str| {
+            runs(stem)
+                .and_then(|r| ratio(r, "cuda-adaptive", base))
+                .map_or("—".to_string(), |x| format!("{x:.2}×"))
         };
         let p = PAPER_TABLE8[k];
         let _ = writeln!(
@@ -876,8 +885,8 @@ fn table8_section(s: &mut String, gpu: &Results) {
             show(d),
             show(st),
             show(a),
-            over(a, d),
-            over(a, st),
+            over("cuda-default"),
+            over("cuda-static"),
             p[0] / p[2],
             p[1] / p[2]
         );

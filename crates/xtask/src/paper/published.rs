@@ -106,7 +106,7 @@ fn ours(gpu: &Results) -> Vec<(&'static str, String, f64)> {
             let r = gpu.get(deck)?.get(config)?;
             // "NVIDIA H200 (device 0, sm_90, …)": the name.
             let device = r.device.split(" (").next().unwrap_or(&r.device);
-            Some((label, device.to_string(), r.median("cell_updates_per_s")?))
+            Some((label, device.to_string(), r.rate()?))
         })
         .collect()
 }
