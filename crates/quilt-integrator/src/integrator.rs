@@ -56,7 +56,7 @@ use crate::cfl;
 use crate::deck::{BatchMode, Deck, FloorAction, Interpolation, MAX_SCALARS, Residency};
 use crate::error::IntegratorError;
 use crate::pipeline::{LoopInputs, run_batches, solve_error};
-use crate::plan::{Preparations, Probe, StepPlan};
+use crate::plan::{FluxStore, PlanLayout, Preparations, Probe, StepPlan};
 use crate::problem::{Column, DeckProblem, Faces, Problem, Refinement, columns, host_only};
 use crate::ranks::Ranks;
 use crate::residency::{self, RegridMove};
@@ -655,6 +655,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         if deck.run.residency == Residency::Host {
             me.prefetch_batches();
         }
+        me.reserve_ahead();
         Ok(me)
     }
 
@@ -1860,7 +1861,38 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             new_h.total_cells()
         );
         drop_elsewhere(self.install(new_h, Some(new_data), plan));
+        self.reserve_ahead();
         self.settle_residency()
+    }
+
+    /// Has a thread of its own map and page-lock memory for the state
+    /// arena ahead of the next regrid ([`LockedArena::reserve`]): an
+    /// eighth of what the states hold, about what a regrid of a growing
+    /// hierarchy adds. `QUILT_ARENA_RESERVE=0` turns it off, to compare.
+    fn reserve_ahead(&self) {
+        let Some(arena) = self.arena.clone() else {
+            return;
+        };
+        if std::env::var("QUILT_ARENA_RESERVE").is_ok_and(|v| v == "0") {
+            return;
+        }
+        let want = arena.usage().1 / RESERVE_SHARE;
+        let spawned = std::thread::Builder::new()
+            .name("quilt-reserve".into())
+            .spawn(move || {
+                let t = Instant::now();
+                let mapped = arena.reserve(want, RESERVE_THREADS);
+                if mapped > 0 {
+                    log::debug!(
+                        "state arena: {} mapped and page-locked ahead in {:.3} s",
+                        quilt_mesh::memory::format_bytes(mapped as u64),
+                        t.elapsed().as_secs_f64()
+                    );
+                }
+            });
+        if let Err(e) = spawned {
+            log::debug!("no thread to map memory ahead ({e}): regrids map what they need");
+        }
     }
 
     /// [`Integrator::regrid_now`] over ranks: each rank fills and tags its
@@ -2692,6 +2724,14 @@ fn relocate<T: Real>(
 /// little.
 const STATE_CHUNK: usize = 256 << 20;
 
+/// The state arena keeps this fraction (one over it) of the memory in
+/// use mapped ahead of a regrid ([`Integrator::reserve_ahead`]).
+const RESERVE_SHARE: usize = 8;
+
+/// Threads that write the pages mapped ahead: few, since the steps run
+/// beside them.
+const RESERVE_THREADS: usize = 2;
+
 /// The initial condition's cell averages on every patch, then every level
 /// restricted onto the one below so that the levels agree. The new time
 /// level is left as the pool hands it out: a step writes every interior
@@ -2727,6 +2767,13 @@ fn initial_data<T: Real>(
 /// next step's CFL time step while its restriction reads it, since
 /// nothing changes a level after that; level 0 is scanned last. Returns
 /// that scan's result ([`cfl::max_rate`]'s, bit for bit).
+///
+/// In one process the registers of all levels are accumulated at once,
+/// beside the finest level's restriction: refluxing writes the coarse
+/// cells next to a fine patch and restriction those under it, so the two
+/// never touch the same cell and their order changes no value; only a
+/// level's restriction onto the next must wait for what changes that
+/// level.
 fn reflux_and_restrict<T: Real>(
     h: &Hierarchy,
     plan: &mut StepPlan<T>,
@@ -2745,36 +2792,44 @@ fn reflux_and_restrict<T: Real>(
         .as_deref()
         .map(|r| (0..h.num_patches()).map(|f| !r.accumulates(f)).collect());
     let owned: Option<Vec<bool>> = ranks.as_deref().map(|r| r.owned().to_vec());
-    for l in (1..h.num_levels()).rev() {
+    let StepPlan {
+        layout,
+        fluxes,
+        registers,
+    } = plan;
+    let (layout, fluxes) = (&*layout, &*fluxes);
+    let skip = skip.as_deref();
+    let levels = h.num_levels();
+    // Levels restricted already (one process: the finest, beside the
+    // registers).
+    let mut restricted_from = levels;
+    if ranks.is_none() && levels > 1 {
         let t0 = Instant::now();
-        let reg = &mut plan.registers[l - 1];
-        reg.reset();
-        let (probes, fluxes) = (&plan.layout.probes, &plan.fluxes);
-        let probes_of_fine = &plan.layout.probes_of_fine;
-        // Fine patch by fine patch, in parallel: a probe's faces are faces
-        // of its own fine patch's blocks, so each block gets its coarse
-        // fluxes (probe order) and then its fine ones, as in a serial loop.
-        let coarse_count = std::sync::atomic::AtomicUsize::new(0);
-        reg.accumulate_par(|share| {
-            let f = share.fine_patch();
-            if skip.as_ref().is_some_and(|s| s[f]) {
-                return Ok(0);
-            }
-            let mut count = 0;
-            for n in probes_of_fine[f].clone() {
-                count += add_probe(share, h, &probes[n], &fluxes.probes[n])
-                    .map_err(|e| quilt_mesh::MeshError::invalid("probe fluxes", e.to_string()))?;
-            }
-            coarse_count.fetch_add(count, std::sync::atomic::Ordering::Relaxed);
-            share.add_fine_patch_block(&fluxes.fine[f], 1.0)
-        })
-        .map_err(IntegratorError::mesh(format!("fluxes of level {l}")))?;
-        let count = coarse_count.into_inner();
-        if skip.is_none() && count != reg.num_faces() {
-            return Err(IntegratorError::Internal(format!(
-                "level {l}: coarse fluxes reached {count} of the register's {} faces",
-                reg.num_faces()
-            )));
+        let top = levels - 1;
+        let (accumulated, restricted) = rayon::join(
+            || {
+                registers
+                    .par_iter_mut()
+                    .enumerate()
+                    .try_for_each(|(k, reg)| {
+                        accumulate_register(h, k + 1, reg, layout, fluxes, skip)
+                    })
+            },
+            || restrict_level(h, top, data, None, scan.as_mut()),
+        );
+        accumulated?;
+        restricted?;
+        restricted_from = top;
+        log::debug!(
+            "registers of every level beside level {top}'s restriction: {:.4} s",
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    for l in (1..levels).rev() {
+        let t0 = Instant::now();
+        let reg = &mut registers[l - 1];
+        if ranks.is_some() {
+            accumulate_register(h, l, reg, layout, fluxes, skip)?;
         }
         let t1 = Instant::now();
         reg.reflux(h, data, TimeLevel::New)
@@ -2786,42 +2841,9 @@ fn reflux_and_restrict<T: Real>(
         if let Some(r) = ranks.as_deref_mut() {
             r.post_restriction(h, l, data)?;
         }
-        if let Some((gas, s)) = scan.as_mut() {
-            let (range, dx) = (h.level_range(l), cfl::level_dx(h, l));
-            // Patches the backend restricted and scanned as it solved
-            // them: their means are in the scratch, their rates here. A
-            // bad one is scanned again to name its cell.
-            let given = (s.given_level == Some(l)).then(|| {
-                s.marks.clear();
-                for (n, g) in s.given.iter().enumerate() {
-                    let rate = match *g {
-                        BoxRate::Max(r) => r,
-                        BoxRate::Unset | BoxRate::Bad => {
-                            s.marks.push(false);
-                            continue;
-                        }
-                    };
-                    s.rates[range.start + n] = cfl::PatchRate::of_max(rate);
-                    s.marks.push(true);
-                }
-                &s.marks[..]
-            });
-            restrict_level_scanned(
-                h,
-                data,
-                l,
-                TimeLevel::New,
-                &mut s.restrict,
-                &mut s.rates[range.clone()],
-                given,
-                |n, fine, k, acc: &mut cfl::PatchRate| {
-                    acc.plane(fine, range.start + n, k, dx, *gas)
-                },
-            )
-        } else {
-            restrict_level_where(h, data, l, TimeLevel::New, owned.as_deref())
+        if l < restricted_from {
+            restrict_level(h, l, data, owned.as_deref(), scan.as_mut())?;
         }
-        .map_err(IntegratorError::mesh(format!("restricting level {l}")))?;
         if let Some(r) = ranks.as_deref_mut() {
             r.receive_restriction(h, l, data)?;
         }
@@ -2845,6 +2867,93 @@ fn reflux_and_restrict<T: Real>(
             });
         cfl::reduce(h, &s.rates)
     }))
+}
+
+/// Zeroes the register of fine level `l` and accumulates the step's flux
+/// blocks into it, fine patch by fine patch in parallel (the patches
+/// `skip` marks are left out): a probe's faces are faces of its own fine
+/// patch's blocks, so each block gets its coarse fluxes (probe order) and
+/// then its fine ones, as in a serial loop.
+fn accumulate_register<T: Real>(
+    h: &Hierarchy,
+    l: usize,
+    reg: &mut quilt_mesh::flux_register::FluxRegister,
+    layout: &PlanLayout<T>,
+    fluxes: &FluxStore<T>,
+    skip: Option<&[bool]>,
+) -> Result<(), IntegratorError> {
+    reg.reset();
+    let (probes, probes_of_fine) = (&layout.probes, &layout.probes_of_fine);
+    let coarse_count = std::sync::atomic::AtomicUsize::new(0);
+    reg.accumulate_par(|share| {
+        let f = share.fine_patch();
+        if skip.is_some_and(|s| s[f]) {
+            return Ok(0);
+        }
+        let mut count = 0;
+        for n in probes_of_fine[f].clone() {
+            count += add_probe(share, h, &probes[n], &fluxes.probes[n])
+                .map_err(|e| quilt_mesh::MeshError::invalid("probe fluxes", e.to_string()))?;
+        }
+        coarse_count.fetch_add(count, std::sync::atomic::Ordering::Relaxed);
+        share.add_fine_patch_block(&fluxes.fine[f], 1.0)
+    })
+    .map_err(IntegratorError::mesh(format!("fluxes of level {l}")))?;
+    let count = coarse_count.into_inner();
+    if skip.is_none() && count != reg.num_faces() {
+        return Err(IntegratorError::Internal(format!(
+            "level {l}: coarse fluxes reached {count} of the register's {} faces",
+            reg.num_faces()
+        )));
+    }
+    Ok(())
+}
+
+/// Restricts level `l`'s new state onto level `l − 1` (over ranks only
+/// the fine patches `owned` marks), scanning level `l` for the CFL time
+/// step with `scan`.
+fn restrict_level<T: Real>(
+    h: &Hierarchy,
+    l: usize,
+    data: &mut HierarchyData<T>,
+    owned: Option<&[bool]>,
+    scan: Option<&mut (&dyn Thermo, &mut RateScratch<T>)>,
+) -> Result<(), IntegratorError> {
+    if let Some((gas, s)) = scan {
+        let (range, dx) = (h.level_range(l), cfl::level_dx(h, l));
+        // Patches the backend restricted and scanned as it solved
+        // them: their means are in the scratch, their rates here. A
+        // bad one is scanned again to name its cell.
+        let given = (s.given_level == Some(l)).then(|| {
+            s.marks.clear();
+            for (n, g) in s.given.iter().enumerate() {
+                let rate = match *g {
+                    BoxRate::Max(r) => r,
+                    BoxRate::Unset | BoxRate::Bad => {
+                        s.marks.push(false);
+                        continue;
+                    }
+                };
+                s.rates[range.start + n] = cfl::PatchRate::of_max(rate);
+                s.marks.push(true);
+            }
+            &s.marks[..]
+        });
+        let gas = *gas;
+        restrict_level_scanned(
+            h,
+            data,
+            l,
+            TimeLevel::New,
+            &mut s.restrict,
+            &mut s.rates[range.clone()],
+            given,
+            |n, fine, k, acc: &mut cfl::PatchRate| acc.plane(fine, range.start + n, k, dx, gas),
+        )
+    } else {
+        restrict_level_where(h, data, l, TimeLevel::New, owned)
+    }
+    .map_err(IntegratorError::mesh(format!("restricting level {l}")))
 }
 
 /// Lays out, for a backend that fills them ([`SolveBackend::fills_restricted`],
