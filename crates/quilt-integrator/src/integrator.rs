@@ -655,7 +655,6 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         if deck.run.residency == Residency::Host {
             me.prefetch_batches();
         }
-        me.reserve_ahead();
         Ok(me)
     }
 
@@ -1861,38 +1860,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             new_h.total_cells()
         );
         drop_elsewhere(self.install(new_h, Some(new_data), plan));
-        self.reserve_ahead();
         self.settle_residency()
-    }
-
-    /// Has a thread of its own map and page-lock memory for the state
-    /// arena ahead of the next regrid ([`LockedArena::reserve`]): an
-    /// eighth of what the states hold, about what a regrid of a growing
-    /// hierarchy adds. `QUILT_ARENA_RESERVE=0` turns it off, to compare.
-    fn reserve_ahead(&self) {
-        let Some(arena) = self.arena.clone() else {
-            return;
-        };
-        if std::env::var("QUILT_ARENA_RESERVE").is_ok_and(|v| v == "0") {
-            return;
-        }
-        let want = arena.usage().1 / RESERVE_SHARE;
-        let spawned = std::thread::Builder::new()
-            .name("quilt-reserve".into())
-            .spawn(move || {
-                let t = Instant::now();
-                let mapped = arena.reserve(want, RESERVE_THREADS);
-                if mapped > 0 {
-                    log::debug!(
-                        "state arena: {} mapped and page-locked ahead in {:.3} s",
-                        quilt_mesh::memory::format_bytes(mapped as u64),
-                        t.elapsed().as_secs_f64()
-                    );
-                }
-            });
-        if let Err(e) = spawned {
-            log::debug!("no thread to map memory ahead ({e}): regrids map what they need");
-        }
     }
 
     /// [`Integrator::regrid_now`] over ranks: each rank fills and tags its
@@ -2723,14 +2691,6 @@ fn relocate<T: Real>(
 /// a run locks a few dozen chunks, small enough that the last one wastes
 /// little.
 const STATE_CHUNK: usize = 256 << 20;
-
-/// The state arena keeps this fraction (one over it) of the memory in
-/// use mapped ahead of a regrid ([`Integrator::reserve_ahead`]).
-const RESERVE_SHARE: usize = 8;
-
-/// Threads that write the pages mapped ahead: few, since the steps run
-/// beside them.
-const RESERVE_THREADS: usize = 2;
 
 /// The initial condition's cell averages on every patch, then every level
 /// restricted onto the one below so that the levels agree. The new time

@@ -58,12 +58,6 @@ impl Mapping {
     /// At least `bytes` bytes (rounded up to whole huge pages) for `what`;
     /// a refused mapping is [`MeshError::OutOfMemory`].
     pub fn new(bytes: usize, what: &str) -> Result<Self, MeshError> {
-        Self::with_threads(bytes, what, rayon::current_num_threads())
-    }
-
-    /// [`Mapping::new`] with its pages written by `threads` threads (at
-    /// least one): fewer for memory mapped ahead, beside other work.
-    pub fn with_threads(bytes: usize, what: &str, threads: usize) -> Result<Self, MeshError> {
         let refused = || MeshError::OutOfMemory {
             what: what.to_string(),
             need: bytes as u64,
@@ -96,22 +90,22 @@ impl Mapping {
             libc::madvise(p, bytes, libc::MADV_HUGEPAGE)
         };
         let m = Self { ptr, bytes };
-        m.touch(threads);
+        m.touch();
         Ok(m)
     }
 
-    /// Writes every page once, huge pages split among `threads` threads:
-    /// the kernel's zeroing of fresh pages is the cost of new memory, and
-    /// one thread does it at a few GB/s.
+    /// Writes every page once, huge pages split among as many threads as
+    /// rayon has: the kernel's zeroing of fresh pages is the cost of new
+    /// memory, and one thread does it at a few GB/s.
     ///
     /// The threads are scoped threads of this call, not rayon's workers:
     /// mappings are made while callers hold locks (the batch ring's, a
     /// prepare task's), and a rayon worker waiting here for its stolen
     /// halves may run a job that blocks on that same lock, or every worker
     /// may already be blocked on it; either way the touch never finishes.
-    fn touch(&self, threads: usize) {
+    fn touch(&self) {
         let pages = self.bytes / HUGE_PAGE;
-        let threads = threads.clamp(1, pages.max(1));
+        let threads = rayon::current_num_threads().clamp(1, pages.max(1));
         let span = |from: usize, to: usize| {
             for page in (from * HUGE_PAGE..to * HUGE_PAGE).step_by(4096) {
                 // SAFETY: inside the mapping; a write of zero into
@@ -189,9 +183,6 @@ struct ArenaInner {
 #[derive(Default)]
 struct ArenaState {
     chunks: Vec<Mapping>,
-    /// Chunks mapped and page-locked ahead ([`LockedArena::reserve`]) and
-    /// not cut into blocks yet.
-    spare: Vec<Mapping>,
     /// Free blocks by size: addresses.
     free: BTreeMap<usize, Vec<usize>>,
     /// The unused tail of the last chunk: `[bump, end)`.
@@ -234,47 +225,7 @@ impl LockedArena {
     /// `(bytes mapped and page-locked, bytes in blocks in use)`.
     pub fn usage(&self) -> (usize, usize) {
         let s = self.inner.state();
-        let mapped = s.chunks.iter().chain(&s.spare).map(Mapping::len).sum();
-        (mapped, s.in_use)
-    }
-
-    /// Maps and page-locks chunks ahead, each written by `threads`
-    /// threads, until the arena holds at least `bytes` bytes in spare
-    /// chunks and the last chunk's tail; returns the bytes it mapped.
-    ///
-    /// A regrid that grows the states takes new chunks from the arena; a
-    /// chunk made then is made while the device waits (the kernel zeroes
-    /// its pages, the driver pins them), and one made ahead, on a thread
-    /// of its own while the steps run, is not. It stops without an error
-    /// where the memory budget or the device refuses: the allocations
-    /// then map what they need, as without a reserve.
-    pub fn reserve(&self, bytes: usize, threads: usize) -> usize {
-        let mut mapped = 0;
-        loop {
-            let held = {
-                let s = self.inner.state();
-                s.spare.iter().map(Mapping::len).sum::<usize>() + (s.end - s.bump)
-            };
-            if held >= bytes || self.inner.refused.get().is_some() {
-                return mapped;
-            }
-            let chunk = self.inner.chunk;
-            let what = "page-locked memory mapped ahead";
-            if crate::memory::check_fits(chunk as u64, what).is_err() {
-                return mapped;
-            }
-            let Ok(m) = Mapping::with_threads(chunk, what, threads) else {
-                return mapped;
-            };
-            // SAFETY: a live mapping, every page written, unlocked in
-            // `ArenaInner::drop` before it is unmapped.
-            if let Err(why) = unsafe { self.inner.lock.lock(m.as_ptr(), m.len()) } {
-                let _ = self.inner.refused.set(why);
-                return mapped;
-            }
-            mapped += m.len();
-            self.inner.state().spare.push(m);
-        }
+        (s.chunks.iter().map(Mapping::len).sum(), s.in_use)
     }
 
     /// A block of `len` values for `what`, contents unspecified (zeros in
@@ -295,17 +246,7 @@ impl LockedArena {
                 available: crate::memory::available_bytes(),
             })?;
         // The guard must drop before the arm that maps a chunk locks again.
-        let free = {
-            let mut s = self.inner.state();
-            s.take(need).or_else(|| {
-                // A spare chunk large enough becomes the one blocks are
-                // cut from.
-                let k = s.spare.iter().position(|m| m.len() >= need)?;
-                let m = s.spare.swap_remove(k);
-                s.adopt(m);
-                s.take(need)
-            })
-        };
+        let free = self.inner.state().take(need);
         let (addr, bytes) = match free {
             Some(a) => a,
             None => {
@@ -410,7 +351,7 @@ impl ArenaState {
 impl Drop for ArenaInner {
     fn drop(&mut self) {
         let s = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        for m in s.chunks.iter().chain(&s.spare) {
+        for m in &s.chunks {
             // SAFETY: locked in `alloc`, unlocked once; every block is
             // gone (each holds this arena), so no device work uses it.
             unsafe { self.lock.unlock(m.as_ptr()) };
@@ -704,33 +645,6 @@ mod tests {
         );
         drop((b, c, big));
         assert_eq!(lock.unlocked.load(Ordering::SeqCst), 2);
-    }
-
-    #[test]
-    fn chunks_reserved_ahead_serve_later_allocations() {
-        let lock = Arc::new(Counting::default());
-        let arena = LockedArena::new(lock.clone(), HUGE_PAGE);
-        assert_eq!(arena.reserve(2 * HUGE_PAGE + 1, 1), 3 * HUGE_PAGE);
-        assert_eq!(lock.locked.load(Ordering::SeqCst), 3);
-        assert_eq!(arena.usage(), (3 * HUGE_PAGE, 0));
-        // Enough is held: nothing more is mapped.
-        assert_eq!(arena.reserve(3 * HUGE_PAGE, 1), 0);
-        // Allocations take the spare chunks before mapping any.
-        let a = arena.alloc::<u8>(HUGE_PAGE, "a").unwrap();
-        let b = arena.alloc::<u8>(HUGE_PAGE / 2, "b").unwrap();
-        assert!(a.iter().chain(b.iter()).all(|&v| v == 0));
-        // One spare chunk and half a chunk's tail are held.
-        assert_eq!(arena.reserve(3 * HUGE_PAGE / 2, 1), 0);
-        let c = arena.alloc::<u8>(HUGE_PAGE, "c").unwrap();
-        assert_eq!(lock.locked.load(Ordering::SeqCst), 3);
-        assert_eq!(arena.usage(), (3 * HUGE_PAGE, 5 * HUGE_PAGE / 2));
-        drop((a, b, c));
-        drop(arena);
-        assert_eq!(lock.unlocked.load(Ordering::SeqCst), 3);
-        // A refusing device ends a reserve without an error.
-        let refusing = LockedArena::new(Arc::new(Refusing), HUGE_PAGE);
-        assert_eq!(refusing.reserve(HUGE_PAGE, 1), 0);
-        assert_eq!(refusing.usage(), (0, 0));
     }
 
     #[test]
