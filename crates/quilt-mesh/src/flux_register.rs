@@ -303,6 +303,14 @@ impl FluxRegister {
             }
             reg.fine_blocks.push(reg.blocks.len());
         }
+        // Blocks are numbered in the order their pieces were listed, so each
+        // coarse patch's pieces are in block order (`coarse_matches` relies
+        // on it).
+        debug_assert!(
+            reg.coarse_pieces
+                .iter()
+                .all(|p| p.windows(2).all(|w| w[0].block <= w[1].block))
+        );
         reg.acc = vec![0.0; faces];
         log::debug!(
             "flux register level {level}: {} blocks, {} coarse faces",
@@ -458,8 +466,14 @@ impl FluxRegister {
             .checked_sub(self.coarse_start)
             .filter(|&n| n < self.coarse_pieces.len())
             .ok_or_else(|| self.not_on_level(coarse_patch, self.level - 1))?;
+        // A coarse patch's pieces are in block order (see `new`), so the
+        // pieces of the blocks asked for are one run of them: a probe face
+        // of one fine patch needs not scan the pieces of every other.
+        let pieces = &self.coarse_pieces[n];
+        let from = pieces.partition_point(|pc| pc.block < blocks.start);
+        let to = from + pieces[from..].partition_point(|pc| pc.block < blocks.end);
         let mut out = Vec::new();
-        for pc in &self.coarse_pieces[n] {
+        for pc in &pieces[from..to] {
             let b = &self.blocks[pc.block];
             if b.axis != axis || !blocks.contains(&pc.block) {
                 continue;
