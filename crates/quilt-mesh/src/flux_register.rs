@@ -475,7 +475,7 @@ impl FluxRegister {
         let mut out = Vec::new();
         for pc in &pieces[from..to] {
             let b = &self.blocks[pc.block];
-            if b.axis != axis || !blocks.contains(&pc.block) {
+            if b.axis != axis {
                 continue;
             }
             let region = self.piece_faces(pc).intersect(faces);
