@@ -103,34 +103,17 @@ __device__ __forceinline__ u64 at(const Strided& s, u64 x, u64 y, u64 z, u64 c) 
 }
 
 // The item whose cells hold cell `t` of the phase: the last `k` with
-// starts[k] <= t (starts has n + 1 entries, starts[n] the phase's cells).
-__device__ __forceinline__ u32 find_item(const u64* starts, u32 n, u64 t) {
-    u32 lo = 0, hi = n;
-    while (hi - lo > 1) {
-        u32 mid = (lo + hi) >> 1;
-        if (starts[mid] <= t) lo = mid; else hi = mid;
-    }
-    return lo;
-}
-
-// find_item for all threads of a block: thread 0 bisects for the block's
-// first and last cells, the others only between those two items (a block
-// mostly spans a few items), instead of every thread bisecting all the
-// prefix sums from the top. Every thread of the block calls it, before
-// any returns (it synchronises the block); `t` may lie past the phase's
-// `total` cells (the result is then of no use).
+// starts[k] <= t. `starts` holds the n + 1 prefix sums of the items' cells
+// (starts[n] the phase's `total`), then for every block of the launch the
+// item of its first cell and, last, the item of the phase's last cell
+// (quilt_cuda's `block_firsts`): a thread bisects only between its block's
+// first and last items, which a block mostly spans a few of. `t` may lie
+// past `total` (the result is then of no use).
 __device__ __forceinline__ u32 find_item_block(const u64* starts, u32 n, u64 total, u64 t) {
-    __shared__ u32 range[2];
-    if (threadIdx.x == 0) {
-        u64 first = (u64)blockIdx.x * blockDim.x;
-        u64 last = first + blockDim.x - 1;
-        if (last >= total) last = total - 1;
-        if (first > last) first = last;
-        range[0] = find_item(starts, n, first);
-        range[1] = find_item(starts, n, last) + 1;
-    }
-    __syncthreads();
-    u32 lo = range[0], hi = range[1];
+    const u64* firsts = starts + n + 1;
+    u32 lo = (u32)firsts[blockIdx.x];
+    u32 hi = (u32)firsts[blockIdx.x + 1] + 1;
+    if (hi > n) hi = n;
     u64 c = t < total ? t : total - 1;
     while (hi - lo > 1) {
         u32 mid = (lo + hi) >> 1;
@@ -150,19 +133,32 @@ __device__ __forceinline__ void split(u64 r, const u32* n, u64* d) {
     d[2] = q / n[1];
 }
 
+// Components of one cell loaded before any of them is stored. A load after
+// a store to memory the compiler cannot tell apart from it waits for that
+// store; loading a chunk first keeps its loads in flight together.
+#define COMP_CHUNK 8
+
 template <typename T>
-__device__ void copy_cells(const CopyItem* items, const u64* starts, u32 nitems, u64 total,
-                           u32 ncomp, T* store, T* scratch) {
+__device__ void copy_cells(const CopyItem* __restrict__ items, const u64* __restrict__ starts,
+                           u32 nitems, u64 total, u32 ncomp, T* store, T* scratch) {
     u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     u32 k = find_item_block(starts, nitems, total, t);
     if (t >= total) return;
-    const CopyItem& it = items[k];
+    const CopyItem it = items[k];
     u64 d[3];
     split(t - starts[k], it.n, d);
     const T* src = it.route == 2 ? scratch : store;
     T* dst = it.route == 1 ? scratch : store;
-    for (u32 c = 0; c < ncomp; ++c)
-        dst[at(it.dst, d[0], d[1], d[2], c)] = src[at(it.src, d[0], d[1], d[2], c)];
+    u64 s = at(it.src, d[0], d[1], d[2], 0), o = at(it.dst, d[0], d[1], d[2], 0);
+    for (u32 c0 = 0; c0 < ncomp; c0 += COMP_CHUNK) {
+        T v[COMP_CHUNK];
+#pragma unroll
+        for (u32 c = 0; c < COMP_CHUNK; ++c)
+            if (c0 + c < ncomp) v[c] = src[s + it.src.sc * (c0 + c)];
+#pragma unroll
+        for (u32 c = 0; c < COMP_CHUNK; ++c)
+            if (c0 + c < ncomp) dst[o + it.dst.sc * (c0 + c)] = v[c];
+    }
 }
 
 // The limited slope of quilt_mesh::interp (0 constant, 1 minmod, 2 MC).

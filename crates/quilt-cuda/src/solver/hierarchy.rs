@@ -40,7 +40,8 @@ struct RateItem {
 }
 
 /// One phase's items on the device: their bytes, the prefix sums of their
-/// cells, and the counts a launch needs.
+/// cells followed by each block's first item ([`block_firsts`]), and the
+/// counts a launch needs.
 struct Phase {
     items: DeviceBuffer<u8>,
     starts: DeviceBuffer<u64>,
@@ -55,7 +56,7 @@ impl Phase {
         items: &[I],
         cells: impl Iterator<Item = [u32; 3]>,
     ) -> Result<Self, CudaError> {
-        let s = starts(cells);
+        let mut s = starts(cells);
         // The kernels split an item's cell index in 32 bits.
         if let Some(w) = s.windows(2).find(|w| w[1] - w[0] > u64::from(u32::MAX)) {
             return Err(CudaError::Config(format!(
@@ -66,15 +67,18 @@ impl Phase {
         let bytes: &[u8] = bytemuck::cast_slice(items);
         let d_items = DeviceBuffer::new(ctx, bytes.len())?;
         d_items.upload(0, bytes, stream)?;
-        let d_starts = DeviceBuffer::new(ctx, s.len())?;
-        d_starts.upload(0, &s, stream)?;
         let n = u32::try_from(items.len())
             .map_err(|_| CudaError::Config(format!("{} items in one phase", items.len())))?;
+        let total = *s.last().unwrap_or(&0);
+        let firsts = block_firsts(&s, ITEM_BLOCK);
+        s.extend(firsts);
+        let d_starts = DeviceBuffer::new(ctx, s.len())?;
+        d_starts.upload(0, &s, stream)?;
         Ok(Self {
             items: d_items,
             starts: d_starts,
             n,
-            total: *s.last().unwrap_or(&0),
+            total,
         })
     }
 
@@ -85,6 +89,35 @@ impl Phase {
             shared_mem_bytes: 0,
         })
     }
+}
+
+/// For every block of `block` threads over the cells that the prefix sums
+/// `starts` count, the item of its first cell, and after them the item of
+/// the last cell: the items of block `b` lie between entries `b` and
+/// `b + 1`. The kernels look their block's range up here instead of
+/// bisecting all the items from the top, a chain of dependent loads that
+/// every block would otherwise wait for before its first copy.
+fn block_firsts(starts: &[u64], block: u32) -> Vec<u64> {
+    let Some(&total) = starts.last() else {
+        return Vec::new();
+    };
+    if total == 0 {
+        return Vec::new();
+    }
+    let n = starts.len() - 1;
+    let blocks = total.div_ceil(u64::from(block));
+    let mut out = Vec::with_capacity(blocks as usize + 1);
+    let mut k = 0;
+    for b in 0..=blocks {
+        let t = (b * u64::from(block)).min(total - 1);
+        // The last item starting at or before cell `t`, as the kernels'
+        // bisection finds it (empty items before it are passed over).
+        while k + 1 < n && starts[k + 1] <= t {
+            k += 1;
+        }
+        out.push(k as u64);
+    }
+    out
 }
 
 /// One fine level's refluxing passes and restriction.
@@ -719,5 +752,69 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::block_firsts;
+    use rand::{RngExt, SeedableRng};
+
+    /// The kernels' answer for cell `t`: the last item starting at or
+    /// before it.
+    fn item_of(starts: &[u64], t: u64) -> usize {
+        starts[..starts.len() - 1]
+            .iter()
+            .rposition(|&s| s <= t)
+            .expect("cell 0 starts item 0")
+    }
+
+    /// Every cell's item lies in its block's range, and the range's ends
+    /// are the items of the block's first and last cells, for phases with
+    /// empty items, items larger than a block and blocks of one item.
+    #[test]
+    fn block_ranges_hold_every_cells_item() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for case in 0..200 {
+            let n = rng.random_range(1..60);
+            let mut starts = vec![0u64];
+            for _ in 0..n {
+                let cells = match rng.random_range(0..4) {
+                    0 => 0,
+                    1 => rng.random_range(1..8),
+                    2 => rng.random_range(1..300),
+                    _ => rng.random_range(200..2000),
+                };
+                starts.push(starts.last().unwrap() + cells);
+            }
+            let total = *starts.last().unwrap();
+            let block = [1u32, 7, 32, 256][case % 4];
+            let firsts = block_firsts(&starts, block);
+            if total == 0 {
+                assert!(firsts.is_empty());
+                continue;
+            }
+            let blocks = total.div_ceil(u64::from(block));
+            assert_eq!(firsts.len() as u64, blocks + 1, "case {case}");
+            for t in 0..total {
+                let b = (t / u64::from(block)) as usize;
+                let (lo, hi) = (firsts[b] as usize, (firsts[b + 1] as usize + 1).min(n));
+                let k = item_of(&starts, t);
+                assert!(
+                    lo <= k && k < hi,
+                    "case {case}: cell {t} item {k} not in {lo}..{hi}"
+                );
+            }
+            for b in 0..blocks {
+                assert_eq!(
+                    firsts[b as usize] as usize,
+                    item_of(&starts, b * u64::from(block))
+                );
+            }
+            assert_eq!(
+                firsts[blocks as usize] as usize,
+                item_of(&starts, total - 1)
+            );
+        }
     }
 }
