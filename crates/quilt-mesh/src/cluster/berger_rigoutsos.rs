@@ -178,10 +178,10 @@ impl Recursion<'_> {
         let mut s1 = self.scratch.take();
         let mut s2 = self.scratch.take();
         if b1.num_cells() <= b2.num_cells() {
-            s1.compute_over(near1.iter().map(|&i| &fields[i as usize]), &b1);
+            s1.compute_ids(fields, &near1, &b1);
             s2.derive(&sigs, &b, &s1, &b2, axis);
         } else {
-            s2.compute_over(near2.iter().map(|&i| &fields[i as usize]), &b2);
+            s2.compute_ids(fields, &near2, &b2);
             s1.derive(&sigs, &b, &s2, &b1, axis);
         }
         self.scratch.free.push(sigs);
@@ -235,8 +235,8 @@ pub(crate) fn berger_rigoutsos(
 ) {
     let root = nesting.bounding_box();
     let mut sigs = scratch.take();
-    sigs.compute(fields, &root);
     let near = meeting(fields, 0..fields.len() as u32, &root);
+    sigs.compute_ids(fields, &near, &root);
     Recursion {
         fields,
         nesting,

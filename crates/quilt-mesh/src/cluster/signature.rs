@@ -6,6 +6,8 @@
 //! `x`) give `σ_y` and `σ_z`; the rows of its `x`–`y` transpose (along `y`)
 //! give `σ_x`. The cost per box is its number of rows, not of tags.
 
+use rayon::prelude::*;
+
 use crate::index::{IndexBox, iv};
 use crate::tag::TagBox;
 use crate::tag::range_masks;
@@ -30,8 +32,42 @@ impl Default for Signatures {
 impl Signatures {
     /// Computes the signatures of `b` from the tag fields (disjoint
     /// regions), each given with its [`TagBox::transposed_xy`] copy.
+    #[cfg(test)]
     pub(crate) fn compute(&mut self, fields: &[(&TagBox, &TagBox)], b: &IndexBox) {
         self.compute_over(fields.iter(), b);
+    }
+
+    /// [`Signatures::compute`] over the fields `ids` names (those that may
+    /// intersect `b`; the others add nothing). Many fields are scanned in
+    /// parallel, their counts summed: the sums of integers are the same in
+    /// any order.
+    pub(crate) fn compute_ids(&mut self, fields: &[(&TagBox, &TagBox)], ids: &[u32], b: &IndexBox) {
+        if ids.len() < PARALLEL_FIELDS {
+            self.compute_over(ids.iter().map(|&i| &fields[i as usize]), b);
+            return;
+        }
+        let s = b.size();
+        let zero = || [s.x, s.y, s.z].map(|n| vec![0u64; n as usize]);
+        let sum = ids
+            .par_chunks(PARALLEL_FIELDS / 2)
+            .fold(zero, |mut sig, chunk| {
+                for &i in chunk {
+                    let (t, tt) = fields[i as usize];
+                    add_field(&mut sig, b, t, tt);
+                }
+                sig
+            })
+            .reduce(zero, |mut a, o| {
+                for (a, o) in a.iter_mut().zip(&o) {
+                    a.iter_mut().zip(o).for_each(|(a, o)| *a += o);
+                }
+                a
+            });
+        self.b = *b;
+        for (d, v) in sum.into_iter().enumerate() {
+            self.sig[d].clear();
+            self.sig[d].extend_from_slice(&v);
+        }
     }
 
     /// [`Signatures::compute`] over the fields `fields` yields (those that
@@ -47,44 +83,8 @@ impl Signatures {
             self.sig[d].clear();
             self.sig[d].resize(s[d] as usize, 0);
         }
-        let [sx, sy, sz] = &mut self.sig;
         for (t, tt) in fields {
-            let region = t.region();
-            let c = region.intersect(b);
-            if c.is_empty() {
-                continue;
-            }
-            // σ_y and σ_z: popcounts of the rows along x.
-            let (x0, x1) = (
-                (c.lo.x - region.lo.x) as usize,
-                (c.hi.x - region.lo.x) as usize,
-            );
-            for z in c.lo.z..=c.hi.z {
-                let mut zsum = 0u64;
-                for y in c.lo.y..=c.hi.y {
-                    let row = t.row(y, z);
-                    let n: u64 = range_masks(x0, x1)
-                        .map(|(w, m)| u64::from((row[w] & m).count_ones()))
-                        .sum();
-                    sy[(y - b.lo.y) as usize] += n;
-                    zsum += n;
-                }
-                sz[(z - b.lo.z) as usize] += zsum;
-            }
-            // σ_x: popcounts of the transposed rows, which run along y.
-            let (y0, y1) = (
-                (c.lo.y - region.lo.y) as usize,
-                (c.hi.y - region.lo.y) as usize,
-            );
-            for z in c.lo.z..=c.hi.z {
-                for x in c.lo.x..=c.hi.x {
-                    let row = tt.row(x, z);
-                    let n: u64 = range_masks(y0, y1)
-                        .map(|(w, m)| u64::from((row[w] & m).count_ones()))
-                        .sum();
-                    sx[(x - b.lo.x) as usize] += n;
-                }
-            }
+            add_field(&mut self.sig, b, t, tt);
         }
     }
 
@@ -146,10 +146,91 @@ impl Signatures {
     }
 }
 
+/// Fields from which [`Signatures::compute_ids`] scans in parallel: a
+/// level's tags come in thousands of fields, and the boxes near the root
+/// of the recursion meet most of them, one scan after another on the
+/// recursion's critical path.
+const PARALLEL_FIELDS: usize = 256;
+
+/// Adds the tags of field `t` (with its transpose `tt`) inside `b` to the
+/// signatures `sig` of `b`.
+fn add_field(sig: &mut [Vec<u64>; 3], b: &IndexBox, t: &TagBox, tt: &TagBox) {
+    let [sx, sy, sz] = sig;
+    let region = t.region();
+    let c = region.intersect(b);
+    if c.is_empty() {
+        return;
+    }
+    // σ_y and σ_z: popcounts of the rows along x.
+    let (x0, x1) = (
+        (c.lo.x - region.lo.x) as usize,
+        (c.hi.x - region.lo.x) as usize,
+    );
+    for z in c.lo.z..=c.hi.z {
+        let mut zsum = 0u64;
+        for y in c.lo.y..=c.hi.y {
+            let row = t.row(y, z);
+            let n: u64 = range_masks(x0, x1)
+                .map(|(w, m)| u64::from((row[w] & m).count_ones()))
+                .sum();
+            sy[(y - b.lo.y) as usize] += n;
+            zsum += n;
+        }
+        sz[(z - b.lo.z) as usize] += zsum;
+    }
+    // σ_x: popcounts of the transposed rows, which run along y.
+    let (y0, y1) = (
+        (c.lo.y - region.lo.y) as usize,
+        (c.hi.y - region.lo.y) as usize,
+    );
+    for z in c.lo.z..=c.hi.z {
+        for x in c.lo.x..=c.hi.x {
+            let row = tt.row(x, z);
+            let n: u64 = range_masks(y0, y1)
+                .map(|(w, m)| u64::from((row[w] & m).count_ones()))
+                .sum();
+            sx[(x - b.lo.x) as usize] += n;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Enough fields for the parallel scan give the serial scan's counts.
+    #[test]
+    fn parallel_scan_matches_the_serial_one() {
+        // 20 × 20 fields of 4 × 5 × 6 cells side by side, tagged on a
+        // pattern, and a box cutting through many of them.
+        let mut fields = Vec::new();
+        for j in 0..20 {
+            for i in 0..20 {
+                let r = IndexBox::from_lo_size(iv(4 * i, 5 * j, 0), iv(4, 5, 6));
+                let mut t = TagBox::new(r).unwrap();
+                for p in r.iter() {
+                    if (p.x * 7 + p.y * 3 + p.z * 5) % 11 < 4 {
+                        t.set(&p).unwrap();
+                    }
+                }
+                let tt = t.transposed_xy();
+                fields.push((t, tt));
+            }
+        }
+        let pairs: Vec<(&TagBox, &TagBox)> = fields.iter().map(|(t, tt)| (t, tt)).collect();
+        let ids: Vec<u32> = (0..pairs.len() as u32).collect();
+        assert!(ids.len() >= PARALLEL_FIELDS);
+        let b = IndexBox::new(iv(3, 2, 1), iv(70, 93, 4));
+        let mut par = Signatures::default();
+        par.compute_ids(&pairs, &ids, &b);
+        let mut serial = Signatures::default();
+        serial.compute(&pairs, &b);
+        assert!(serial.total() > 0);
+        for d in 0..3 {
+            assert_eq!(par.along(d, &b), serial.along(d, &b));
+        }
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]

@@ -27,21 +27,129 @@ use crate::tag::TagBox;
 
 use super::{RegridError, RegridOptions};
 
-/// Disjoint boxes covering the union of `boxes`.
-fn disjoint_union(boxes: &[IndexBox]) -> Vec<IndexBox> {
-    // An index over the pieces so far: a level has thousands of boxes.
-    let bin = boxes.iter().map(|b| b.size().max()).max().unwrap_or(1);
-    let mut out = BoxBins::new(bin);
-    let mut near = Vec::new();
-    for b in boxes {
-        let mut rest = BoxList::from_box(*b);
-        out.query_into(b, &mut near);
-        rest.subtract_all(near.iter().map(|&n| &out.boxes()[n]));
-        for piece in rest.into_boxes() {
-            out.push(piece);
+/// Disjoint boxes covering the union of the boxes added so far: each new
+/// box adds the pieces of it that no earlier box covers.
+struct DisjointUnion {
+    /// An index over the pieces so far: a level has thousands of boxes.
+    out: BoxBins,
+    near: Vec<usize>,
+}
+
+impl DisjointUnion {
+    /// An empty union indexed by bins of `bin` cells (best near the
+    /// largest box to come; any size gives the same pieces).
+    fn new(bin: i32) -> Self {
+        Self {
+            out: BoxBins::new(bin),
+            near: Vec::new(),
         }
     }
-    out.boxes().to_vec()
+
+    fn add(&mut self, b: &IndexBox) {
+        let mut rest = BoxList::from_box(*b);
+        self.out.query_into(b, &mut self.near);
+        rest.subtract_all(self.near.iter().map(|&n| &self.out.boxes()[n]));
+        for piece in rest.into_boxes() {
+            self.out.push(piece);
+        }
+    }
+
+    fn boxes(&self) -> &[IndexBox] {
+        self.out.boxes()
+    }
+}
+
+/// Disjoint boxes covering the union of `boxes`.
+#[cfg(test)]
+fn disjoint_union(boxes: &[IndexBox]) -> Vec<IndexBox> {
+    let mut u = DisjointUnion::new(boxes.iter().map(|b| b.size().max()).max().unwrap_or(1));
+    for b in boxes {
+        u.add(b);
+    }
+    u.boxes().to_vec()
+}
+
+/// What clustering level `k` needs that the new finer levels do not
+/// decide, made for every level at once: the disjoint union of its
+/// patches grown by the tag buffer (the tag fields before the cover
+/// boxes of new level `k + 2` join them), and each tagged patch's tags
+/// grown and buffered, indexed, with their periodic images.
+struct LevelTags {
+    union: DisjointUnion,
+    grown: Vec<TagBox>,
+    index: BoxBins,
+    /// Tags across periodic faces: `(field, part, shift)`, the tags at
+    /// `c + shift` of the field belonging to the domain cell `c`.
+    images: Vec<(usize, IndexBox, IntVect)>,
+    secs: [f64; 2],
+}
+
+impl LevelTags {
+    fn new(
+        h: &Hierarchy,
+        tags: &[TagBox],
+        o: &RegridOptions,
+        k: usize,
+    ) -> Result<Self, RegridError> {
+        let t0 = std::time::Instant::now();
+        let g = h.geometry();
+        let domain = g.level(k)?.domain;
+        let periodic = g.level(k)?.periodic;
+        let extended = extended_domain(&domain, periodic);
+        let patches = h.level_patches(k);
+        let mut regions: Vec<IndexBox> = Vec::with_capacity(patches.len());
+        for p in patches {
+            let grown = p.interior().grow(o.tag_buffer).intersect(&extended);
+            regions.extend(
+                fold(&domain, periodic, &grown)
+                    .into_iter()
+                    .map(|(part, _)| part),
+            );
+        }
+        let mut union =
+            DisjointUnion::new(regions.iter().map(|b| b.size().max()).max().unwrap_or(1));
+        for r in &regions {
+            union.add(r);
+        }
+        let t_regions = t0.elapsed().as_secs_f64();
+        // Each patch's tags over its interior grown by the tag buffer,
+        // then buffered (the dilation is the work: patches in parallel).
+        let start = h.level_range(k).start;
+        let grown: Vec<Option<TagBox>> = patches
+            .par_iter()
+            .enumerate()
+            .map(|(n, p)| -> Result<Option<TagBox>, RegridError> {
+                let user = &tags[start + n];
+                if !user.any() {
+                    return Ok(None);
+                }
+                let region = p.interior().grow(o.tag_buffer).intersect(&extended);
+                let mut t = TagBox::new(region)?;
+                t.union_with(user);
+                t.buffer(o.tag_buffer, &extended)?;
+                Ok(Some(t))
+            })
+            .collect::<Result<_, _>>()?;
+        let grown: Vec<TagBox> = grown.into_iter().flatten().collect();
+        let index = BoxBins::from_boxes(&grown.iter().map(TagBox::region).collect::<Vec<_>>());
+        let images: Vec<(usize, IndexBox, IntVect)> = grown
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| {
+                fold(&domain, periodic, &t.region())
+                    .into_iter()
+                    .filter(|(_, shift)| *shift != IntVect::zeros())
+                    .map(move |(part, shift)| (i, part, shift))
+            })
+            .collect();
+        Ok(Self {
+            union,
+            grown,
+            index,
+            images,
+            secs: [t_regions, t0.elapsed().as_secs_f64() - t_regions],
+        })
+    }
 }
 
 /// The parts of `b` (a box of the periodically extended domain) mapped onto
@@ -93,18 +201,30 @@ pub fn new_level_boxes(
     let mut levels: Vec<Vec<IndexBox>> = vec![Vec::new(); tag_levels + 1];
     levels[0] = h.level_patches(0).iter().map(|p| p.interior()).collect();
     let ratios = g.ratios();
+    // Levels wait for the new level two finer (its boxes join the tag
+    // fields); what they do not take from it is made beforehand, side by
+    // side.
+    let mut prepared: Vec<LevelTags> = (0..tag_levels)
+        .into_par_iter()
+        .map(|k| LevelTags::new(h, tags, o, k))
+        .collect::<Result<_, _>>()?;
     for k in (0..tag_levels).rev() {
         let t0 = std::time::Instant::now();
         let domain = g.level(k)?.domain;
         let ratio = ratios[k + 1];
         let copts = cluster_options(h, ratio, o);
         let mut clusterer = Clusterer::new(copts)?;
-
         let periodic = g.level(k)?.periodic;
-        let extended = extended_domain(&domain, periodic);
+        let LevelTags {
+            mut union,
+            grown,
+            index,
+            images,
+            secs: [t_union, t_grown],
+        } = prepared.pop().expect("one prepared level per tagged level");
 
         // Cells under the new level k + 2, grown by its nesting buffer and
-        // folded across periodic faces.
+        // folded across periodic faces, join the tag fields (made disjoint).
         let mut cover = Vec::new();
         if k + 2 <= tag_levels {
             let fine_domain = g.level(k + 1)?.domain;
@@ -118,58 +238,16 @@ pub fn new_level_boxes(
                 }
             }
         }
-
-        // Tag fields over the old patches grown by the tag buffer (folded
-        // across periodic faces) and the cover boxes, made disjoint.
-        let patches = h.level_patches(k);
-        let mut regions: Vec<IndexBox> = Vec::with_capacity(patches.len() + cover.len());
-        for p in patches {
-            let grown = p.interior().grow(o.tag_buffer).intersect(&extended);
-            regions.extend(
-                fold(&domain, periodic, &grown)
-                    .into_iter()
-                    .map(|(part, _)| part),
-            );
+        for c in &cover {
+            union.add(c);
         }
-        regions.extend(cover.iter().copied());
-        let mut fields: Vec<TagBox> = disjoint_union(&regions)
-            .into_iter()
-            .map(TagBox::new)
+        let mut fields: Vec<TagBox> = union
+            .boxes()
+            .iter()
+            .map(|&b| TagBox::new(b))
             .collect::<Result<_, _>>()?;
 
         let t_regions = t0.elapsed().as_secs_f64();
-        // Each patch's tags over its interior grown by the tag buffer,
-        // then buffered (the dilation is the work: patches in parallel).
-        let start = h.level_range(k).start;
-        let grown: Vec<Option<TagBox>> = patches
-            .par_iter()
-            .enumerate()
-            .map(|(n, p)| -> Result<Option<TagBox>, RegridError> {
-                let user = &tags[start + n];
-                if !user.any() {
-                    return Ok(None);
-                }
-                let region = p.interior().grow(o.tag_buffer).intersect(&extended);
-                let mut t = TagBox::new(region)?;
-                t.union_with(user);
-                t.buffer(o.tag_buffer, &extended)?;
-                Ok(Some(t))
-            })
-            .collect::<Result<_, _>>()?;
-        let grown: Vec<TagBox> = grown.into_iter().flatten().collect();
-        let index = BoxBins::from_boxes(&grown.iter().map(TagBox::region).collect::<Vec<_>>());
-        // Tags across periodic faces: `(field, part, shift)`, the tags at
-        // `c + shift` of the field belonging to the domain cell `c`.
-        let images: Vec<(usize, IndexBox, IntVect)> = grown
-            .iter()
-            .enumerate()
-            .flat_map(|(i, t)| {
-                fold(&domain, periodic, &t.region())
-                    .into_iter()
-                    .filter(|(_, shift)| *shift != IntVect::zeros())
-                    .map(move |(part, shift)| (i, part, shift))
-            })
-            .collect();
         // Fields lie inside the domain and are disjoint: each gathers the
         // tags that fall in it (a union, in any order), in parallel.
         fields.par_iter_mut().for_each_init(Vec::new, |near, f| {
@@ -192,7 +270,7 @@ pub fn new_level_boxes(
         let t_fields = t0.elapsed().as_secs_f64() - t_regions;
         let out = clusterer.cluster(&fields, &Nesting::whole_domain(domain)?)?;
         log::debug!(
-            "regrid: level {k} tags {} (+{} cover boxes) -> {} level-{} boxes, efficiency {:.3}; {} tag fields {t_regions:.3} s, tags into them {t_fields:.3} s, clustering {:.3} s",
+            "regrid: level {k} tags {} (+{} cover boxes) -> {} level-{} boxes, efficiency {:.3}; beforehand: patch regions {t_union:.3} s, tags grown {t_grown:.3} s; {} tag fields {t_regions:.3} s, tags into them {t_fields:.3} s, clustering {:.3} s",
             out.tagged,
             cover.len(),
             out.fine_boxes.len(),
