@@ -11,6 +11,8 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use rayon::prelude::*;
+
 use crate::index::{IndexBox, IntVect, iv};
 
 use super::nesting::Nesting;
@@ -41,16 +43,13 @@ impl PartialOrd for Pair {
 }
 
 /// Boxes binned on a uniform grid (bins at least `max` wide, so a box
-/// touches at most two bins per axis), with a visit stamp per box so that
-/// neighbour queries need no sorting.
+/// touches at most two bins per axis).
 struct Merger<'a> {
     live: Vec<Option<(IndexBox, u64)>>,
     origin: IntVect,
     bin: i32,
     dims: IntVect,
     bins: Vec<Vec<usize>>,
-    stamp: Vec<u32>,
-    query: u32,
     nesting: &'a Nesting,
     max: i32,
     combine: f64,
@@ -80,8 +79,6 @@ impl<'a> Merger<'a> {
             bin,
             dims,
             bins: vec![Vec::new(); (dims.x * dims.y * dims.z) as usize],
-            stamp: vec![0; n],
-            query: 0,
             nesting,
             max,
             combine,
@@ -127,28 +124,39 @@ impl<'a> Merger<'a> {
         }
     }
 
-    /// Live boxes meeting `b`, each once, in no particular order.
-    fn near(&mut self, b: &IndexBox, out: &mut Vec<usize>) {
+    /// Live boxes meeting `b`, each once, ascending (no state of the
+    /// merger changes: queries run side by side).
+    fn near(&self, b: &IndexBox, out: &mut Vec<usize>) {
         out.clear();
         let Some(r) = self.bin_range(b) else { return };
-        self.query = self.query.wrapping_add(1);
-        if self.query == 0 {
-            self.stamp.fill(0);
-            self.query = 1;
-        }
         for key in r.iter() {
             for &k in &self.bins[self.bin_index(&key)] {
-                if self.stamp[k] != self.query {
-                    self.stamp[k] = self.query;
-                    if self.live[k].is_some_and(|(o, _)| o.intersects(b)) {
-                        out.push(k);
-                    }
+                if self.live[k].is_some_and(|(o, _)| o.intersects(b)) {
+                    out.push(k);
                 }
             }
         }
+        out.sort_unstable();
+        out.dedup();
     }
 
-    fn pair(&mut self, i: usize, j: usize, scratch: &mut Vec<usize>) -> Option<Pair> {
+    /// The pair of boxes `i` and `j` if they may merge now.
+    fn pair(&self, i: usize, j: usize, scratch: &mut Vec<usize>) -> Option<Pair> {
+        let bbox = self.candidate(i, j)?;
+        let ((a, _), (b, _)) = (self.live[i]?, self.live[j]?);
+        if bbox.1.num_cells() > a.num_cells() + b.num_cells() {
+            self.near(&bbox.1, scratch);
+            if scratch.iter().any(|&k| k != i && k != j) || !self.nesting.contains_box(&bbox.1) {
+                return None;
+            }
+        }
+        Some(bbox.0)
+    }
+
+    /// The pair of live boxes `i` and `j` and their bounding box when it
+    /// fits the maximum and reaches the combine efficiency (whether other
+    /// boxes block it is left to the caller).
+    fn candidate(&self, i: usize, j: usize) -> Option<(Pair, IndexBox)> {
         let ((a, ta), (b, tb)) = (self.live[i]?, self.live[j]?);
         let bbox = a.bounding(&b);
         let size = bbox.size();
@@ -160,22 +168,17 @@ impl<'a> Merger<'a> {
         if (tags as f64) < self.combine * cells as f64 {
             return None;
         }
-        if cells > a.num_cells() + b.num_cells() {
-            self.near(&bbox, scratch);
-            if scratch.iter().any(|&k| k != i && k != j) || !self.nesting.contains_box(&bbox) {
-                return None;
-            }
-        }
-        Some(Pair {
+        let pair = Pair {
             i: i.min(j),
             j: i.max(j),
             bbox,
             tags,
-        })
+        };
+        Some((pair, bbox))
     }
 
     /// Boxes that may pair with `k` within `reach` cells per axis.
-    fn partners(&mut self, k: usize, reach: IntVect, out: &mut Vec<usize>) {
+    fn partners(&self, k: usize, reach: IntVect, out: &mut Vec<usize>) {
         out.clear();
         if let Some((b, _)) = self.live[k] {
             self.near(&b.grow_vect(&reach), out);
@@ -202,18 +205,34 @@ pub(crate) fn merge(
 ) -> Vec<(IndexBox, u64)> {
     let mut m = Merger::new(boxes, nesting, max, combine);
     let (mut near, mut scratch) = (Vec::new(), Vec::new());
-    let mut heap = BinaryHeap::new();
-    // Each mergeable pair is found from its larger box (ties: higher index).
+    // Each mergeable pair is found from its larger box (ties: higher
+    // index), every box's pairs side by side: thousands of boxes yield a
+    // few dozen pairs. The heap's order is total, so the order of the
+    // search does not matter.
     let key = |m: &Merger<'_>, k: usize| m.live[k].map(|(b, _)| (b.num_cells(), k));
-    for i in 0..m.live.len() {
-        let Some((b, _)) = m.live[i] else { continue };
-        m.partners(i, reach(b.size(), combine, max), &mut near);
-        for &j in &near {
-            if key(&m, j) < key(&m, i) {
-                heap.extend(m.pair(i, j, &mut scratch));
-            }
-        }
-    }
+    let shared = &m;
+    let pairs: Vec<Pair> = (0..m.live.len())
+        .into_par_iter()
+        .with_min_len(64)
+        .map_init(
+            || (Vec::new(), Vec::new()),
+            |(near, scratch), i| {
+                let mut found = Vec::new();
+                let Some((b, _)) = shared.live[i] else {
+                    return found;
+                };
+                shared.near(&b.grow_vect(&reach(b.size(), combine, max)), near);
+                for &j in near.iter().filter(|&&j| j != i) {
+                    if key(shared, j) < key(shared, i) {
+                        found.extend(shared.pair(i, j, scratch));
+                    }
+                }
+                found
+            },
+        )
+        .flatten()
+        .collect();
+    let mut heap = BinaryHeap::from(pairs);
     // Pairs only lose validity as boxes merge (a merged box may block a
     // bounding box), so stale entries are skipped when they come up.
     let far = reach(iv(max, max, max), combine, max);
@@ -228,7 +247,6 @@ pub(crate) fn merge(
         m.remove(best.j);
         let k = m.live.len();
         m.live.push(Some((best.bbox, best.tags)));
-        m.stamp.push(0);
         m.insert(k);
         m.partners(k, far, &mut near);
         for &o in &near {

@@ -387,7 +387,9 @@ impl FlatTag {
         for (i, t) in filled {
             out[i] = Some(t);
         }
-        out.into_iter()
+        // The untagged patches (the finest level holds most cells) get
+        // empty fields, side by side too.
+        out.into_par_iter()
             .enumerate()
             .map(|(i, t)| match t {
                 Some(t) => Ok(t),

@@ -243,7 +243,7 @@ pub fn new_level_boxes(
         }
         let mut fields: Vec<TagBox> = union
             .boxes()
-            .iter()
+            .par_iter()
             .map(|&b| TagBox::new(b))
             .collect::<Result<_, _>>()?;
 
