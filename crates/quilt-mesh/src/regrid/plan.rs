@@ -45,12 +45,31 @@ impl DisjointUnion {
         }
     }
 
-    fn add(&mut self, b: &IndexBox) {
-        let mut rest = BoxList::from_box(*b);
-        self.out.query_into(b, &mut self.near);
-        rest.subtract_all(self.near.iter().map(|&n| &self.out.boxes()[n]));
-        for piece in rest.into_boxes() {
-            self.out.push(piece);
+    /// Adds `boxes` in turn: each adds the pieces of it that no box before
+    /// covers. What each leaves of the pieces already there is found for
+    /// all at once; then one after another each loses what the earlier
+    /// ones added. The subtractions are those of adding them one by one,
+    /// in the same order (queries return pieces in the order they were
+    /// added), so the pieces are too.
+    fn add_all(&mut self, boxes: &[IndexBox]) {
+        let first_new = self.out.len();
+        let before = &self.out;
+        let rests: Vec<BoxList> = boxes
+            .par_iter()
+            .map_init(Vec::new, |near, b| {
+                let mut rest = BoxList::from_box(*b);
+                before.query_into(b, near);
+                rest.subtract_all(near.iter().map(|&n| &before.boxes()[n]));
+                rest
+            })
+            .collect();
+        for (b, mut rest) in boxes.iter().zip(rests) {
+            self.out.query_into(b, &mut self.near);
+            let added = self.near.partition_point(|&n| n < first_new);
+            rest.subtract_all(self.near[added..].iter().map(|&n| &self.out.boxes()[n]));
+            for piece in rest.into_boxes() {
+                self.out.push(piece);
+            }
         }
     }
 
@@ -63,9 +82,7 @@ impl DisjointUnion {
 #[cfg(test)]
 fn disjoint_union(boxes: &[IndexBox]) -> Vec<IndexBox> {
     let mut u = DisjointUnion::new(boxes.iter().map(|b| b.size().max()).max().unwrap_or(1));
-    for b in boxes {
-        u.add(b);
-    }
+    u.add_all(boxes);
     u.boxes().to_vec()
 }
 
@@ -108,9 +125,7 @@ impl LevelTags {
         }
         let mut union =
             DisjointUnion::new(regions.iter().map(|b| b.size().max()).max().unwrap_or(1));
-        for r in &regions {
-            union.add(r);
-        }
+        union.add_all(&regions);
         let t_regions = t0.elapsed().as_secs_f64();
         // Each patch's tags over its interior grown by the tag buffer,
         // then buffered (the dilation is the work: patches in parallel).
@@ -238,9 +253,7 @@ pub fn new_level_boxes(
                 }
             }
         }
-        for c in &cover {
-            union.add(c);
-        }
+        union.add_all(&cover);
         let mut fields: Vec<TagBox> = union
             .boxes()
             .par_iter()
@@ -291,6 +304,41 @@ pub fn new_level_boxes(
 mod tests {
     use super::*;
     use crate::index::iv;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// Boxes added in two batches give the pieces of adding them one
+        /// by one, in the same order.
+        #[test]
+        fn batches_add_the_pieces_of_one_by_one(
+            boxes in proptest::collection::vec(
+                (proptest::array::uniform3(0i32..24), proptest::array::uniform3(1i32..9)),
+                1..40,
+            ),
+            split in 0usize..40,
+        ) {
+            let boxes: Vec<IndexBox> = boxes
+                .iter()
+                .map(|(lo, s)| IndexBox::from_lo_size(iv(lo[0], lo[1], lo[2]), iv(s[0], s[1], s[2])))
+                .collect();
+            let mut want = BoxBins::new(3);
+            let mut near = Vec::new();
+            for b in &boxes {
+                let mut rest = BoxList::from_box(*b);
+                want.query_into(b, &mut near);
+                rest.subtract_all(near.iter().map(|&n| &want.boxes()[n]));
+                for piece in rest.into_boxes() {
+                    want.push(piece);
+                }
+            }
+            let split = split.min(boxes.len());
+            let mut got = DisjointUnion::new(5);
+            got.add_all(&boxes[..split]);
+            got.add_all(&boxes[split..]);
+            proptest::prop_assert_eq!(got.boxes(), want.boxes());
+        }
+    }
 
     #[test]
     fn disjoint_union_covers_exactly() {
