@@ -1614,15 +1614,23 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             return Ok(());
         }
         let t = Instant::now();
-        let plan = match self.staged.take() {
-            Some(p) if p.patches == self.h.num_patches() => p,
-            _ => resident_plan(&self.h, &self.plan)?,
-        };
+        let lock = self.backend.resident().and_then(|r| r.io_lock());
+        let mut compact = std::mem::take(&mut self.resident_io);
+        // The compact interiors' memory is mapped and page-locked (most of
+        // the packing's time when it grows) beside the plan: its size is
+        // the hierarchy's.
+        let values = self.h.total_cells() as usize * self.deck.ncomp();
+        let (plan, ()) = rayon::join(
+            || match self.staged.take() {
+                Some(p) if p.patches == self.h.num_patches() => Ok(p),
+                _ => resident_plan(&self.h, &self.plan),
+            },
+            || size_compact(&mut compact, values, lock.as_ref()),
+        );
+        let plan = plan?;
         let t_plan = t.elapsed().as_secs_f64();
         let stage = self.backend.layout_stage();
-        let lock = self.backend.resident().and_then(|r| r.io_lock());
         let data = self.data.as_ref().ok_or_else(poisoned)?;
-        let mut compact = std::mem::take(&mut self.resident_io);
         let ((), staged) = rayon::join(
             || pack_interiors(&plan, data, &mut compact, lock.as_ref()),
             || stage_layout(stage.as_deref(), &plan.layout),
