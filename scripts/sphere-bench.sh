@@ -35,6 +35,9 @@
 #                      sphere_traces (rt1_step4_f32 with
 #                      sphere_traces_f32.toml)
 #   QUILT_BENCH_STEPS  steps of each replay (default 4)
+#   QUILT_BENCH_WARMUP 0 skips the untimed one-step run before each CUDA
+#                      configuration (which has NVRTC compile its kernels
+#                      into the disk cache; default 1)
 # Decks default to examples/decks/sphere_large.toml. Each configuration is
 # the deck with a [batching] table appended, so decks given here must not
 # have one of their own.
@@ -107,6 +110,13 @@ for deck in "${decks[@]}"; do
         esac
         cfg_deck="$out/$name.$cfg.toml"
         { cat "$deck"; printf '\n[batching]\n%s\n' "$extra"; } >"$cfg_deck"
+        # One untimed step first: NVRTC compiles each kernel set once per
+        # machine (then read from the disk cache), and a timed run should
+        # not hold that second.
+        if [[ "${QUILT_BENCH_WARMUP:-1}" != 0 && "$backend" == cuda ]]; then
+            timeout -k 10 "$run_limit" "$bin/euler_sphere" --no-output --config "$cfg_deck" \
+                --backend cuda --residency "$residency" --max-steps 1 >/dev/null 2>&1 || true
+        fi
         for r in $(seq 1 "$runs"); do
             tag="$name.$cfg.$r"
             echo "== $tag"

@@ -39,7 +39,9 @@
 //!   sides padded to the minimum, ghosts included). Growth to the minimum
 //!   size lowers `tags(B) / |B|`, never the efficiency of the core.
 //!
-//! The result depends only on the input (no hashing, no threads).
+//! The result depends only on the input: no hashing, and the phases that
+//! run on several threads (signatures over many fields, the two sides of
+//! a large cut, the search for mergeable pairs) give what one thread gives.
 
 mod berger_rigoutsos;
 mod blocks;
