@@ -446,7 +446,23 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             // faults of fresh pages.
             let mut pool = BufferPool::with_arena(me.arena.clone());
             pool.reclaim(data);
-            let data = initial_data(&new_h, me.problem.as_ref(), &mut pool, me.deck.ncomp())?;
+            // A device-resident run's first load packs the interiors into
+            // page-locked memory: it is mapped and locked on a thread of
+            // its own while the initial condition is set, rather than in
+            // the first step.
+            let values = new_h.total_cells() as usize * me.deck.ncomp();
+            let lock = (me.deck.run.residency == Residency::Device)
+                .then(|| me.backend.resident().and_then(|r| r.io_lock()))
+                .flatten();
+            let mut io = std::mem::take(&mut me.resident_io);
+            let data = std::thread::scope(|s| {
+                if let Some(lock) = &lock {
+                    s.spawn(|| size_compact(&mut io, values, Some(lock)));
+                }
+                initial_data(&new_h, me.problem.as_ref(), &mut pool, me.deck.ncomp())
+            });
+            me.resident_io = io;
+            let data = data?;
             drop(pool);
             let plan = me.step_plan(&new_h)?;
             log::info!(
