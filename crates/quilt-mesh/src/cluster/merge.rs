@@ -142,21 +142,6 @@ impl<'a> Merger<'a> {
 
     /// The pair of boxes `i` and `j` if they may merge now.
     fn pair(&self, i: usize, j: usize, scratch: &mut Vec<usize>) -> Option<Pair> {
-        let bbox = self.candidate(i, j)?;
-        let ((a, _), (b, _)) = (self.live[i]?, self.live[j]?);
-        if bbox.1.num_cells() > a.num_cells() + b.num_cells() {
-            self.near(&bbox.1, scratch);
-            if scratch.iter().any(|&k| k != i && k != j) || !self.nesting.contains_box(&bbox.1) {
-                return None;
-            }
-        }
-        Some(bbox.0)
-    }
-
-    /// The pair of live boxes `i` and `j` and their bounding box when it
-    /// fits the maximum and reaches the combine efficiency (whether other
-    /// boxes block it is left to the caller).
-    fn candidate(&self, i: usize, j: usize) -> Option<(Pair, IndexBox)> {
         let ((a, ta), (b, tb)) = (self.live[i]?, self.live[j]?);
         let bbox = a.bounding(&b);
         let size = bbox.size();
@@ -168,13 +153,18 @@ impl<'a> Merger<'a> {
         if (tags as f64) < self.combine * cells as f64 {
             return None;
         }
-        let pair = Pair {
+        if cells > a.num_cells() + b.num_cells() {
+            self.near(&bbox, scratch);
+            if scratch.iter().any(|&k| k != i && k != j) || !self.nesting.contains_box(&bbox) {
+                return None;
+            }
+        }
+        Some(Pair {
             i: i.min(j),
             j: i.max(j),
             bbox,
             tags,
-        };
-        Some((pair, bbox))
+        })
     }
 
     /// Boxes that may pair with `k` within `reach` cells per axis.
@@ -221,8 +211,8 @@ pub(crate) fn merge(
                 let Some((b, _)) = shared.live[i] else {
                     return found;
                 };
-                shared.near(&b.grow_vect(&reach(b.size(), combine, max)), near);
-                for &j in near.iter().filter(|&&j| j != i) {
+                shared.partners(i, reach(b.size(), combine, max), near);
+                for &j in near.iter() {
                     if key(shared, j) < key(shared, i) {
                         found.extend(shared.pair(i, j, scratch));
                     }
