@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use crate::index::{IndexBox, iv};
 use crate::tag::TagBox;
-use crate::tag::range_masks;
+use crate::tag::row_ones;
 
 /// The signatures of one box, kept in scratch vectors that are reused.
 #[derive(Debug, Clone)]
@@ -169,10 +169,7 @@ fn add_field(sig: &mut [Vec<u64>; 3], b: &IndexBox, t: &TagBox, tt: &TagBox) {
     for z in c.lo.z..=c.hi.z {
         let mut zsum = 0u64;
         for y in c.lo.y..=c.hi.y {
-            let row = t.row(y, z);
-            let n: u64 = range_masks(x0, x1)
-                .map(|(w, m)| u64::from((row[w] & m).count_ones()))
-                .sum();
+            let n = row_ones(t.row(y, z), x0, x1);
             sy[(y - b.lo.y) as usize] += n;
             zsum += n;
         }
@@ -185,11 +182,7 @@ fn add_field(sig: &mut [Vec<u64>; 3], b: &IndexBox, t: &TagBox, tt: &TagBox) {
     );
     for z in c.lo.z..=c.hi.z {
         for x in c.lo.x..=c.hi.x {
-            let row = tt.row(x, z);
-            let n: u64 = range_masks(y0, y1)
-                .map(|(w, m)| u64::from((row[w] & m).count_ones()))
-                .sum();
-            sx[(x - b.lo.x) as usize] += n;
+            sx[(x - b.lo.x) as usize] += row_ones(tt.row(x, z), y0, y1);
         }
     }
 }

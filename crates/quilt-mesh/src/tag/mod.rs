@@ -31,5 +31,5 @@ pub use detectors::{
     GradientDetector, ShockDetector, direction_lengths,
 };
 pub use error::TagError;
-pub(crate) use tag_box::range_masks;
+pub(crate) use tag_box::row_ones;
 pub use tag_box::{MAX_TAG_CELLS, TagBox, TagIter};

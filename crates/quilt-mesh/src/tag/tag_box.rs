@@ -27,13 +27,21 @@ pub struct TagBox {
 
 /// The words and bit masks covering bits `x0 ..= x1` of a row.
 #[inline]
-pub(crate) fn range_masks(x0: usize, x1: usize) -> impl Iterator<Item = (usize, u64)> {
+fn range_masks(x0: usize, x1: usize) -> impl Iterator<Item = (usize, u64)> {
     let (w0, w1) = (x0 >> 6, x1 >> 6);
     (w0..=w1).map(move |w| {
         let lo = if w == w0 { x0 & 63 } else { 0 };
         let hi = if w == w1 { x1 & 63 } else { 63 };
         (w, (u64::MAX >> (63 - hi)) & (u64::MAX << lo))
     })
+}
+
+/// Tagged bits `x0 ..= x1` of `row`.
+#[inline]
+pub(crate) fn row_ones(row: &[u64], x0: usize, x1: usize) -> u64 {
+    range_masks(x0, x1)
+        .map(|(w, m)| u64::from((row[w] & m).count_ones()))
+        .sum()
 }
 
 impl TagBox {
@@ -271,10 +279,7 @@ impl TagBox {
         let mut n = 0u64;
         for z in c.lo.z..=c.hi.z {
             for y in c.lo.y..=c.hi.y {
-                let row = self.row(y, z);
-                for (w, m) in range_masks(x0, x1) {
-                    n += u64::from((row[w] & m).count_ones());
-                }
+                n += row_ones(self.row(y, z), x0, x1);
             }
         }
         n
