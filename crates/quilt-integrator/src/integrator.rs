@@ -425,7 +425,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         // initial condition on the new one. Its data comes from the
         // initial condition alone, so the regrid's data transfer is
         // skipped.
-        for _ in 1..deck.amr.max_levels {
+        for n in 1..deck.amr.max_levels {
             let t0 = Instant::now();
             let mut data = me.data.take().ok_or_else(poisoned)?;
             let new_h = match me.new_layout(&mut data) {
@@ -447,11 +447,14 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             let mut pool = BufferPool::with_arena(me.arena.clone());
             pool.reclaim(data);
             // A device-resident run's first load packs the interiors into
-            // page-locked memory: it is mapped and locked on a thread of
-            // its own while the initial condition is set, rather than in
-            // the first step.
+            // page-locked memory: on the set-up's last level (the earlier
+            // ones' hierarchies are replaced) it is mapped and locked on a
+            // thread of its own while the initial condition is set, rather
+            // than in the first step. A set-up that ends early leaves it
+            // to the load.
             let values = new_h.total_cells() as usize * me.deck.ncomp();
-            let lock = (me.deck.run.residency == Residency::Device)
+            let last = n + 1 == deck.amr.max_levels;
+            let lock = (last && me.deck.run.residency == Residency::Device)
                 .then(|| me.backend.resident().and_then(|r| r.io_lock()))
                 .flatten();
             let mut io = std::mem::take(&mut me.resident_io);
