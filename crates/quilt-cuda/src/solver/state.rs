@@ -6,15 +6,21 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaEvent, CudaModule, CudaStream, sys};
 use quilt_sweep::{BatchLayout, PatchDesc, Scheme, SweepOrder};
+use rayon::prelude::*;
 
 use crate::buffer::{DeviceBuffer, PinnedBuffer};
 use crate::error::{CudaError, DriverContext};
 use crate::params::{
     CONST_DESCS, ColItem, MAX_PASSES, PassInfo, RESULT_WORDS, STEP_WORDS, ScanItem,
 };
-use crate::plan::{Chunking, HostPlan, PassSpec, TableKind, TablePtrs, pass_infos, step_passes};
+use crate::plan::{
+    Chunking, HostPlan, PassGeom, PassSpec, TableKind, TablePtrs, pass_infos, step_passes,
+};
 use crate::real::GpuReal;
 use crate::solver::spare::SpareBuffers;
+
+/// Descriptors from which a layout's tables are made in parallel.
+const PARALLEL_TABLES: usize = 4096;
 
 /// Error slots per chunk in the results (the rest of [`RESULT_WORDS`] are
 /// the two floor counters).
@@ -310,11 +316,33 @@ impl<T: GpuReal> LayoutState<T> {
         let mut shell = shell.unwrap_or_else(Shell::empty);
         let plan = HostPlan::new(layout, chunking)?;
         let n = plan.descs.len();
+        // The passes of both sweep orders and their distinct tables, in
+        // the order of first use.
+        let orders = [SweepOrder::Xyz, SweepOrder::Zyx].map(|o| (o, step_passes(scheme, o, kinds)));
+        let mut keys = Vec::new();
+        for p in orders.iter().flat_map(|(_, passes)| passes) {
+            if !keys.contains(&(p.geom, p.kind)) {
+                keys.push((p.geom, p.kind));
+            }
+        }
+        // A resident hierarchy's layout has tables of millions of columns:
+        // they are made side by side, then uploaded. A batch's are small,
+        // and are made on the one thread that stages it (a thread of the
+        // preparing pool, which should not wait on work it might steal).
+        let table = |(geom, kind): &(PassGeom, TableKind)| plan.table(geom, *kind);
+        let (scan, built) = if n >= PARALLEL_TABLES {
+            rayon::join(
+                || plan.scan_table(),
+                || keys.par_iter().map(table).collect::<Result<Vec<_>, _>>(),
+            )
+        } else {
+            (plan.scan_table(), keys.iter().map(table).collect())
+        };
+        let built = built?;
         let d_descs = device(ctx, shell.d_descs.take(), n)?;
         d_descs.upload(0, &plan.descs, stream)?;
         let d_order = device(ctx, shell.d_order.take(), n)?;
         d_order.upload(0, &plan.order, stream)?;
-        let scan = plan.scan_table();
         let d_scan = device(ctx, shell.d_scan.take(), scan.items.len())?;
         d_scan.upload(0, &scan.items, stream)?;
         let scan_start = scan.pstart;
@@ -327,23 +355,17 @@ impl<T: GpuReal> LayoutState<T> {
         let mut ptrs: TablePtrs = HashMap::new();
         let mut pstart = HashMap::new();
         let mut steps = HashMap::new();
-        for order in [SweepOrder::Xyz, SweepOrder::Zyx] {
-            let passes = step_passes(scheme, order, kinds);
-            for p in &passes {
-                let key = (p.geom, p.kind);
-                if ptrs.contains_key(&key) {
-                    continue;
-                }
-                let t = plan.table(&p.geom, p.kind)?;
-                let (old_items, old_pstart) = old_tables.next().unzip();
-                let d_items = device(ctx, old_items, t.items.len())?;
-                d_items.upload(0, &t.items, stream)?;
-                let d_pstart = device(ctx, old_pstart, t.pstart.len())?;
-                d_pstart.upload(0, &t.pstart, stream)?;
-                ptrs.insert(key, (d_items.at(0), d_pstart.at(0)));
-                pstart.insert(key, t.pstart);
-                tables.push((d_items, d_pstart));
-            }
+        for (key, t) in keys.into_iter().zip(built) {
+            let (old_items, old_pstart) = old_tables.next().unzip();
+            let d_items = device(ctx, old_items, t.items.len())?;
+            d_items.upload(0, &t.items, stream)?;
+            let d_pstart = device(ctx, old_pstart, t.pstart.len())?;
+            d_pstart.upload(0, &t.pstart, stream)?;
+            ptrs.insert(key, (d_items.at(0), d_pstart.at(0)));
+            pstart.insert(key, t.pstart);
+            tables.push((d_items, d_pstart));
+        }
+        for (order, passes) in orders {
             let infos = pass_infos(&passes, &ptrs);
             let d_passes = device(ctx, old_passes.next(), infos.len())?;
             d_passes.upload(0, &infos, stream)?;
