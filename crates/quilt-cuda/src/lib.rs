@@ -70,8 +70,8 @@ pub use probe::{Backend, DeviceInfo, Selected, probe, probe_device, select_backe
 pub use real::GpuReal;
 pub use registry::HostRegistry;
 pub use solver::{
-    CudaConfig, CudaSolver, ExternalBox, KernelInfo, LayoutStager, MAX_SCALARS, RECENT_LAYOUTS,
-    ResidentSeconds, SolveTotals, StagedLayout, StepTiming, Variant,
+    CudaConfig, CudaSolver, ExternalBox, ItemStager, KernelInfo, LayoutStager, MAX_SCALARS,
+    RECENT_LAYOUTS, ResidentSeconds, SolveTotals, StagedItems, StagedLayout, StepTiming, Variant,
 };
 
 /// Compiles the kernel files of `schemes` for device `ordinal` with FMA

@@ -48,7 +48,7 @@ use quilt_sweep::{BatchLayout, Solver, SweepOrder};
 use rayon::prelude::*;
 
 use crate::Real;
-use crate::backend::{BoxRate, LayoutStage, Restricted, SolveBackend, StagedLayout};
+use crate::backend::{BoxRate, LayoutStage, Restricted, SolveBackend, StagedItems, StagedLayout};
 use crate::calibration::{
     CalibrationReport, Calibrator, coefficient_path, load_coefficients, save_coefficients,
 };
@@ -171,9 +171,10 @@ pub struct Integrator<T: Real, B: SolveBackend<T>> {
     /// The resident plan while the state lives in the backend (device
     /// residency).
     resident: Option<ResidentPlan>,
-    /// A resident plan of the current hierarchy built to weigh it against
-    /// the device's memory, for the next load.
-    staged: Option<ResidentPlan>,
+    /// A resident plan of the current hierarchy built ahead of the next
+    /// load (to weigh it against the device's memory, or during the
+    /// set-up), with what the backend built for it.
+    staged: Option<StagedResident>,
     /// Whether the host copy of the state is the current one (always so in
     /// host residency).
     host_current: bool,
@@ -452,22 +453,61 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             // thread of its own while the initial condition is set, rather
             // than in the first step. A set-up that ends early leaves it
             // to the load.
+            //
+            // The step plan does not depend on the data: it is made beside
+            // the initial condition, and on the last level of a
+            // device-resident run so are the resident plan and what the
+            // backend builds for it (its layout state, its items on the
+            // device), which the first load then finds ready.
             let values = new_h.total_cells() as usize * me.deck.ncomp();
             let last = n + 1 == deck.amr.max_levels;
-            let lock = (last && me.deck.run.residency == Residency::Device)
+            let resident = last && me.deck.run.residency == Residency::Device;
+            let lock = resident
                 .then(|| me.backend.resident().and_then(|r| r.io_lock()))
                 .flatten();
+            let stages = resident.then(|| {
+                let items = me.backend.resident().and_then(|r| r.item_stage());
+                (me.backend.layout_stage(), items)
+            });
             let mut io = std::mem::take(&mut me.resident_io);
-            let data = std::thread::scope(|s| {
+            let plan_args = (me.bc.clone(), me.limiter, me.preparations, !me.on_device);
+            let (data, ahead) = std::thread::scope(|s| {
                 if let Some(lock) = &lock {
                     s.spawn(|| size_compact(&mut io, values, Some(lock)));
                 }
-                initial_data(&new_h, me.problem.as_ref(), &mut pool, me.deck.ncomp())
+                let (h, deck) = (&new_h, &me.deck);
+                let ahead = s.spawn(move || {
+                    let (bc, limiter, preparations, batches) = plan_args;
+                    let plan = StepPlan::for_deck(h, bc, limiter, (deck, preparations), batches)?;
+                    let staged = match &stages {
+                        Some((layout_stage, items_stage)) => {
+                            let (plan, layout, items) =
+                                resident_plan_with(h, &plan, items_stage.as_deref(), |l, _| {
+                                    stage_layout(layout_stage.as_deref(), l)
+                                })?;
+                            Some(StagedResident {
+                                plan,
+                                layout,
+                                items,
+                            })
+                        }
+                        None => None,
+                    };
+                    Ok::<_, IntegratorError>((plan, staged))
+                });
+                let data = initial_data(&new_h, me.problem.as_ref(), &mut pool, me.deck.ncomp());
+                let ahead = ahead.join().unwrap_or_else(|_| {
+                    Err(IntegratorError::Internal(
+                        "the set-up's planning thread panicked".into(),
+                    ))
+                });
+                (data, ahead)
             });
             me.resident_io = io;
             let data = data?;
             drop(pool);
-            let plan = me.step_plan(&new_h)?;
+            let (plan, staged) = ahead?;
+            me.staged = staged;
             log::info!(
                 "set-up: {} levels, {} patches, {} cells in {:.3} s",
                 new_h.num_levels(),
@@ -1528,7 +1568,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 need = plan.device_bytes(size);
                 let fits = need <= b;
                 if fits {
-                    self.staged = Some(plan);
+                    self.staged = Some(StagedResident::plain(plan));
                 }
                 fits
             }
@@ -1634,25 +1674,35 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         }
         let t = Instant::now();
         let lock = self.backend.resident().and_then(|r| r.io_lock());
+        let items_stage = self.backend.resident().and_then(|r| r.item_stage());
         let mut compact = std::mem::take(&mut self.resident_io);
         // The compact interiors' memory is mapped and page-locked (most of
         // the packing's time when it grows) beside the plan: its size is
         // the hierarchy's.
         let values = self.h.total_cells() as usize * self.deck.ncomp();
-        let (plan, ()) = rayon::join(
+        let (ahead, ()) = rayon::join(
             || match self.staged.take() {
-                Some(p) if p.patches == self.h.num_patches() => Ok(p),
-                _ => resident_plan(&self.h, &self.plan),
+                Some(p) if p.plan.patches == self.h.num_patches() => Ok(p),
+                _ => resident_plan_with(&self.h, &self.plan, items_stage.as_deref(), |_, _| ())
+                    .map(|(plan, (), items)| StagedResident {
+                        plan,
+                        layout: None,
+                        items,
+                    }),
             },
             || size_compact(&mut compact, values, lock.as_ref()),
         );
-        let plan = plan?;
+        let StagedResident {
+            plan,
+            layout: staged,
+            items,
+        } = ahead?;
         let t_plan = t.elapsed().as_secs_f64();
         let stage = self.backend.layout_stage();
         let data = self.data.as_ref().ok_or_else(poisoned)?;
         let ((), staged) = rayon::join(
             || pack_interiors(&plan, data, &mut compact, lock.as_ref()),
-            || stage_layout(stage.as_deref(), &plan.layout),
+            || staged.or_else(|| stage_layout(stage.as_deref(), &plan.layout)),
         );
         let t_state = t.elapsed().as_secs_f64() - t_plan;
         let name = self.backend.name().to_string();
@@ -1661,6 +1711,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .resident()
             .ok_or_else(|| no_resident_mode(&name))?;
         ex.offer_staged(staged);
+        ex.offer_items(items);
         let loaded = ex.load(&plan, &compact);
         self.resident_io = compact;
         loaded.map_err(|source| backend_error(self.step + 1, &name, source))?;
@@ -2136,16 +2187,31 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let plan = self.step_plan(&new_h)?;
         let t_plan = t0.elapsed().as_secs_f64() - t_tag - t_cluster;
         let stage = self.backend.layout_stage();
+        let items_stage = self.backend.resident().and_then(|r| r.item_stage());
         let old = self.resident.as_ref().ok_or_else(poisoned)?;
         let (old_h, limiter, ncomp) = (&self.h, self.limiter, self.deck.ncomp());
         // The backend's layout state is built beside the items and the
-        // transfer: nothing on the device waits for it.
-        let (new_res, (moves, staged)) = resident_plan_with(&new_h, &plan, |layout, places| {
-            rayon::join(
-                || FlatTransfer::new(old_h, &old.places, &new_h, places, ncomp, limiter),
-                || stage_layout(stage.as_deref(), layout),
-            )
-        })?;
+        // transfer, and its form of the items as soon as they are made:
+        // nothing on the device waits for either.
+        let items_stage = items_stage.as_deref();
+        let (new_res, (moves, staged), items) =
+            resident_plan_with(&new_h, &plan, items_stage, |layout, places| {
+                rayon::join(
+                    || {
+                        let t = Instant::now();
+                        let m =
+                            FlatTransfer::new(old_h, &old.places, &new_h, places, ncomp, limiter);
+                        log::debug!("transfer items {:.3} s", t.elapsed().as_secs_f64());
+                        m
+                    },
+                    || {
+                        let t = Instant::now();
+                        let s = stage_layout(stage.as_deref(), layout);
+                        log::debug!("layout state {:.3} s", t.elapsed().as_secs_f64());
+                        s
+                    },
+                )
+            })?;
         let moves = moves.map_err(|source| IntegratorError::Regrid { step, source })?;
         let t_items = t0.elapsed().as_secs_f64() - t_tag - t_cluster - t_plan;
         let how = self.resident_move(&new_res)?;
@@ -2157,6 +2223,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .resident()
             .ok_or_else(|| no_resident_mode(&name))?;
         ex.offer_staged(staged);
+        ex.offer_items(items);
         if let Err(source) = ex.regrid(&new_res, &moves) {
             // The backend may have dropped the old state with the new.
             self.unload_resident();
@@ -2237,7 +2304,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .map_err(|source| IntegratorError::Regrid { step, source })?;
         drop_elsewhere(self.install(new_h, Some(new_data), plan));
         if how == RegridMove::ThroughHost {
-            self.staged = Some(new_res);
+            self.staged = Some(StagedResident::plain(new_res));
             Ok(())
         } else {
             self.set_on_device(false)
@@ -2657,6 +2724,25 @@ fn cell_costs(h: &Hierarchy) -> Vec<f64> {
         .iter()
         .map(|p| p.interior().num_cells() as f64)
         .collect()
+}
+
+/// A resident plan made before its load, with what the backend built for
+/// it on other threads (each `None` where it built nothing).
+struct StagedResident {
+    plan: ResidentPlan,
+    layout: Option<StagedLayout>,
+    items: Option<StagedItems>,
+}
+
+impl StagedResident {
+    /// `plan` alone.
+    fn plain(plan: ResidentPlan) -> Self {
+        Self {
+            plan,
+            layout: None,
+            items: None,
+        }
+    }
 }
 
 /// What `stage` builds for `layout`, if it builds anything and can: a

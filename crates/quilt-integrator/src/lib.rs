@@ -43,8 +43,8 @@ mod tagging;
 pub mod timing;
 
 pub use backend::{
-    BoxPart, BoxRate, CpuBackend, CudaBackend, DeviceMemory, InPlaceBox, LayoutStage, Restricted,
-    SolveBackend, SolveError, StagedLayout, backend_for, load_in_place,
+    BoxPart, BoxRate, CpuBackend, CudaBackend, DeviceMemory, InPlaceBox, ItemStage, LayoutStage,
+    Restricted, SolveBackend, SolveError, StagedItems, StagedLayout, backend_for, load_in_place,
 };
 pub use error::IntegratorError;
 pub use integrator::{Integrator, IntegratorBuilder, RunTotals, StepInfo};

@@ -28,6 +28,7 @@ use quilt_sweep::{BatchLayout, PatchShape};
 use rayon::prelude::*;
 
 use crate::Real;
+use crate::backend::{ItemStage, StagedItems};
 use crate::error::IntegratorError;
 use crate::plan::StepPlan;
 use crate::stages::{PROBE_ID_BASE, patch_shape, size_of_box};
@@ -134,17 +135,21 @@ pub(crate) fn resident_plan<T: Real>(
     h: &Hierarchy,
     plan: &StepPlan<T>,
 ) -> Result<ResidentPlan, IntegratorError> {
-    resident_plan_with(h, plan, |_, _| ()).map(|(p, ())| p)
+    resident_plan_with(h, plan, None, |_, _| ()).map(|(p, (), _)| p)
 }
 
 /// [`resident_plan`], running `alongside` with the batch layout and the
 /// patches' places in it ([`ResidentPlan::layout`],
-/// [`ResidentPlan::places`]) while the items are built.
+/// [`ResidentPlan::places`]) while the items are built, and handing the
+/// items to `stage` (a backend's [`ItemStage`]) as soon as they are: what
+/// it builds comes back third (`None` without a stage, or if it failed:
+/// the backend then builds its own).
 pub(crate) fn resident_plan_with<T: Real, R: Send>(
     h: &Hierarchy,
     plan: &StepPlan<T>,
+    stage: Option<&dyn ItemStage>,
     alongside: impl FnOnce(&BatchLayout, &[Strided]) -> R + Send,
-) -> Result<(ResidentPlan, R), IntegratorError> {
+) -> Result<(ResidentPlan, R, Option<StagedItems>), IntegratorError> {
     let t0 = std::time::Instant::now();
     let lay = &plan.layout;
     let g = lay.ghost;
@@ -201,7 +206,7 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
     };
     let patch_places: Vec<Strided> = (0..n).map(strided).collect();
     let (items, extra) = rayon::join(
-        || -> Result<StepItems, IntegratorError> {
+        || -> Result<(StepItems, Option<StagedItems>), IntegratorError> {
             let mesh = |what: &str| IntegratorError::mesh(format!("resident {what}"));
             let t_layout = t0.elapsed().as_secs_f64();
             let after = lay
@@ -323,25 +328,44 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
                     }
                 })
                 .collect();
-            Ok(StepItems {
+            let items = StepItems {
                 ncomp: ncomp as u32,
                 fill,
                 after,
                 levels,
                 interiors,
                 interior_len,
-            })
+            };
+            let staged = stage.and_then(|s| {
+                let t = std::time::Instant::now();
+                match s.stage(&layout, &items, n) {
+                    Ok(st) => {
+                        log::debug!(
+                            "resident items staged in {:.3} s",
+                            t.elapsed().as_secs_f64()
+                        );
+                        Some(st)
+                    }
+                    Err(e) => {
+                        log::debug!("the resident items are left to the backend: {e}");
+                        None
+                    }
+                }
+            });
+            Ok((items, staged))
         },
         || alongside(&layout, &patch_places),
     );
+    let (items, staged) = items?;
     Ok((
         ResidentPlan {
             layout,
-            items: Arc::new(items?),
+            items: Arc::new(items),
             patches: n,
             places: patch_places,
         },
         extra,
+        staged,
     ))
 }
 

@@ -10,24 +10,23 @@
 
 use crate::CudaEos;
 use crate::params::EosArgs;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
-use quilt_mesh::flat::{CopyItem, FlatTag, FlatTransfer, RefluxItem, StepItems, starts};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream, PushKernelArg};
+use quilt_mesh::flat::{CopyItem, FlatTag, FlatTransfer, RefluxItem, StepItems};
 use quilt_sweep::{BatchLayout, StepReport, SweepOrder};
+use rayon::prelude::*;
 
 use super::CudaSolver;
+use super::phases::{DeviceArena, Phase, PhaseArena};
 use super::run::ms;
 use super::state::timing_event;
-use crate::buffer::DeviceBuffer;
+use crate::buffer::{DeviceBuffer, PinnedBuffer};
 use crate::device::{self, Build};
 use crate::error::{CudaError, DriverContext};
 use crate::real::GpuReal;
 use crate::source::KernelFile;
-
-/// Threads per block of the item kernels.
-const ITEM_BLOCK: u32 = 256;
 
 /// One interior box of the CFL scan (`RateItem` of `kernels/amr.cu`).
 #[repr(C)]
@@ -39,96 +38,17 @@ struct RateItem {
     dx: [f64; 3],
 }
 
-/// One phase's items on the device: their bytes, the prefix sums of their
-/// cells followed by each block's first item ([`block_firsts`]), and the
-/// counts a launch needs.
-struct Phase {
-    items: DeviceBuffer<u8>,
-    starts: DeviceBuffer<u64>,
-    n: u32,
-    total: u64,
-}
-
-impl Phase {
-    fn new<I: bytemuck::Pod>(
-        ctx: &Arc<cudarc::driver::CudaContext>,
-        stream: &CudaStream,
-        items: &[I],
-        cells: impl Iterator<Item = [u32; 3]>,
-    ) -> Result<Self, CudaError> {
-        let mut s = starts(cells);
-        // The kernels split an item's cell index in 32 bits.
-        if let Some(w) = s.windows(2).find(|w| w[1] - w[0] > u64::from(u32::MAX)) {
-            return Err(CudaError::Config(format!(
-                "an item of {} cells (the kernels take at most 2^32 - 1 per item)",
-                w[1] - w[0]
-            )));
-        }
-        let bytes: &[u8] = bytemuck::cast_slice(items);
-        let d_items = DeviceBuffer::new(ctx, bytes.len())?;
-        d_items.upload(0, bytes, stream)?;
-        let n = u32::try_from(items.len())
-            .map_err(|_| CudaError::Config(format!("{} items in one phase", items.len())))?;
-        let total = *s.last().unwrap_or(&0);
-        let firsts = block_firsts(&s, ITEM_BLOCK);
-        s.extend(firsts);
-        let d_starts = DeviceBuffer::new(ctx, s.len())?;
-        d_starts.upload(0, &s, stream)?;
-        Ok(Self {
-            items: d_items,
-            starts: d_starts,
-            n,
-            total,
-        })
-    }
-
-    fn config(&self) -> Option<LaunchConfig> {
-        (self.total > 0).then(|| LaunchConfig {
-            grid_dim: (self.total.div_ceil(u64::from(ITEM_BLOCK)) as u32, 1, 1),
-            block_dim: (ITEM_BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        })
-    }
-}
-
-/// For every block of `block` threads over the cells that the prefix sums
-/// `starts` count, the item of its first cell, and after them the item of
-/// the last cell: the items of block `b` lie between entries `b` and
-/// `b + 1`. The kernels look their block's range up here instead of
-/// bisecting all the items from the top, a chain of dependent loads that
-/// every block would otherwise wait for before its first copy.
-fn block_firsts(starts: &[u64], block: u32) -> Vec<u64> {
-    let Some(&total) = starts.last() else {
-        return Vec::new();
-    };
-    if total == 0 {
-        return Vec::new();
-    }
-    let n = starts.len() - 1;
-    let blocks = total.div_ceil(u64::from(block));
-    let mut out = Vec::with_capacity(blocks as usize + 1);
-    let mut k = 0;
-    for b in 0..=blocks {
-        let t = (b * u64::from(block)).min(total - 1);
-        // The last item starting at or before cell `t`, as the kernels'
-        // bisection finds it (empty items before it are passed over).
-        while k + 1 < n && starts[k + 1] <= t {
-            k += 1;
-        }
-        out.push(k as u64);
-    }
-    out
-}
-
 /// One fine level's refluxing passes and restriction.
 struct LevelPhases {
     reflux: Vec<Phase>,
-    coarse: DeviceBuffer<u64>,
+    /// Device address of the coarse cells' list.
+    coarse: u64,
     restrict: Phase,
 }
 
 /// The entry points of `kernels/amr.cu` for one precision.
-struct AmrKernels {
+#[derive(Clone)]
+pub(crate) struct AmrKernels {
     copy: CudaFunction,
     interp: CudaFunction,
     boundary: CudaFunction,
@@ -141,11 +61,14 @@ struct AmrKernels {
 /// What a resident hierarchy keeps on the device besides its batch.
 pub(crate) struct Hierarchy {
     kernels: AmrKernels,
+    /// The memory of every phase, the flags and the coarse lists.
+    _arena: DeviceArena,
     ncomp: u32,
     limiter: u32,
     copies: Phase,
     interp: Phase,
-    flags: DeviceBuffer<u8>,
+    /// Device address of the interpolation's flags.
+    flags: u64,
     boundary: [Phase; 3],
     after: Phase,
     levels: Vec<LevelPhases>,
@@ -164,6 +87,181 @@ pub(crate) struct Hierarchy {
     /// sweeps, after the levels; and around the rate kernel.
     marks: [CudaEvent; 7],
     rate_marks: [CudaEvent; 2],
+}
+
+impl Hierarchy {
+    /// The device form of a hierarchy's step items over the batch of
+    /// `layout` (its first `patches` descriptors the hierarchy's patches),
+    /// uploaded on `s0` (not synchronised); the state's values take
+    /// `value_size` bytes.
+    fn build(
+        ctx: &Arc<CudaContext>,
+        s0: &Arc<CudaStream>,
+        (kernels, value_size): (AmrKernels, usize),
+        (layout, items, patches): (&BatchLayout, &StepItems, usize),
+        staging: Option<&mut Option<PinnedBuffer<u8>>>,
+    ) -> Result<Self, CudaError> {
+        let t0 = Instant::now();
+        let fill = &items.fill;
+        let load_items: Vec<CopyItem> = items.interiors.iter().map(CopyItem::reversed).collect();
+        let bins = layout.bins();
+        let rate_items: Vec<RateItem> = layout.patches()[..patches]
+            .iter()
+            .map(|d| {
+                let g = d.ghost as usize;
+                RateItem {
+                    base: bins.index(d.bin as usize, 0, d.offset.map(|v| v as usize + g)) as u64,
+                    n: d.interior(),
+                    pad: 0,
+                    dx: d.dx,
+                }
+            })
+            .collect();
+        let mut a = PhaseArena::default();
+        let copies = a.phase(&fill.copies, |c| c.n);
+        let after = a.phase(&items.after, |c| c.n);
+        let interp = a.phase(&fill.interp, |c| c.n);
+        let flags = a.array(&fill.flags);
+        let mut boundary = Vec::with_capacity(3);
+        for b in &fill.boundary {
+            boundary.push(a.phase(b, |c| c.n));
+        }
+        let mut levels = Vec::with_capacity(items.levels.len());
+        for l in &items.levels {
+            let r = &l.reflux;
+            // Items of a pass share no cell; each pass keeps the items'
+            // order, and its cells index the coarse list from the item.
+            let lists: Vec<Vec<RefluxItem>> = (0..r.passes)
+                .into_par_iter()
+                .map(|pass| r.items.iter().filter(|i| i.pass == pass).copied().collect())
+                .collect();
+            let reflux: Vec<_> = lists
+                .into_iter()
+                .map(|list| a.phase_owned(list, |i| i.n))
+                .collect();
+            let coarse = a.words(r.coarse.iter().flat_map(|c| [c[0], c[1]]).collect());
+            let restrict = a.phase(&l.restrict, |i| i.n);
+            levels.push((reflux, coarse, restrict));
+        }
+        let load = a.phase(&load_items, |c| c.n);
+        let store = a.phase(&items.interiors, |c| c.n);
+        let rates = a.phase(&rate_items, |r| r.n);
+        let t_place = t0.elapsed().as_secs_f64();
+        let arena = a.upload(ctx, s0, staging)?;
+        let t_upload = t0.elapsed().as_secs_f64() - t_place;
+        let scratch_bytes = usize::try_from(fill.scratch_len)
+            .ok()
+            .and_then(|n| n.checked_mul(value_size))
+            .ok_or_else(|| CudaError::Config("fill scratch overflows".into()))?;
+        let scratch = DeviceBuffer::new(ctx, scratch_bytes)?;
+        let rate_out = DeviceBuffer::new(ctx, 2)?;
+        let mark = || timing_event(ctx);
+        log::trace!(
+            "hierarchy items: placed {t_place:.4} s, uploaded {t_upload:.4} s, scratch of {scratch_bytes} bytes {:.4} s",
+            t0.elapsed().as_secs_f64() - t_place - t_upload
+        );
+        let [bx, by, bz] = [0, 1, 2].map(|k| arena.phase(boundary[k]));
+        Ok(Self {
+            kernels,
+            ncomp: items.ncomp,
+            limiter: quilt_mesh::flat::limiter_code(fill.limiter),
+            copies: arena.phase(copies),
+            interp: arena.phase(interp),
+            flags: arena.at(flags),
+            boundary: [bx, by, bz],
+            after: arena.phase(after),
+            levels: levels
+                .into_iter()
+                .map(|(reflux, coarse, restrict)| LevelPhases {
+                    reflux: reflux.into_iter().map(|p| arena.phase(p)).collect(),
+                    coarse: arena.at(coarse),
+                    restrict: arena.phase(restrict),
+                })
+                .collect(),
+            scratch,
+            rates: arena.phase(rates),
+            rate_out,
+            marks: [
+                mark()?,
+                mark()?,
+                mark()?,
+                mark()?,
+                mark()?,
+                mark()?,
+                mark()?,
+            ],
+            rate_marks: [mark()?, mark()?],
+            bins: layout.bins(),
+            load: arena.phase(load),
+            store: arena.phase(store),
+            interior_len: items.interior_len,
+            _arena: arena,
+        })
+    }
+
+    /// Whether these items were built for `items` over `patches`
+    /// patches (their counts, phase by phase).
+    fn built_for(&self, items: &StepItems, patches: usize) -> bool {
+        let fill = &items.fill;
+        let n = |p: &Phase| p.n as usize;
+        n(&self.copies) == fill.copies.len()
+            && n(&self.after) == items.after.len()
+            && n(&self.interp) == fill.interp.len()
+            && self
+                .boundary
+                .iter()
+                .zip(&fill.boundary)
+                .all(|(p, b)| n(p) == b.len())
+            && self.levels.len() == items.levels.len()
+            && self.levels.iter().zip(&items.levels).all(|(p, l)| {
+                n(&p.restrict) == l.restrict.len()
+                    && p.reflux.iter().map(n).sum::<usize>() == l.reflux.items.len()
+            })
+            && n(&self.store) == items.interiors.len()
+            && n(&self.rates) == patches
+            && self.interior_len == items.interior_len
+    }
+}
+
+/// Builds resident hierarchies' device items ([`CudaSolver::load_hierarchy`],
+/// [`CudaSolver::regrid_hierarchy`]) on any thread, on a stream of its
+/// own, while the host makes the rest of a plan and the solver runs:
+/// uploading a large hierarchy's items takes tens of milliseconds.
+pub struct ItemStager {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    kernels: AmrKernels,
+    value_size: usize,
+    /// Page-locked memory the items are gathered in before their copy.
+    staging: Mutex<Option<PinnedBuffer<u8>>>,
+}
+
+/// A resident hierarchy's device items built by an [`ItemStager`], for
+/// [`CudaSolver::offer_items`].
+pub struct StagedItems(Hierarchy);
+
+impl ItemStager {
+    /// The device items of `items` over the batch of `layout` (its first
+    /// `patches` descriptors the hierarchy's patches), uploaded.
+    pub fn stage(
+        &self,
+        layout: &BatchLayout,
+        items: &StepItems,
+        patches: usize,
+    ) -> Result<StagedItems, CudaError> {
+        self.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let mut staging = self.staging.lock().unwrap_or_else(PoisonError::into_inner);
+        let h = Hierarchy::build(
+            &self.ctx,
+            &self.stream,
+            (self.kernels.clone(), self.value_size),
+            (layout, items, patches),
+            Some(&mut staging),
+        )?;
+        // The staging memory is reused by the next call.
+        self.stream.synchronize().call("cuStreamSynchronize")?;
+        Ok(StagedItems(h))
+    }
 }
 
 /// Seconds between two recorded events.
@@ -214,16 +312,12 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         Ok(())
     }
 
-    /// The device form of a hierarchy's step items over the batch of
-    /// `layout` (its first `patches` descriptors the hierarchy's patches).
-    fn hierarchy_items(
-        &self,
-        layout: &BatchLayout,
-        items: &StepItems,
-        patches: usize,
-    ) -> Result<Hierarchy, CudaError> {
-        let ctx = self.dev.ctx.clone();
-        let s0 = self.streams[0].clone();
+    /// The entry points of `kernels/amr.cu` in this solver's precision
+    /// and build (compiled at the first call, then kept).
+    pub(crate) fn amr_kernels(&mut self) -> Result<AmrKernels, CudaError> {
+        if let Some(k) = &self.amr {
+            return Ok(k.clone());
+        }
         let module = device::module(
             &self.dev,
             KernelFile::Amr,
@@ -234,7 +328,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             },
         )?;
         let f = |name: &str| device::function(&module, &format!("{name}_{}", T::NAME));
-        let kernels = AmrKernels {
+        let k = AmrKernels {
             copy: f("flat_copy")?,
             interp: f("flat_interp")?,
             boundary: f("flat_boundary")?,
@@ -243,91 +337,58 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             rate: f("flat_rate")?,
             tag: f("flat_tag")?,
         };
-        let fill = &items.fill;
-        let copy_phase = |list: &[CopyItem]| Phase::new(&ctx, &s0, list, list.iter().map(|c| c.n));
-        let copies = copy_phase(&fill.copies)?;
-        let after = copy_phase(&items.after)?;
-        let interp = Phase::new(&ctx, &s0, &fill.interp, fill.interp.iter().map(|c| c.n))?;
-        let flags = DeviceBuffer::new(&ctx, fill.flags.len())?;
-        flags.upload(0, &fill.flags, &s0)?;
-        let boundary = [0, 1, 2].map(|a| {
-            let b = &fill.boundary[a];
-            Phase::new(&ctx, &s0, b, b.iter().map(|c| c.n))
-        });
-        let [bx, by, bz] = boundary;
-        let boundary = [bx?, by?, bz?];
-        let mut levels = Vec::with_capacity(items.levels.len());
-        for l in &items.levels {
-            let r = &l.reflux;
-            // Items of a pass share no cell; each pass keeps the items'
-            // order, and its cells index the coarse list from the item.
-            let mut reflux = Vec::with_capacity(r.passes as usize);
-            for pass in 0..r.passes {
-                let list: Vec<RefluxItem> =
-                    r.items.iter().filter(|i| i.pass == pass).copied().collect();
-                reflux.push(Phase::new(&ctx, &s0, &list, list.iter().map(|i| i.n))?);
-            }
-            let coarse: Vec<u64> = r.coarse.iter().flat_map(|c| [c[0], c[1]]).collect();
-            let d_coarse = DeviceBuffer::new(&ctx, coarse.len())?;
-            d_coarse.upload(0, &coarse, &s0)?;
-            levels.push(LevelPhases {
-                reflux,
-                coarse: d_coarse,
-                restrict: Phase::new(&ctx, &s0, &l.restrict, l.restrict.iter().map(|i| i.n))?,
-            });
+        self.amr = Some(k.clone());
+        Ok(k)
+    }
+
+    /// A builder of this solver's resident hierarchies' device items on
+    /// other threads ([`ItemStager`]); the first call compiles the AMR
+    /// kernels.
+    pub fn item_stager(&mut self) -> Result<Arc<ItemStager>, CudaError> {
+        if let Some(s) = &self.item_stager {
+            return Ok(s.clone());
         }
-        let scratch_bytes = usize::try_from(fill.scratch_len)
-            .ok()
-            .and_then(|n| n.checked_mul(std::mem::size_of::<T>()))
-            .ok_or_else(|| CudaError::Config("fill scratch overflows".into()))?;
-        let scratch = DeviceBuffer::new(&ctx, scratch_bytes)?;
-        let load_items: Vec<CopyItem> = items.interiors.iter().map(CopyItem::reversed).collect();
-        let load = copy_phase(&load_items)?;
-        let store = copy_phase(&items.interiors)?;
-        let bins = layout.bins();
-        let rate_items: Vec<RateItem> = layout.patches()[..patches]
-            .iter()
-            .map(|d| {
-                let g = d.ghost as usize;
-                RateItem {
-                    base: bins.index(d.bin as usize, 0, d.offset.map(|v| v as usize + g)) as u64,
-                    n: d.interior(),
-                    pad: 0,
-                    dx: d.dx,
-                }
-            })
-            .collect();
-        let rates = Phase::new(&ctx, &s0, &rate_items, rate_items.iter().map(|r| r.n))?;
-        let rate_out = DeviceBuffer::new(&ctx, 2)?;
-        let mark = || timing_event(&ctx);
-        Ok(Hierarchy {
+        let kernels = self.amr_kernels()?;
+        let ctx = self.dev.ctx.clone();
+        let stream = ctx.new_stream().call("cuStreamCreate")?;
+        let s = Arc::new(ItemStager {
+            ctx,
+            stream,
             kernels,
-            ncomp: items.ncomp,
-            limiter: quilt_mesh::flat::limiter_code(fill.limiter),
-            copies,
-            interp,
-            flags,
-            boundary,
-            after,
-            levels,
-            scratch,
-            rates,
-            rate_out,
-            marks: [
-                mark()?,
-                mark()?,
-                mark()?,
-                mark()?,
-                mark()?,
-                mark()?,
-                mark()?,
-            ],
-            rate_marks: [mark()?, mark()?],
-            bins: layout.bins(),
-            load,
-            store,
-            interior_len: items.interior_len,
-        })
+            value_size: std::mem::size_of::<T>(),
+            staging: Mutex::new(None),
+        });
+        self.item_stager = Some(s.clone());
+        Ok(s)
+    }
+
+    /// Gives the next [`CudaSolver::load_hierarchy`] or
+    /// [`CudaSolver::regrid_hierarchy`] the device items this solver's
+    /// [`ItemStager`] built for its plan. Items whose counts differ from
+    /// the plan's are dropped there and built again.
+    pub fn offer_items(&mut self, staged: Option<StagedItems>) {
+        self.staged_items = staged.map(|s| s.0);
+    }
+
+    /// The device form of a hierarchy's step items over the batch of
+    /// `layout` (its first `patches` descriptors the hierarchy's patches):
+    /// the staged one if it was built for these items, else built here.
+    fn hierarchy_items(
+        &mut self,
+        layout: &BatchLayout,
+        items: &StepItems,
+        patches: usize,
+    ) -> Result<Hierarchy, CudaError> {
+        if let Some(h) = self.staged_items.take() {
+            if h.built_for(items, patches) {
+                return Ok(h);
+            }
+            log::debug!("the staged hierarchy items are not the plan's: built again");
+        }
+        let kernels = self.amr_kernels()?;
+        let kernels = (kernels, std::mem::size_of::<T>());
+        let plan = (layout, items, patches);
+        Hierarchy::build(&self.dev.ctx, &self.streams[0], kernels, plan, None)
     }
 
     fn hierarchy(&self) -> Result<&Hierarchy, CudaError> {
@@ -350,8 +411,8 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         if let Some(cfg) = h.rates.config() {
             let [sy, sz, sc] = h.bins.strides().map(|s| s as u64);
             let (items, starts, data, out) = (
-                h.rates.items.at(0),
-                h.rates.starts.at(0),
+                h.rates.items,
+                h.rates.starts,
                 st.d_data.at(0),
                 h.rate_out.at(0),
             );
@@ -477,12 +538,10 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         let ctx = self.dev.ctx.clone();
         let s0 = self.streams[0].clone();
         // One thread per bit: 64 per row word.
-        let items = Phase::new(
-            &ctx,
-            &s0,
-            &tag.items,
-            tag.items.iter().map(|it| [it.wpr * 64, it.n[1], it.n[2]]),
-        )?;
+        let mut a = PhaseArena::default();
+        let items = a.phase(&tag.items, |it| [it.wpr * 64, it.n[1], it.n[2]]);
+        let arena = a.upload(&ctx, &s0, None)?;
+        let items = arena.phase(items);
         let rules = DeviceBuffer::<u8>::new(&ctx, std::mem::size_of_val(tag.rules.as_slice()))?;
         rules.upload(0, bytemuck::cast_slice(&tag.rules), &s0)?;
         // In the field precision, as the detectors compare.
@@ -500,8 +559,8 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         if let Some(cfg) = items.config() {
             let nrules = tag.rules.len() as u32;
             let (it, starts, r, t, data, o) = (
-                items.items.at(0),
-                items.starts.at(0),
+                items.items,
+                items.starts,
                 rules.at(0),
                 d_thr.at(0),
                 st.d_data.at(0),
@@ -574,8 +633,11 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         transfer: &FlatTransfer,
         old: &DeviceBuffer<T>,
     ) -> Result<(), CudaError> {
+        let t0 = Instant::now();
         self.attach_resident(layout)?;
+        let t_attach = t0.elapsed().as_secs_f64();
         let h = self.hierarchy_items(layout, items, patches)?;
+        let t_items = t0.elapsed().as_secs_f64() - t_attach;
         let st = self.state.as_ref().expect("state attached");
         if (st.d_data.len() as u64) < transfer.new_len {
             return Err(CudaError::Config(format!(
@@ -586,26 +648,28 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         }
         let ctx = self.dev.ctx.clone();
         let s0 = self.streams[0].clone();
-        let copy_phase = |list: &[CopyItem]| Phase::new(&ctx, &s0, list, list.iter().map(|c| c.n));
-        let copies = copy_phase(&transfer.copies)?;
-        let flags = DeviceBuffer::new(&ctx, transfer.flags.len().max(1))?;
-        flags.upload(0, &transfer.flags, &s0)?;
-        let scratch = DeviceBuffer::<T>::new(&ctx, (transfer.scratch_len as usize).max(1))?;
+        let mut a = PhaseArena::default();
+        let copies = a.phase(&transfer.copies, |c| c.n);
+        let flags = a.array(&transfer.flags);
         let mut levels = Vec::with_capacity(transfer.levels.len());
         for l in &transfer.levels {
-            levels.push((
-                copy_phase(&l.gathers)?,
-                Phase::new(&ctx, &s0, &l.interp, l.interp.iter().map(|i| i.n))?,
-            ));
+            levels.push((a.phase(&l.gathers, |c| c.n), a.phase(&l.interp, |i| i.n)));
         }
-        let data = st.d_data.at(0);
+        let arena = a.upload(&ctx, &s0, None)?;
+        let scratch = DeviceBuffer::<T>::new(&ctx, (transfer.scratch_len as usize).max(1))?;
+        let (data, flags) = (st.d_data.at(0), arena.at(flags));
         let limiter = quilt_mesh::flat::limiter_code(transfer.limiter);
-        self.launch_copy(&h, &copies, old.at(0))?;
-        for (gathers, interp) in &levels {
-            self.launch_copy(&h, gathers, scratch.at(0))?;
-            self.launch_interp(&h, interp, limiter, flags.at(0), scratch.at(0), data)?;
+        self.launch_copy(&h, &arena.phase(copies), old.at(0))?;
+        for &(gathers, interp) in &levels {
+            self.launch_copy(&h, &arena.phase(gathers), scratch.at(0))?;
+            let interp = arena.phase(interp);
+            self.launch_interp(&h, &interp, limiter, flags, scratch.at(0), data)?;
         }
         s0.synchronize().call("cuStreamSynchronize")?;
+        log::debug!(
+            "regrid on the device: new state {t_attach:.3} s, step items {t_items:.3} s, transfer {:.3} s",
+            t0.elapsed().as_secs_f64() - t_attach - t_items
+        );
         self.hierarchy = Some(h);
         Ok(())
     }
@@ -629,7 +693,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         };
         let st = self.state.as_ref().expect("a loaded hierarchy has a state");
         let data = st.d_data.at(0);
-        let (items, starts) = (p.items.at(0), p.starts.at(0));
+        let (items, starts) = (p.items, p.starts);
         let mut l = self.streams[0].launch_builder(&h.kernels.copy);
         l.arg(&items)
             .arg(&starts)
@@ -658,7 +722,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         let Some(cfg) = p.config() else {
             return Ok(());
         };
-        let (items, starts) = (p.items.at(0), p.starts.at(0));
+        let (items, starts) = (p.items, p.starts);
         let mut l = self.streams[0].launch_builder(&h.kernels.interp);
         l.arg(&items)
             .arg(&starts)
@@ -692,13 +756,13 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         let (data, scratch) = (st.d_data.at(0), h.scratch.at(0));
         self.launch_copy(h, &h.copies, scratch)?;
         mark(1)?;
-        self.launch_interp(h, &h.interp, h.limiter, h.flags.at(0), scratch, data)?;
+        self.launch_interp(h, &h.interp, h.limiter, h.flags, scratch, data)?;
         mark(2)?;
         for p in &h.boundary {
             let Some(cfg) = p.config() else {
                 continue;
             };
-            let (items, starts) = (p.items.at(0), p.starts.at(0));
+            let (items, starts) = (p.items, p.starts);
             let mut l = s0.launch_builder(&h.kernels.boundary);
             l.arg(&items)
                 .arg(&starts)
@@ -724,7 +788,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
                 let Some(cfg) = p.config() else {
                     continue;
                 };
-                let (items, starts, coarse) = (p.items.at(0), p.starts.at(0), l.coarse.at(0));
+                let (items, starts, coarse) = (p.items, p.starts, l.coarse);
                 let mut b = s0.launch_builder(&h.kernels.reflux);
                 b.arg(&items)
                     .arg(&starts)
@@ -739,7 +803,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             }
             let p = &l.restrict;
             if let Some(cfg) = p.config() {
-                let (items, starts) = (p.items.at(0), p.starts.at(0));
+                let (items, starts) = (p.items, p.starts);
                 let mut b = s0.launch_builder(&h.kernels.restrict);
                 b.arg(&items)
                     .arg(&starts)
@@ -752,69 +816,5 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::block_firsts;
-    use rand::{RngExt, SeedableRng};
-
-    /// The kernels' answer for cell `t`: the last item starting at or
-    /// before it.
-    fn item_of(starts: &[u64], t: u64) -> usize {
-        starts[..starts.len() - 1]
-            .iter()
-            .rposition(|&s| s <= t)
-            .expect("cell 0 starts item 0")
-    }
-
-    /// Every cell's item lies in its block's range, and the range's ends
-    /// are the items of the block's first and last cells, for phases with
-    /// empty items, items larger than a block and blocks of one item.
-    #[test]
-    fn block_ranges_hold_every_cells_item() {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-        for case in 0..200 {
-            let n = rng.random_range(1..60);
-            let mut starts = vec![0u64];
-            for _ in 0..n {
-                let cells = match rng.random_range(0..4) {
-                    0 => 0,
-                    1 => rng.random_range(1..8),
-                    2 => rng.random_range(1..300),
-                    _ => rng.random_range(200..2000),
-                };
-                starts.push(starts.last().unwrap() + cells);
-            }
-            let total = *starts.last().unwrap();
-            let block = [1u32, 7, 32, 256][case % 4];
-            let firsts = block_firsts(&starts, block);
-            if total == 0 {
-                assert!(firsts.is_empty());
-                continue;
-            }
-            let blocks = total.div_ceil(u64::from(block));
-            assert_eq!(firsts.len() as u64, blocks + 1, "case {case}");
-            for t in 0..total {
-                let b = (t / u64::from(block)) as usize;
-                let (lo, hi) = (firsts[b] as usize, (firsts[b + 1] as usize + 1).min(n));
-                let k = item_of(&starts, t);
-                assert!(
-                    lo <= k && k < hi,
-                    "case {case}: cell {t} item {k} not in {lo}..{hi}"
-                );
-            }
-            for b in 0..blocks {
-                assert_eq!(
-                    firsts[b as usize] as usize,
-                    item_of(&starts, b * u64::from(block))
-                );
-            }
-            assert_eq!(
-                firsts[blocks as usize] as usize,
-                item_of(&starts, total - 1)
-            );
-        }
     }
 }

@@ -15,6 +15,7 @@ mod external;
 mod hierarchy;
 mod kept;
 mod kernels;
+mod phases;
 mod report;
 mod run;
 mod spare;
@@ -38,6 +39,7 @@ use crate::real::GpuReal;
 use crate::source::KernelFile;
 
 pub use external::ExternalBox;
+pub use hierarchy::{ItemStager, StagedItems};
 pub(crate) use kernels::BLOCK;
 pub use kernels::KernelInfo;
 pub use stager::{LayoutStager, StagedLayout};
@@ -391,6 +393,13 @@ pub struct CudaSolver<T: GpuReal, E: CudaEos = IdealGas> {
     resident: bool,
     /// The items of a resident hierarchy ([`CudaSolver::load_hierarchy`]).
     hierarchy: Option<hierarchy::Hierarchy>,
+    /// The entry points of `kernels/amr.cu`, once compiled.
+    amr: Option<hierarchy::AmrKernels>,
+    /// The builder of resident hierarchies' items on other threads, once
+    /// asked for.
+    item_stager: Option<Arc<hierarchy::ItemStager>>,
+    /// Items the stager built for the next load or regrid.
+    staged_items: Option<hierarchy::Hierarchy>,
     /// The compact interiors of hierarchy loads and stores.
     hierarchy_io: Option<crate::buffer::DeviceBuffer<T>>,
     /// Host memory page-locked for this solver's context, once asked for
@@ -478,6 +487,9 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             copies,
             resident: false,
             hierarchy: None,
+            amr: None,
+            item_stager: None,
+            staged_items: None,
             hierarchy_io: None,
             registry: OnceLock::new(),
             ext_table: None,

@@ -4,14 +4,15 @@ use quilt_cuda::CudaEos;
 use quilt_cuda::{
     CudaConfig, CudaError, CudaSolver, ExternalBox, GpuReal, SolveTotals, StepTiming,
 };
-use quilt_mesh::flat::{FlatTag, FlatTransfer};
+use quilt_mesh::flat::{FlatTag, FlatTransfer, StepItems};
 use quilt_sweep::physics::IdealGas;
 use quilt_sweep::physics::{Gas, Thermo};
 use quilt_sweep::{Batch, BatchLayout, Scheme, StepReport, SweepOrder};
 use std::sync::Arc;
 
 use super::{
-    BoxPart, InPlaceBox, LayoutStage, ResidentSolve, SolveBackend, SolveError, StagedLayout,
+    BoxPart, InPlaceBox, ItemStage, LayoutStage, ResidentSolve, SolveBackend, SolveError,
+    StagedItems, StagedLayout,
 };
 use crate::resident::ResidentPlan;
 
@@ -67,6 +68,20 @@ struct CudaLayoutStage<T: GpuReal>(Arc<quilt_cuda::LayoutStager<T>>);
 impl<T: GpuReal> LayoutStage for CudaLayoutStage<T> {
     fn stage(&self, layout: &BatchLayout) -> Result<StagedLayout, SolveError> {
         Ok(StagedLayout::new(self.0.stage(layout)?))
+    }
+}
+
+/// The solver's [`quilt_cuda::ItemStager`] behind [`ItemStage`].
+struct CudaItemStage(Arc<quilt_cuda::ItemStager>);
+
+impl ItemStage for CudaItemStage {
+    fn stage(
+        &self,
+        layout: &BatchLayout,
+        items: &StepItems,
+        patches: usize,
+    ) -> Result<StagedItems, SolveError> {
+        Ok(StagedItems::new(self.0.stage(layout, items, patches)?))
     }
 }
 
@@ -254,6 +269,21 @@ impl<T: GpuReal, E: CudaEos> ResidentSolve<T> for CudaBackend<T, E> {
     fn offer_staged(&mut self, staged: Option<StagedLayout>) {
         let staged = staged.and_then(StagedLayout::downcast::<quilt_cuda::StagedLayout<T>>);
         self.solver.offer_staged(staged);
+    }
+
+    fn item_stage(&mut self) -> Option<Arc<dyn ItemStage>> {
+        match self.solver.item_stager() {
+            Ok(s) => Some(Arc::new(CudaItemStage(s))),
+            Err(e) => {
+                log::debug!("the hierarchy's items are left to the solver: {e}");
+                None
+            }
+        }
+    }
+
+    fn offer_items(&mut self, staged: Option<StagedItems>) {
+        let staged = staged.and_then(StagedItems::downcast::<quilt_cuda::StagedItems>);
+        self.solver.offer_items(staged);
     }
 
     fn unload(&mut self) {

@@ -35,7 +35,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use quilt_cuda::SolveTotals;
-use quilt_mesh::flat::{FlatTag, FlatTransfer};
+use quilt_mesh::flat::{FlatTag, FlatTransfer, StepItems};
 use quilt_mesh::locked::PageLock;
 use quilt_sweep::physics::Thermo;
 use quilt_sweep::{
@@ -297,25 +297,68 @@ pub fn load_in_place<T: Real>(
     Ok(())
 }
 
-/// What a [`LayoutStage`] built, handed back to its backend's
-/// [`SolveBackend::solve_staged`] with the batch. (The mutex, never
-/// contended, lets a batch be shared between threads while it carries a
-/// value that is only `Send`.)
-pub struct StagedLayout(std::sync::Mutex<Box<dyn Any + Send>>);
+/// A backend's own value built on another thread, handed back to it. (The
+/// mutex, never contended, lets a batch be shared between threads while it
+/// carries a value that is only `Send`.)
+struct Carried(std::sync::Mutex<Box<dyn Any + Send>>);
 
-impl StagedLayout {
-    /// Wraps a backend's own value.
-    pub fn new<S: Any + Send>(s: S) -> Self {
+impl Carried {
+    fn new<S: Any + Send>(s: S) -> Self {
         Self(std::sync::Mutex::new(Box::new(s)))
     }
 
-    /// The backend's value, if it is an `S`.
-    pub fn downcast<S: Any + Send>(self) -> Option<S> {
+    fn downcast<S: Any + Send>(self) -> Option<S> {
         let inner = self
             .0
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         inner.downcast::<S>().ok().map(|b| *b)
+    }
+}
+
+/// What a [`LayoutStage`] built, handed back to its backend's
+/// [`SolveBackend::solve_staged`] with the batch.
+pub struct StagedLayout(Carried);
+
+impl StagedLayout {
+    /// Wraps a backend's own value.
+    pub fn new<S: Any + Send>(s: S) -> Self {
+        Self(Carried::new(s))
+    }
+
+    /// The backend's value, if it is an `S`.
+    pub fn downcast<S: Any + Send>(self) -> Option<S> {
+        self.0.downcast()
+    }
+}
+
+/// Builds, on another thread, a backend's own form of a resident plan's
+/// step items (a GPU backend's items uploaded to the device), so that the
+/// host's other work on the plan hides it.
+pub trait ItemStage: Send + Sync {
+    /// What the backend needs for `items` over the batch of `layout`
+    /// (its first `patches` descriptors the hierarchy's patches).
+    fn stage(
+        &self,
+        layout: &BatchLayout,
+        items: &StepItems,
+        patches: usize,
+    ) -> Result<StagedItems, SolveError>;
+}
+
+/// What an [`ItemStage`] built, handed back to its backend by
+/// [`ResidentSolve::offer_items`].
+pub struct StagedItems(Carried);
+
+impl StagedItems {
+    /// Wraps a backend's own value.
+    pub fn new<S: Any + Send>(s: S) -> Self {
+        Self(Carried::new(s))
+    }
+
+    /// The backend's value, if it is an `S`.
+    pub fn downcast<S: Any + Send>(self) -> Option<S> {
+        self.0.downcast()
     }
 }
 
@@ -375,6 +418,21 @@ pub trait ResidentSolve<T: Real> {
     /// The default drops it: a backend that gets nothing, or a state of
     /// another layout, builds its own.
     fn offer_staged(&mut self, staged: Option<StagedLayout>) {
+        drop(staged);
+    }
+
+    /// What builds this backend's form of a plan's step items on other
+    /// threads ([`ItemStage`]); `None` (the default) when the backend
+    /// takes the items as they are.
+    fn item_stage(&mut self) -> Option<Arc<dyn ItemStage>> {
+        None
+    }
+
+    /// Takes what the backend's [`ItemStage`] built for the plan of the
+    /// next [`ResidentSolve::load`] or [`ResidentSolve::regrid`]. The
+    /// default drops it; a backend given items of another plan builds its
+    /// own.
+    fn offer_items(&mut self, staged: Option<StagedItems>) {
         drop(staged);
     }
 
