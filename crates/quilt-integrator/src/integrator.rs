@@ -480,17 +480,12 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                     let (bc, limiter, preparations, batches) = plan_args;
                     let plan = StepPlan::for_deck(h, bc, limiter, (deck, preparations), batches)?;
                     let staged = match &stages {
-                        Some((layout_stage, items_stage)) => {
-                            let (plan, layout, items) =
-                                resident_plan_with(h, &plan, items_stage.as_deref(), |l, _| {
-                                    stage_layout(layout_stage.as_deref(), l)
-                                })?;
-                            Some(StagedResident {
-                                plan,
-                                layout,
-                                items,
-                            })
-                        }
+                        Some((layout_stage, items_stage)) => Some(resident_plan_with(
+                            h,
+                            &plan,
+                            items_stage.as_deref(),
+                            |l, _| stage_layout(layout_stage.as_deref(), l),
+                        )?),
                         None => None,
                     };
                     Ok::<_, IntegratorError>((plan, staged))
@@ -507,7 +502,6 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             let data = data?;
             drop(pool);
             let (plan, staged) = ahead?;
-            me.staged = staged;
             log::info!(
                 "set-up: {} levels, {} patches, {} cells in {:.3} s",
                 new_h.num_levels(),
@@ -519,6 +513,12 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             me.data = Some(data);
             me.plan = plan;
             me.version += 1;
+            me.staged = staged.map(|(plan, layout, items)| StagedResident {
+                plan,
+                layout,
+                items,
+                version: me.version,
+            });
             if same {
                 break;
             }
@@ -1568,7 +1568,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 need = plan.device_bytes(size);
                 let fits = need <= b;
                 if fits {
-                    self.staged = Some(StagedResident::plain(plan));
+                    self.staged = Some(StagedResident::plain(plan, self.version));
                 }
                 fits
             }
@@ -1682,12 +1682,13 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let values = self.h.total_cells() as usize * self.deck.ncomp();
         let (ahead, ()) = rayon::join(
             || match self.staged.take() {
-                Some(p) if p.plan.patches == self.h.num_patches() => Ok(p),
+                Some(p) if p.version == self.version => Ok(p),
                 _ => resident_plan_with(&self.h, &self.plan, items_stage.as_deref(), |_, _| ())
                     .map(|(plan, (), items)| StagedResident {
                         plan,
                         layout: None,
                         items,
+                        version: self.version,
                     }),
             },
             || size_compact(&mut compact, values, lock.as_ref()),
@@ -1696,6 +1697,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             plan,
             layout: staged,
             items,
+            ..
         } = ahead?;
         let t_plan = t.elapsed().as_secs_f64();
         let stage = self.backend.layout_stage();
@@ -2304,7 +2306,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .map_err(|source| IntegratorError::Regrid { step, source })?;
         drop_elsewhere(self.install(new_h, Some(new_data), plan));
         if how == RegridMove::ThroughHost {
-            self.staged = Some(StagedResident::plain(new_res));
+            self.staged = Some(StagedResident::plain(new_res, self.version));
             Ok(())
         } else {
             self.set_on_device(false)
@@ -2727,20 +2729,24 @@ fn cell_costs(h: &Hierarchy) -> Vec<f64> {
 }
 
 /// A resident plan made before its load, with what the backend built for
-/// it on other threads (each `None` where it built nothing).
+/// it on other threads (each `None` where it built nothing), for the
+/// hierarchy of one version ([`Integrator::hierarchy_version`]): a load
+/// of any other takes none of it.
 struct StagedResident {
     plan: ResidentPlan,
     layout: Option<StagedLayout>,
     items: Option<StagedItems>,
+    version: u64,
 }
 
 impl StagedResident {
-    /// `plan` alone.
-    fn plain(plan: ResidentPlan) -> Self {
+    /// `plan` alone, of the hierarchy of version `version`.
+    fn plain(plan: ResidentPlan, version: u64) -> Self {
         Self {
             plan,
             layout: None,
             items: None,
+            version,
         }
     }
 }
