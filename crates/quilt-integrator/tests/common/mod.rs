@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use quilt_integrator::deck::Deck;
-use quilt_integrator::{CpuBackend, Integrator};
+use quilt_integrator::{CpuBackend, Integrator, SolveBackend};
 
 /// A small closed box (reflecting walls) with an off-centre over-pressured
 /// sphere, two levels, regrids every 5 steps, several batches per step.
@@ -92,14 +92,14 @@ pub fn cpu(deck: &Deck) -> Integrator<f64, CpuBackend<f64>> {
 
 /// Every old interior value of the Euler components of every patch, bit
 /// for bit.
-pub fn state_bits(it: &Integrator<f64, CpuBackend<f64>>) -> Vec<u64> {
+pub fn state_bits<B: SolveBackend<f64>>(it: &Integrator<f64, B>) -> Vec<u64> {
     component_bits(it, 0..5)
 }
 
 /// Every old interior value of components `comps` of every patch, bit for
 /// bit (patch by patch, then component by component).
-pub fn component_bits(
-    it: &Integrator<f64, CpuBackend<f64>>,
+pub fn component_bits<B: SolveBackend<f64>>(
+    it: &Integrator<f64, B>,
     comps: std::ops::Range<usize>,
 ) -> Vec<u64> {
     let h = it.hierarchy();
