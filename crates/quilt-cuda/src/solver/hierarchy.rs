@@ -101,7 +101,6 @@ impl Hierarchy {
         (layout, items, patches): (&BatchLayout, &StepItems, usize),
         staging: Option<&mut Option<PinnedBuffer<u8>>>,
     ) -> Result<Self, CudaError> {
-        let t0 = Instant::now();
         let fill = &items.fill;
         let load_items: Vec<CopyItem> = items.interiors.iter().map(CopyItem::reversed).collect();
         let bins = layout.bins();
@@ -146,9 +145,7 @@ impl Hierarchy {
         let load = a.phase(&load_items, |c| c.n);
         let store = a.phase(&items.interiors, |c| c.n);
         let rates = a.phase(&rate_items, |r| r.n);
-        let t_place = t0.elapsed().as_secs_f64();
         let arena = a.upload(ctx, s0, staging)?;
-        let t_upload = t0.elapsed().as_secs_f64() - t_place;
         let scratch_bytes = usize::try_from(fill.scratch_len)
             .ok()
             .and_then(|n| n.checked_mul(value_size))
@@ -156,10 +153,6 @@ impl Hierarchy {
         let scratch = DeviceBuffer::new(ctx, scratch_bytes)?;
         let rate_out = DeviceBuffer::new(ctx, 2)?;
         let mark = || timing_event(ctx);
-        log::trace!(
-            "hierarchy items: placed {t_place:.4} s, uploaded {t_upload:.4} s, scratch of {scratch_bytes} bytes {:.4} s",
-            t0.elapsed().as_secs_f64() - t_place - t_upload
-        );
         let [bx, by, bz] = [0, 1, 2].map(|k| arena.phase(boundary[k]));
         Ok(Self {
             kernels,

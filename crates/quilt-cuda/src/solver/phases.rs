@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaStream, LaunchConfig};
+use quilt_mesh::flat::starts;
 use rayon::prelude::*;
 
 use crate::buffer::{DeviceBuffer, PinnedBuffer};
@@ -301,23 +302,18 @@ struct Placed {
 /// The prefix sums of the cells of `n` items of extents `extent`, then
 /// the block table ([`block_firsts`]); and the cells in all.
 fn phase_starts(n: usize, extent: &Extent<'_>) -> Result<(Vec<u64>, u64), CudaError> {
-    let mut s = Vec::with_capacity(n + 1);
-    s.push(0u64);
-    let mut at = 0u64;
-    for k in 0..n {
-        let cells: u64 = extent(k).iter().map(|&v| u64::from(v)).product();
-        // The kernels split an item's cell index in 32 bits.
-        if cells > u64::from(u32::MAX) {
-            return Err(CudaError::Config(format!(
-                "an item of {cells} cells (the kernels take at most 2^32 - 1 per item)"
-            )));
-        }
-        at += cells;
-        s.push(at);
+    let mut s = starts((0..n).map(extent));
+    // The kernels split an item's cell index in 32 bits.
+    if let Some(w) = s.windows(2).find(|w| w[1] - w[0] > u64::from(u32::MAX)) {
+        return Err(CudaError::Config(format!(
+            "an item of {} cells (the kernels take at most 2^32 - 1 per item)",
+            w[1] - w[0]
+        )));
     }
+    let total = s.last().copied().unwrap_or(0);
     let firsts = block_firsts(&s, ITEM_BLOCK);
     s.extend(firsts);
-    Ok((s, at))
+    Ok((s, total))
 }
 
 /// An arena on the device.
