@@ -470,15 +470,14 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 (me.backend.layout_stage(), items)
             });
             let mut io = std::mem::take(&mut me.resident_io);
-            let plan_args = (me.bc.clone(), me.limiter, me.preparations, !me.on_device);
+            let inputs = me.plan_inputs();
             let (data, ahead) = std::thread::scope(|s| {
                 if let Some(lock) = &lock {
                     s.spawn(|| size_compact(&mut io, values, Some(lock)));
                 }
                 let (h, deck) = (&new_h, &me.deck);
                 let ahead = s.spawn(move || {
-                    let (bc, limiter, preparations, batches) = plan_args;
-                    let plan = StepPlan::for_deck(h, bc, limiter, (deck, preparations), batches)?;
+                    let plan = plan_with(h, deck, inputs)?;
                     let staged = match &stages {
                         Some((layout_stage, items_stage)) => Some(resident_plan_with(
                             h,
@@ -2315,11 +2314,16 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
 
     /// The step plan (fill plans, packing, probes, registers) of `h`.
     fn step_plan(&self, h: &Hierarchy) -> Result<StepPlan<T>, IntegratorError> {
-        StepPlan::for_deck(
-            h,
+        plan_with(h, &self.deck, self.plan_inputs())
+    }
+
+    /// What a step plan takes of this integrator besides the hierarchy and
+    /// the deck ([`plan_with`]); host-staged steps get batches.
+    fn plan_inputs(&self) -> PlanInputs<T> {
+        (
             self.bc.clone(),
             self.limiter,
-            (&self.deck, self.preparations),
+            self.preparations,
             !self.on_device,
         )
     }
@@ -2726,6 +2730,21 @@ fn cell_costs(h: &Hierarchy) -> Vec<f64> {
         .iter()
         .map(|p| p.interior().num_cells() as f64)
         .collect()
+}
+
+/// An integrator's part of a step plan ([`Integrator::plan_inputs`]): the
+/// boundary conditions, the limiter, the preparations and whether the
+/// plan has host-staged batches.
+type PlanInputs<T> = (BoundaryConditions<T>, Limiter, Preparations, bool);
+
+/// The step plan of `h` under `deck` with an integrator's `inputs`; made
+/// without the integrator, so the set-up can make it on another thread.
+fn plan_with<T: Real>(
+    h: &Hierarchy,
+    deck: &Deck,
+    (bc, limiter, preparations, batches): PlanInputs<T>,
+) -> Result<StepPlan<T>, IntegratorError> {
+    StepPlan::for_deck(h, bc, limiter, (deck, preparations), batches)
 }
 
 /// A resident plan made before its load, with what the backend built for
