@@ -1009,6 +1009,56 @@ struct PairCells {
     }
 };
 
+// ------------------------------------------------------- pass tables ----
+// One pass table of a large layout (quilt_cuda::plan::TableArgs), made on
+// the device from the first item of every patch position (`pstart`, n + 1
+// entries, made by the host): one thread per item writes what the host's
+// statement (plan::HostPlan::table) writes there. kind: 0 one column per
+// item, 1 groups of rows, 2 segments of 32 columns.
+struct TableArgs {
+    u64 descs;   // const PatchDesc*
+    u64 order;   // const u32*
+    u64 pstart;  // const u32*
+    u64 items;   // ColItem*
+    u32 n, total, kind, axis, read_halo;
+    u32 th[3];
+};
+
+extern "C" __global__ void __launch_bounds__(256) layout_table(const TableArgs g) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= g.total) return;
+    const u32* pstart = (const u32*)g.pstart;
+    // The last position q with pstart[q] <= t (positions without items
+    // repeat their successor's start).
+    u32 lo = 0, hi = g.n;
+    while (hi - lo > 1) {
+        const u32 mid = (lo + hi) >> 1;
+        if (pstart[mid] <= t) lo = mid; else hi = mid;
+    }
+    const u32 p = ((const u32*)g.order)[lo];
+    const PatchDesc& d = ((const PatchDesc*)g.descs)[p];
+    const u32 a = g.axis == 0 ? 1 : 0, b = g.axis == 2 ? 1 : 2;
+    const u32 alo = d.ghost - g.th[a], ahi = d.extent[a] - d.ghost + g.th[a];
+    const u32 blo = d.ghost - g.th[b], bhi = d.extent[b] - d.ghost + g.th[b];
+    const u32 l = t - pstart[lo];
+    ColItem c;
+    c.patch = p;
+    if (g.kind == 0) {
+        const u32 w = ahi - alo;
+        c.ta = (unsigned short)(alo + l % w);
+        c.tb = (unsigned short)(blo + l / w);
+    } else {
+        const u32 step = g.kind == 2 ? 32u : 0u;
+        const u32 len = d.extent[g.axis] - 2 * d.ghost + 2 * g.read_halo;
+        const u32 per = g.kind == 2 ? step : max(QUILT_ROW_SLOTS / (len + (len & 1)), 1u);
+        const u32 first = l * per;
+        const u32 rows = (ahi - alo) * (bhi - blo);
+        c.ta = (unsigned short)first;
+        c.tb = g.kind == 2 ? 0 : (unsigned short)min(per, rows - first);
+    }
+    ((ColItem*)g.items)[t] = c;
+}
+
 // Values of the lane below / above (rows-kernel neighbours). Every lane
 // takes part; what a lane gets across a row boundary or past the warp's
 // ends is never used, since the cells that read a neighbour lie inside

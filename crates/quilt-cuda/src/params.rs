@@ -26,6 +26,34 @@ pub(crate) struct ScanItem {
     pub first: u32,
 }
 
+/// `TableArgs`: one pass table of a large layout for the `layout_table`
+/// kernel, which writes the items of [`crate::plan::HostPlan::table`] from
+/// the table's `pstart`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub(crate) struct TableArgs {
+    /// `const PatchDesc*`.
+    pub descs: u64,
+    /// `const u32*`: patch index of each position.
+    pub order: u64,
+    /// `const u32*`: first item of each position, `n + 1` entries.
+    pub pstart: u64,
+    /// `ColItem*`: the table, `total` items.
+    pub items: u64,
+    pub n: u32,
+    pub total: u32,
+    /// 0 columns, 1 rows, 2 flat segments.
+    pub kind: u32,
+    pub axis: u32,
+    pub read_halo: u32,
+    pub t_halo: [u32; 3],
+}
+
+// SAFETY: plain old data laid out as the kernels' `TableArgs`.
+unsafe impl DeviceRepr for TableArgs {}
+
+const _: () = assert!(std::mem::size_of::<TableArgs>() == 64);
+
 /// `PassInfo`: one pass of a step.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]

@@ -10,10 +10,17 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use quilt_sweep::{BatchLayout, PatchDesc, Scheme, SweepOrder};
 
 use crate::error::CudaError;
 use crate::params::{ColItem, PassInfo, ScanItem};
+
+/// Descriptors from which a layout's host plan and tables are made in
+/// parallel (and, by a solver, its pass tables on the device): a resident
+/// hierarchy's layout, not a host-staged batch's.
+pub(crate) const PARALLEL_PLAN: usize = 4096;
 
 /// Largest bin edge (column length) the kernels support (`QUILT_MAX_EDGE`).
 pub const MAX_EDGE: u32 = 64;
@@ -155,6 +162,13 @@ pub(crate) struct HostTable<I = ColItem> {
     pub pstart: Vec<u32>,
 }
 
+impl<I> HostTable<I> {
+    /// Items of the table (those `items` holds, or will hold once made).
+    pub fn total(&self) -> usize {
+        self.pstart.last().map_or(0, |&n| n as usize)
+    }
+}
+
 /// The host plan of one layout.
 #[derive(Clone, Debug)]
 pub(crate) struct HostPlan {
@@ -234,9 +248,8 @@ impl HostPlan {
             }
         }
         cuts.push(n);
-        let mut chunks = Vec::with_capacity(cuts.len() - 1);
-        for (c, w) in cuts.windows(2).enumerate() {
-            let (q0, q1) = (w[0], w[1]);
+        let chunk = |c: usize| {
+            let (q0, q1) = (cuts[c], cuts[c + 1]);
             let bin0 = if c == 0 { 0 } else { bin_of(q0) };
             let bin1 = if q1 == n { nbins } else { bin_of(q1) };
             let mut runs: Vec<(usize, usize)> = order[q0..q1]
@@ -257,15 +270,22 @@ impl HostPlan {
                     _ => flux_runs.push((s, l)),
                 }
             }
-            chunks.push(Chunk {
+            Chunk {
                 q0: q0 as u32,
                 q1: q1 as u32,
                 bin0,
                 bin1,
                 flux_runs,
                 data_runs: layout.occupied_runs(bin0..bin1, run_gap(layout.bin_edge())),
-            });
-        }
+            }
+        };
+        // A resident hierarchy's chunks each span thousands of patches and
+        // hundreds of bins: side by side. A batch's stay on its thread.
+        let mut chunks: Vec<Chunk> = if n >= PARALLEL_PLAN {
+            (0..cuts.len() - 1).into_par_iter().map(chunk).collect()
+        } else {
+            (0..cuts.len() - 1).map(chunk).collect()
+        };
         // The kernels hand out work in position order; with the largest
         // patches first, a launch ends on short columns and small scan
         // items (longest processing time first) instead of on whatever
@@ -325,31 +345,19 @@ impl HostPlan {
         HostTable { items, pstart }
     }
 
-    /// The table of one pass geometry.
+    /// The table of one pass geometry: the host's statement of the items,
+    /// which [`HostPlan::table_starts`] and the `layout_table` kernel
+    /// reproduce on the device for large layouts.
     pub fn table(&self, geom: &PassGeom, kind: TableKind) -> Result<HostTable, CudaError> {
-        let axis = geom.axis;
-        let (a, b) = match axis {
-            0 => (1, 2),
-            1 => (0, 2),
-            _ => (0, 1),
-        };
         let mut items = Vec::new();
         let mut pstart = Vec::with_capacity(self.order.len() + 1);
         pstart.push(0u32);
         for &p in &self.order {
-            let d = &self.descs[p as usize];
-            let range = |x: usize| {
-                (
-                    d.ghost - geom.t_halo[x],
-                    d.extent[x] - d.ghost + geom.t_halo[x],
-                )
-            };
-            let (alo, ahi) = range(a);
-            let (blo, bhi) = range(b);
+            let s = TableSpan::of(&self.descs[p as usize], geom, kind);
             match kind {
                 TableKind::Columns => {
-                    for tb in blo..bhi {
-                        items.extend((alo..ahi).map(|ta| ColItem {
+                    for tb in s.blo..s.bhi {
+                        items.extend((s.alo..s.ahi).map(|ta| ColItem {
                             patch: p,
                             ta: ta as u16,
                             tb: tb as u16,
@@ -357,28 +365,96 @@ impl HostPlan {
                     }
                 }
                 TableKind::Flat => {
-                    let cols = (ahi - alo) * (bhi - blo);
-                    items.extend((0..cols).step_by(SEGMENT as usize).map(|l| ColItem {
+                    items.extend((0..s.cols()).step_by(SEGMENT as usize).map(|l| ColItem {
                         patch: p,
                         ta: l as u16,
                         tb: 0,
                     }));
                 }
                 TableKind::Rows => {
-                    let rows = (ahi - alo) * (bhi - blo);
-                    let per = rows_per_group(d.interior()[axis] + 2 * geom.read_halo);
-                    items.extend((0..rows).step_by(per as usize).map(|l| ColItem {
+                    let rows = s.cols();
+                    items.extend((0..rows).step_by(s.per as usize).map(|l| ColItem {
                         patch: p,
                         ta: l as u16,
-                        tb: per.min(rows - l) as u16,
+                        tb: s.per.min(rows - l) as u16,
                     }));
                 }
             }
-            let n = u32::try_from(items.len())
-                .map_err(|_| CudaError::Unsupported("more than 2^32 columns in one pass".into()))?;
-            pstart.push(n);
+            pstart.push(item_count(items.len())?);
         }
         Ok(HostTable { items, pstart })
+    }
+
+    /// The `pstart` of [`HostPlan::table`] alone (the first item of every
+    /// position, then the item count), from each position's count.
+    pub fn table_starts(&self, geom: &PassGeom, kind: TableKind) -> Result<Vec<u32>, CudaError> {
+        let mut pstart = Vec::with_capacity(self.order.len() + 1);
+        let mut total = 0usize;
+        pstart.push(0u32);
+        for &p in &self.order {
+            total += TableSpan::of(&self.descs[p as usize], geom, kind).items(kind) as usize;
+            pstart.push(item_count(total)?);
+        }
+        Ok(pstart)
+    }
+}
+
+/// A table's item count as the kernels' 32-bit index.
+fn item_count(n: usize) -> Result<u32, CudaError> {
+    u32::try_from(n)
+        .map_err(|_| CudaError::Unsupported("more than 2^32 columns in one pass".into()))
+}
+
+/// The transverse columns `[alo, ahi) x [blo, bhi)` one pass covers in a
+/// patch (patch-local, ghosts included), and the rows of one item of a
+/// [`TableKind::Rows`] table: what `layout_table` in `kernels/common.cuh`
+/// computes for each item.
+struct TableSpan {
+    alo: u32,
+    ahi: u32,
+    blo: u32,
+    bhi: u32,
+    per: u32,
+}
+
+impl TableSpan {
+    fn of(d: &PatchDesc, geom: &PassGeom, kind: TableKind) -> Self {
+        let (a, b) = transverse(geom.axis);
+        let lo = |x: usize| d.ghost - geom.t_halo[x];
+        let hi = |x: usize| d.extent[x] - d.ghost + geom.t_halo[x];
+        let per = match kind {
+            TableKind::Rows => rows_per_group(d.interior()[geom.axis] + 2 * geom.read_halo),
+            _ => 1,
+        };
+        Self {
+            alo: lo(a),
+            ahi: hi(a),
+            blo: lo(b),
+            bhi: hi(b),
+            per,
+        }
+    }
+
+    fn cols(&self) -> u32 {
+        (self.ahi - self.alo) * (self.bhi - self.blo)
+    }
+
+    /// Items of this patch in a table of `kind`.
+    fn items(&self, kind: TableKind) -> u32 {
+        match kind {
+            TableKind::Columns => self.cols(),
+            TableKind::Flat => self.cols().div_ceil(SEGMENT),
+            TableKind::Rows => self.cols().div_ceil(self.per),
+        }
+    }
+}
+
+/// The two transverse axes of a pass along `axis`, in the tables' order.
+fn transverse(axis: usize) -> (usize, usize) {
+    match axis {
+        0 => (1, 2),
+        1 => (0, 2),
+        _ => (0, 1),
     }
 }
 
@@ -427,11 +503,7 @@ pub fn step_traffic(layout: &BatchLayout, scheme: &Scheme, value_bytes: u64) -> 
         values += 5 * d.total_cells();
         for p in &passes {
             let g = p.geom;
-            let (a, b) = match g.axis {
-                0 => (1, 2),
-                1 => (0, 2),
-                _ => (0, 1),
-            };
+            let (a, b) = transverse(g.axis);
             let n = d.interior();
             let cols = u64::from(n[a] + 2 * g.t_halo[a]) * u64::from(n[b] + 2 * g.t_halo[b]);
             let len = u64::from(n[g.axis] + 2 * g.read_halo);
@@ -589,13 +661,19 @@ mod tests {
                     let cols = plan.table(&g, TableKind::Columns).unwrap();
                     let flat = plan.table(&g, TableKind::Flat).unwrap();
                     let rows = plan.table(&g, TableKind::Rows).unwrap();
+                    // The starts alone (what a large layout's tables are
+                    // made on the device from) are the tables'.
+                    for (t, kind) in [
+                        (&cols, TableKind::Columns),
+                        (&flat, TableKind::Flat),
+                        (&rows, TableKind::Rows),
+                    ] {
+                        assert_eq!(plan.table_starts(&g, kind).unwrap(), t.pstart);
+                        assert_eq!(t.total(), t.items.len());
+                    }
                     for (q, &pi) in plan.order.iter().enumerate() {
                         let d = &l.patches()[pi as usize];
-                        let (a, b) = match g.axis {
-                            0 => (1, 2),
-                            1 => (0, 2),
-                            _ => (0, 1),
-                        };
+                        let (a, b) = transverse(g.axis);
                         let n = d.interior();
                         let want = (n[a] + 2 * g.t_halo[a]) * (n[b] + 2 * g.t_halo[b]);
                         let got = cols.pstart[q + 1] - cols.pstart[q];

@@ -138,6 +138,7 @@ impl KernelFile {
             out.push(format!("store_ext_{prec}"));
             out.push(format!("load_ext_{prec}"));
         }
+        out.push("layout_table".to_string());
         out
     }
 }

@@ -89,6 +89,31 @@ fn every_scheme_precision_and_variant_matches_the_cpu_on_synthetic_batches() {
     let _ = NEEDS_GPU;
 }
 
+/// A layout of more than the 4096 descriptors from which the solver makes
+/// its pass tables on the device (`layout_table`, from starts made on the
+/// host) steps as on the CPU in every variant: the device's tables are
+/// those the host would have made.
+#[test]
+#[ignore = "needs a CUDA GPU: run with --ignored on the GPU machine"]
+fn large_layouts_tables_made_on_the_device_match_the_cpu() {
+    if !gpu() {
+        return;
+    }
+    let gas = Gas::ideal(1.4);
+    for (n, scheme) in schemes().into_iter().take(3).enumerate() {
+        let g = scheme.ghost_width();
+        let layout = packed(&shapes(4200, g, 2 * g + 2, 2 * g + 7, 31 + n as u64));
+        assert!(layout.patches().len() > 4096);
+        check_batch::<f64>(
+            scheme,
+            gas,
+            &fill(layout, &gas, 5, false),
+            &configs(),
+            "large layout",
+        );
+    }
+}
+
 /// Passive scalars: each scheme's scalar pass (`CudaConfig::scalars`)
 /// reproduces quilt-sweep's consistent multifluid advection bit for bit,
 /// in every variant, both precisions and both orders, fluxes included; a

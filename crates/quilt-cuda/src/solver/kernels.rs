@@ -116,6 +116,8 @@ pub(crate) struct Kernels {
     /// Coarse means and CFL rates of external boxes' new interiors
     /// (`quilt_sweep::Restricted`).
     pub restrict_out: CudaFunction,
+    /// A large layout's pass tables from their starts (`layout_table`).
+    pub table: CudaFunction,
 }
 
 impl Kernels {
@@ -151,6 +153,7 @@ impl Kernels {
             store_ext: function(module, &format!("store_ext_{}", T::NAME))?,
             load_ext: function(module, &format!("load_ext_{}", T::NAME))?,
             restrict_out: function(module, &format!("restrict_out_{}", T::NAME))?,
+            table: function(module, "layout_table")?,
         })
     }
 

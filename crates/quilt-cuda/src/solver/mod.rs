@@ -612,6 +612,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             self.chunking(),
             self.config.variant.table_kinds(),
             self.config.variant.uses_constant_descriptors(),
+            self.kernels.table.clone(),
         )?);
         self.stager = Some(s.clone());
         Ok(s)

@@ -273,6 +273,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             chunking,
             variant.table_kinds(),
             variant.uses_constant_descriptors(),
+            Some(&self.kernels.table),
             &mut self.spare,
         )?;
         log::debug!(

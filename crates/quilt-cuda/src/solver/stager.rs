@@ -12,7 +12,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use cudarc::driver::{CudaContext, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
 use quilt_sweep::{BatchLayout, Scheme};
 
 use super::state::{LayoutState, Shell};
@@ -33,6 +33,8 @@ pub struct LayoutStager<T: GpuReal> {
     chunking: Chunking,
     kinds: [TableKind; 3],
     const_descs: bool,
+    /// The solver's `layout_table`, for large layouts.
+    table: CudaFunction,
     /// Shells of states the solver gave up, for the next layouts.
     shells: Mutex<Vec<Shell<T>>>,
 }
@@ -48,6 +50,7 @@ impl<T: GpuReal> LayoutStager<T> {
         chunking: Chunking,
         kinds: [TableKind; 3],
         const_descs: bool,
+        table: CudaFunction,
     ) -> Result<Self, CudaError> {
         let stream = ctx.new_stream().call("cuStreamCreate")?;
         Ok(Self {
@@ -57,6 +60,7 @@ impl<T: GpuReal> LayoutStager<T> {
             chunking,
             kinds,
             const_descs,
+            table,
             shells: Mutex::new(Vec::new()),
         })
     }
@@ -78,6 +82,7 @@ impl<T: GpuReal> LayoutStager<T> {
             self.chunking,
             self.kinds,
             self.const_descs,
+            Some(&self.table),
             shell,
         )
         .map(StagedLayout)

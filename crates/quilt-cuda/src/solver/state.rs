@@ -4,23 +4,23 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaEvent, CudaModule, CudaStream, sys};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg, sys,
+};
 use quilt_sweep::{BatchLayout, PatchDesc, Scheme, SweepOrder};
 use rayon::prelude::*;
 
 use crate::buffer::{DeviceBuffer, PinnedBuffer};
 use crate::error::{CudaError, DriverContext};
 use crate::params::{
-    CONST_DESCS, ColItem, MAX_PASSES, PassInfo, RESULT_WORDS, STEP_WORDS, ScanItem,
+    CONST_DESCS, ColItem, MAX_PASSES, PassInfo, RESULT_WORDS, STEP_WORDS, ScanItem, TableArgs,
 };
 use crate::plan::{
-    Chunking, HostPlan, PassGeom, PassSpec, TableKind, TablePtrs, pass_infos, step_passes,
+    Chunking, HostPlan, HostTable, PARALLEL_PLAN, PassGeom, PassSpec, TableKind, TablePtrs,
+    pass_infos, step_passes,
 };
 use crate::real::GpuReal;
 use crate::solver::spare::SpareBuffers;
-
-/// Descriptors from which a layout's tables are made in parallel.
-const PARALLEL_TABLES: usize = 4096;
 
 /// Error slots per chunk in the results (the rest of [`RESULT_WORDS`] are
 /// the two floor counters).
@@ -239,6 +239,56 @@ pub(crate) struct LayoutState<T> {
     pub dt: Vec<f64>,
 }
 
+/// Threads per block of `layout_table`.
+const TABLE_BLOCK: u32 = 256;
+
+/// Launches `layout_table` on `stream`: the items of the table `key` of
+/// the layout whose descriptors and order are uploaded, from its uploaded
+/// starts, into `items` (which holds the table's item count).
+fn make_table(
+    f: &CudaFunction,
+    stream: &CudaStream,
+    (geom, kind): (PassGeom, TableKind),
+    descs: &DeviceBuffer<PatchDesc>,
+    order: &DeviceBuffer<u32>,
+    pstart: &DeviceBuffer<u32>,
+    items: &DeviceBuffer<ColItem>,
+) -> Result<(), CudaError> {
+    let total = items.len();
+    if total == 0 {
+        return Ok(());
+    }
+    let too_many = || CudaError::Unsupported("more than 2^32 columns in one pass".into());
+    let args = TableArgs {
+        descs: descs.at(0),
+        order: order.at(0),
+        pstart: pstart.at(0),
+        items: items.at(0),
+        n: u32::try_from(order.len()).map_err(|_| too_many())?,
+        total: u32::try_from(total).map_err(|_| too_many())?,
+        kind: match kind {
+            TableKind::Columns => 0,
+            TableKind::Rows => 1,
+            TableKind::Flat => 2,
+        },
+        axis: geom.axis as u32,
+        read_halo: geom.read_halo,
+        t_halo: geom.t_halo,
+    };
+    let cfg = LaunchConfig {
+        grid_dim: (args.total.div_ceil(TABLE_BLOCK), 1, 1),
+        block_dim: (TABLE_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut l = stream.launch_builder(f);
+    l.arg(&args);
+    // SAFETY: `args` matches `layout_table`'s parameter; the kernel reads
+    // `order.len()` positions, their descriptors and `n + 1` starts, and
+    // writes `total` items, all within the buffers.
+    unsafe { l.launch(cfg) }.call("cuLaunchKernel(layout_table)")?;
+    Ok(())
+}
+
 /// An event that records time (the default flags).
 pub(super) fn timing_event(ctx: &Arc<CudaContext>) -> Result<CudaEvent, CudaError> {
     ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
@@ -279,6 +329,7 @@ impl<T: GpuReal> LayoutState<T> {
         chunking: Chunking,
         kinds: [TableKind; 3],
         const_descs: bool,
+        table_kernel: Option<&CudaFunction>,
         spare: &mut SpareBuffers<T>,
     ) -> Result<Self, CudaError> {
         let mut st = Self::tables(
@@ -289,6 +340,7 @@ impl<T: GpuReal> LayoutState<T> {
             chunking,
             kinds,
             const_descs,
+            table_kernel,
             None,
         )?;
         st.attach(ctx, module, stream, spare)?;
@@ -310,11 +362,14 @@ impl<T: GpuReal> LayoutState<T> {
         chunking: Chunking,
         kinds: [TableKind; 3],
         const_descs: bool,
+        table_kernel: Option<&CudaFunction>,
         shell: Option<Shell<T>>,
     ) -> Result<Self, CudaError> {
         ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let t0 = std::time::Instant::now();
         let mut shell = shell.unwrap_or_else(Shell::empty);
         let plan = HostPlan::new(layout, chunking)?;
+        let t_plan = t0.elapsed().as_secs_f64();
         let n = plan.descs.len();
         // The passes of both sweep orders and their distinct tables, in
         // the order of first use.
@@ -329,8 +384,21 @@ impl<T: GpuReal> LayoutState<T> {
         // they are made side by side, then uploaded. A batch's are small,
         // and are made on the one thread that stages it (a thread of the
         // preparing pool, which should not wait on work it might steal).
-        let table = |(geom, kind): &(PassGeom, TableKind)| plan.table(geom, *kind);
-        let (scan, built) = if n >= PARALLEL_TABLES {
+        // With the table kernel, a large layout's tables are made on the
+        // device from their starts: tens of megabytes neither built on
+        // the host nor copied over the bus.
+        let on_device = n >= PARALLEL_PLAN && table_kernel.is_some();
+        let table = |(geom, kind): &(PassGeom, TableKind)| {
+            if on_device {
+                plan.table_starts(geom, *kind).map(|pstart| HostTable {
+                    items: Vec::new(),
+                    pstart,
+                })
+            } else {
+                plan.table(geom, *kind)
+            }
+        };
+        let (scan, built) = if n >= PARALLEL_PLAN {
             rayon::join(
                 || plan.scan_table(),
                 || keys.par_iter().map(table).collect::<Result<Vec<_>, _>>(),
@@ -339,6 +407,12 @@ impl<T: GpuReal> LayoutState<T> {
             (plan.scan_table(), keys.iter().map(table).collect())
         };
         let built = built?;
+        let t_built = t0.elapsed().as_secs_f64();
+        let table_bytes: usize = built
+            .iter()
+            .map(|t| 8 * t.items.len() + 4 * t.pstart.len())
+            .sum();
+        let table_items: usize = built.iter().map(|t| t.total()).sum();
         let d_descs = device(ctx, shell.d_descs.take(), n)?;
         d_descs.upload(0, &plan.descs, stream)?;
         let d_order = device(ctx, shell.d_order.take(), n)?;
@@ -357,10 +431,15 @@ impl<T: GpuReal> LayoutState<T> {
         let mut steps = HashMap::new();
         for (key, t) in keys.into_iter().zip(built) {
             let (old_items, old_pstart) = old_tables.next().unzip();
-            let d_items = device(ctx, old_items, t.items.len())?;
-            d_items.upload(0, &t.items, stream)?;
+            let d_items = device(ctx, old_items, t.total())?;
             let d_pstart = device(ctx, old_pstart, t.pstart.len())?;
             d_pstart.upload(0, &t.pstart, stream)?;
+            match table_kernel {
+                Some(f) if on_device => {
+                    make_table(f, stream, key, &d_descs, &d_order, &d_pstart, &d_items)?
+                }
+                _ => d_items.upload(0, &t.items, stream)?,
+            }
             ptrs.insert(key, (d_items.at(0), d_pstart.at(0)));
             pstart.insert(key, t.pstart);
             tables.push((d_items, d_pstart));
@@ -415,11 +494,19 @@ impl<T: GpuReal> LayoutState<T> {
         };
         stream.synchronize().call("cuStreamSynchronize")?;
         log::debug!(
-            "layout on device: {} patches, {} bins, {} chunks, descriptors in {} memory",
+            "layout on device: {} patches, {} bins, {} chunks, descriptors in {} memory; plan {t_plan:.4} s, tables of {table_items} items {:.4} s ({}), {:.1} MB uploaded {:.4} s",
             n,
             layout.nbins(),
             nchunks,
-            if use_const { "constant" } else { "global" }
+            if use_const { "constant" } else { "global" },
+            t_built - t_plan,
+            if on_device {
+                "starts on the host, items on the device"
+            } else {
+                "on the host"
+            },
+            table_bytes as f64 / 1e6,
+            t0.elapsed().as_secs_f64() - t_built
         );
         Ok(state)
     }
