@@ -31,7 +31,7 @@ use quilt_io::{
     write_checkpoint,
 };
 use quilt_mesh::fill::{BoundaryConditions, FillScratch, FillTarget, GhostFill};
-use quilt_mesh::flat::{FlatTag, FlatTransfer};
+use quilt_mesh::flat::{FlatTag, TransferPieces};
 use quilt_mesh::flux_register::FaceFluxes;
 use quilt_mesh::interp::Limiter;
 use quilt_mesh::locked::{LockedArena, PatchBuf};
@@ -2185,12 +2185,25 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let t_tag = t0.elapsed().as_secs_f64();
         let new_h = self.cluster(&tags)?;
         let t_cluster = t0.elapsed().as_secs_f64() - t_tag;
-        let plan = self.step_plan(&new_h)?;
+        let old = self.resident.as_ref().ok_or_else(poisoned)?;
+        let (old_h, limiter, ncomp) = (&self.h, self.limiter, self.deck.ncomp());
+        let (deck, inputs) = (&self.deck, self.plan_inputs());
+        // What the transfer takes of the two hierarchies alone is made
+        // while the new one is planned (its packing is serial); only the
+        // places are left for when the layout exists.
+        let (plan, pieces) = rayon::join(
+            || plan_with(&new_h, deck, inputs),
+            || {
+                let t = Instant::now();
+                let p = TransferPieces::new(old_h, &old.places, &new_h, ncomp, limiter);
+                log::debug!("transfer pieces {:.3} s", t.elapsed().as_secs_f64());
+                p
+            },
+        );
+        let plan = plan?;
         let t_plan = t0.elapsed().as_secs_f64() - t_tag - t_cluster;
         let stage = self.backend.layout_stage();
         let items_stage = self.backend.resident().and_then(|r| r.item_stage());
-        let old = self.resident.as_ref().ok_or_else(poisoned)?;
-        let (old_h, limiter, ncomp) = (&self.h, self.limiter, self.deck.ncomp());
         // The backend's layout state is built beside the items and the
         // transfer, and its form of the items as soon as they are made:
         // nothing on the device waits for either.
@@ -2200,9 +2213,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
                 rayon::join(
                     || {
                         let t = Instant::now();
-                        let m =
-                            FlatTransfer::new(old_h, &old.places, &new_h, places, ncomp, limiter);
-                        log::debug!("transfer items {:.3} s", t.elapsed().as_secs_f64());
+                        let m = pieces.and_then(|p| p.place(places));
+                        log::debug!("transfer items placed {:.3} s", t.elapsed().as_secs_f64());
                         m
                     },
                     || {
@@ -2310,11 +2322,6 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         } else {
             self.set_on_device(false)
         }
-    }
-
-    /// The step plan (fill plans, packing, probes, registers) of `h`.
-    fn step_plan(&self, h: &Hierarchy) -> Result<StepPlan<T>, IntegratorError> {
-        plan_with(h, &self.deck, self.plan_inputs())
     }
 
     /// What a step plan takes of this integrator besides the hierarchy and

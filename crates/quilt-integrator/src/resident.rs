@@ -228,54 +228,71 @@ pub(crate) fn resident_plan_with<T: Real, R: Send>(
             let fine_levels: Vec<usize> = (1..h.num_levels()).rev().collect();
             let level_items = |l: usize| -> Result<LevelItems, IntegratorError> {
                 let tl = std::time::Instant::now();
-                let reg = &plan.registers[l - 1];
-                let mut flat = reg.flat();
-                let shifts = h
-                    .level_geometry(l - 1)
-                    .map_or_else(|| vec![iv(0, 0, 0)], |lg| lg.periodic_shifts());
-                // The probes' faces, as the host's refluxing hands them over.
-                flat.record_par(|share| {
-                    let mut count = 0;
-                    for k in lay.probes_of_fine[share.fine_patch()].clone() {
-                        let q = &lay.probes[k];
-                        let mut at = layout.patches()[n + k].flux_offset;
-                        let sz = q.interior.size();
-                        let area = [sz.y * sz.z, sz.x * sz.z, sz.x * sz.y].map(|a| a as u64);
-                        for (axis, &a) in area.iter().enumerate() {
-                            for side in Side::BOTH {
-                                let faces = q.interior.boundary_faces(axis, side);
-                                let fs = faces.size();
-                                let src = Strided {
-                                    base: at,
-                                    sy: fs.x as u64,
-                                    sz: fs.x as u64 * fs.y as u64,
-                                    sc: a,
-                                };
-                                at += a * ncomp as u64;
-                                let outside = q.interior.adjacent(axis, side, 1);
-                                for s in &shifts {
-                                    for c in h.patches_intersecting(l - 1, &outside.shift(s)) {
-                                        count += share.add_coarse(c, axis, faces.shift(s), src)?;
+                // Refluxing's items and restriction's are independent.
+                let (reflux, restrict) = rayon::join(
+                    || -> Result<_, IntegratorError> {
+                        let reg = &plan.registers[l - 1];
+                        let mut flat = reg.flat();
+                        let shifts = h
+                            .level_geometry(l - 1)
+                            .map_or_else(|| vec![iv(0, 0, 0)], |lg| lg.periodic_shifts());
+                        // The probes' faces, as the host's refluxing hands them over.
+                        flat.record_par(|share| {
+                            let mut count = 0;
+                            for k in lay.probes_of_fine[share.fine_patch()].clone() {
+                                let q = &lay.probes[k];
+                                let mut at = layout.patches()[n + k].flux_offset;
+                                let sz = q.interior.size();
+                                let area =
+                                    [sz.y * sz.z, sz.x * sz.z, sz.x * sz.y].map(|a| a as u64);
+                                for (axis, &a) in area.iter().enumerate() {
+                                    for side in Side::BOTH {
+                                        let faces = q.interior.boundary_faces(axis, side);
+                                        let fs = faces.size();
+                                        let src = Strided {
+                                            base: at,
+                                            sy: fs.x as u64,
+                                            sz: fs.x as u64 * fs.y as u64,
+                                            sc: a,
+                                        };
+                                        at += a * ncomp as u64;
+                                        let outside = q.interior.adjacent(axis, side, 1);
+                                        for s in &shifts {
+                                            for c in
+                                                h.patches_intersecting(l - 1, &outside.shift(s))
+                                            {
+                                                count += share.add_coarse(
+                                                    c,
+                                                    axis,
+                                                    faces.shift(s),
+                                                    src,
+                                                )?;
+                                            }
+                                        }
                                     }
                                 }
                             }
-                        }
-                    }
-                    Ok(count)
-                })
-                .map_err(mesh("probe fluxes"))?;
-                let t_probe = tl.elapsed().as_secs_f64();
-                let reflux = flat
-                    .finish(h, &patch_places, &|f| {
-                        layout.patches().get(f).map(|d| d.flux_offset)
-                    })
-                    .map_err(mesh("refluxing"))?;
-                let t_reflux = tl.elapsed().as_secs_f64();
-                let restrict = restrict_items(h, l, &patch_places).map_err(mesh("restriction"))?;
+                            Ok(count)
+                        })
+                        .map_err(mesh("probe fluxes"))?;
+                        let t_probe = tl.elapsed().as_secs_f64();
+                        let reflux = flat
+                            .finish(h, &patch_places, &|f| {
+                                layout.patches().get(f).map(|d| d.flux_offset)
+                            })
+                            .map_err(mesh("refluxing"))?;
+                        Ok((reflux, t_probe, tl.elapsed().as_secs_f64() - t_probe))
+                    },
+                    || {
+                        let t = std::time::Instant::now();
+                        let r = restrict_items(h, l, &patch_places).map_err(mesh("restriction"));
+                        (r, t.elapsed().as_secs_f64())
+                    },
+                );
+                let ((reflux, t_probe, t_reflux), (restrict, t_restrict)) = (reflux?, restrict);
+                let restrict = restrict?;
                 log::debug!(
-                    "level {l} items: register and probe faces {t_probe:.3} s, reflux items {:.3} s, restriction {:.3} s",
-                    t_reflux - t_probe,
-                    tl.elapsed().as_secs_f64() - t_reflux
+                    "level {l} items: register and probe faces {t_probe:.3} s, reflux items {t_reflux:.3} s, beside them restriction {t_restrict:.3} s"
                 );
                 Ok(LevelItems {
                     level: l,

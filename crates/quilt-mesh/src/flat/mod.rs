@@ -38,7 +38,7 @@ pub use fill::{
 pub use reflux::{FlatReflux, RefluxItem};
 pub use restrict::{RestrictItem, restrict_items, run_restrict_items};
 pub use tag::{FlatTag, TAG_REACH, TagCriterionSpec, TagDetector, TagField, TagItem, TagRule};
-pub use transfer::{FlatTransfer, TransferLevel};
+pub use transfer::{FlatTransfer, TransferLevel, TransferPieces};
 
 use bytemuck::{Pod, Zeroable};
 

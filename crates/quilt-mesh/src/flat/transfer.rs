@@ -60,61 +60,107 @@ pub struct FlatTransfer {
     pub new_len: u64,
 }
 
-/// One new patch's items.
-#[derive(Default)]
+/// A place in the new store before the new hierarchy is placed: cell `d`
+/// of new patch `patch`'s ghost-grown box.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct NewPlace {
+    patch: usize,
+    d: [u64; 3],
+}
+
+impl NewPlace {
+    fn at(&self, places: &[Strided]) -> Strided {
+        places[self.patch].at(self.d)
+    }
+}
+
+/// One new patch's items, with their places in the new store still to be
+/// given: each copy's and interpolation's destination, each gather's
+/// source.
+#[derive(Debug, Default)]
 struct PatchItems {
-    copies: Vec<CopyItem>,
-    gathers: Vec<CopyItem>,
-    interp: Vec<(InterpItem, Vec<u8>)>,
+    copies: Vec<(CopyItem, NewPlace)>,
+    gathers: Vec<(CopyItem, NewPlace)>,
+    interp: Vec<(InterpItem, NewPlace, Vec<u8>)>,
     scratch: u64,
 }
 
-impl FlatTransfer {
+/// A regrid's data transfer before the new hierarchy's patches have places
+/// ([`TransferPieces::place`] makes the [`FlatTransfer`]): everything the
+/// hierarchies decide, which is nearly all of the work, so that it can be
+/// made while the new hierarchy is packed.
+#[derive(Debug)]
+pub struct TransferPieces {
+    ncomp: u32,
+    limiter: Limiter,
+    per_patch: Vec<PatchItems>,
+    levels: Vec<std::ops::Range<usize>>,
+}
+
+impl TransferPieces {
     /// The transfer from `old_h` (patch `i`'s ghost-grown box at
-    /// `old_places[i]`) onto `new_h` (at `new_places`), `ncomp`
-    /// components. The hierarchies share the geometry and level 0.
+    /// `old_places[i]`) onto `new_h`, `ncomp` components. The hierarchies
+    /// share the geometry and level 0.
     pub fn new(
         old_h: &Hierarchy,
         old_places: &[Strided],
         new_h: &Hierarchy,
-        new_places: &[Strided],
         ncomp: usize,
         limiter: Limiter,
     ) -> Result<Self, RegridError> {
-        for (h, places) in [(old_h, old_places), (new_h, new_places)] {
-            super::check_places(places.len(), h.num_patches())?;
-        }
+        super::check_places(old_places.len(), old_h.num_patches())?;
         if !crate::regrid::same_level0(old_h, new_h) {
             return Err(RegridError::Level0Changed);
         }
-        let nc = ncomp as u32;
         let per_patch: Vec<PatchItems> = (0..new_h.num_patches())
             .into_par_iter()
-            .map(|i| patch_items(old_h, old_places, new_h, new_places, i))
+            .map(|i| patch_items(old_h, old_places, new_h, i))
             .collect::<Result<_, RegridError>>()?;
+        Ok(Self {
+            ncomp: ncomp as u32,
+            limiter,
+            per_patch,
+            levels: (0..new_h.num_levels())
+                .map(|l| new_h.level_range(l))
+                .collect(),
+        })
+    }
+
+    /// The transfer with new patch `i`'s ghost-grown box at
+    /// `new_places[i]`.
+    pub fn place(self, new_places: &[Strided]) -> Result<FlatTransfer, RegridError> {
+        super::check_places(new_places.len(), self.per_patch.len())?;
+        let nc = self.ncomp;
         let mut out = FlatTransfer {
             ncomp: nc,
-            limiter,
+            limiter: self.limiter,
             ..Default::default()
         };
-        for l in 0..new_h.num_levels() {
+        for (l, range) in self.levels.iter().enumerate() {
             let mut level = TransferLevel {
                 level: l,
                 ..Default::default()
             };
             let mut scratch = 0u64;
-            for p in &per_patch[new_h.level_range(l)] {
-                out.copies.extend_from_slice(&p.copies);
+            for p in &self.per_patch[range.clone()] {
+                out.copies.extend(p.copies.iter().map(|(c, at)| CopyItem {
+                    dst: at.at(new_places),
+                    ..*c
+                }));
                 let shift = |s: Strided| Strided {
                     base: s.base + scratch * u64::from(nc),
                     ..s
                 };
-                level.gathers.extend(p.gathers.iter().map(|g| CopyItem {
-                    dst: shift(g.dst),
-                    ..*g
-                }));
-                for (it, flags) in &p.interp {
+                level
+                    .gathers
+                    .extend(p.gathers.iter().map(|(g, from)| CopyItem {
+                        src: from.at(new_places),
+                        dst: shift(g.dst),
+                        ..*g
+                    }));
+                for (it, at, flags) in &p.interp {
                     level.interp.push(InterpItem {
+                        dst: at.at(new_places),
                         src: shift(it.src),
                         flags: out.flags.len() as u64,
                         ..*it
@@ -136,6 +182,22 @@ impl FlatTransfer {
             out.new_len = out.new_len.max(last_index(&it.dst, it.n, nc) + 1);
         }
         Ok(out)
+    }
+}
+
+impl FlatTransfer {
+    /// The transfer from `old_h` (patch `i`'s ghost-grown box at
+    /// `old_places[i]`) onto `new_h` (at `new_places`), `ncomp`
+    /// components. The hierarchies share the geometry and level 0.
+    pub fn new(
+        old_h: &Hierarchy,
+        old_places: &[Strided],
+        new_h: &Hierarchy,
+        new_places: &[Strided],
+        ncomp: usize,
+        limiter: Limiter,
+    ) -> Result<Self, RegridError> {
+        TransferPieces::new(old_h, old_places, new_h, ncomp, limiter)?.place(new_places)
     }
 
     /// Runs the transfer on the CPU from `old` into `new`; `scratch` holds
@@ -183,12 +245,12 @@ impl FlatTransfer {
 }
 
 /// The items of new patch `i`: what [`crate::regrid::transfer`] does for
-/// it, with its scratch region at 0.
+/// it, with its scratch region at 0. The new store's places are left
+/// unset (base 0) beside the [`NewPlace`] each stands for.
 fn patch_items(
     old_h: &Hierarchy,
     old_places: &[Strided],
     new_h: &Hierarchy,
-    new_places: &[Strided],
     i: usize,
 ) -> Result<PatchItems, RegridError> {
     let p = &new_h.patches()[i];
@@ -201,11 +263,20 @@ fn patch_items(
     } else {
         Vec::new()
     };
-    let copy = |o: usize, region: &IndexBox| CopyItem {
-        src: old_places[o].at(rel(&region.lo, &old_h.patches()[o].ghost_box().lo)),
-        dst: new_places[i].at(rel(&region.lo, &gb.lo)),
-        n: ext(region),
-        route: CopyItem::FROM_SCRATCH,
+    let unset = Strided::default();
+    let copy = |o: usize, region: &IndexBox| {
+        (
+            CopyItem {
+                src: old_places[o].at(rel(&region.lo, &old_h.patches()[o].ghost_box().lo)),
+                dst: unset,
+                n: ext(region),
+                route: CopyItem::FROM_SCRATCH,
+            },
+            NewPlace {
+                patch: i,
+                d: rel(&region.lo, &gb.lo),
+            },
+        )
     };
     // An unchanged patch (every level-0 patch among them) is copied whole.
     if let Some(&o) = olds
@@ -244,12 +315,18 @@ fn patch_items(
             for c in region.iter() {
                 mask[cbox.offset(&c)] = 1;
             }
-            out.gathers.push(CopyItem {
-                src: new_places[q].at(rel(&region.lo, &qp.ghost_box().lo)),
-                dst: scratch.at(rel(&region.lo, &cbox.lo)),
-                n: ext(&region),
-                route: CopyItem::TO_SCRATCH,
-            });
+            out.gathers.push((
+                CopyItem {
+                    src: unset,
+                    dst: scratch.at(rel(&region.lo, &cbox.lo)),
+                    n: ext(&region),
+                    route: CopyItem::TO_SCRATCH,
+                },
+                NewPlace {
+                    patch: q,
+                    d: rel(&region.lo, &qp.ghost_box().lo),
+                },
+            ));
         }
         for b in open.boxes() {
             let cg = b.coarsen(ratio);
@@ -260,7 +337,7 @@ fn patch_items(
             })?;
             out.interp.push((
                 InterpItem {
-                    dst: new_places[i].at(rel(&b.lo, &gb.lo)),
+                    dst: unset,
                     src: scratch,
                     flags: 0,
                     lo: [b.lo.x, b.lo.y, b.lo.z],
@@ -270,6 +347,10 @@ fn patch_items(
                     fn_: [cg.size().x as u32, cg.size().y as u32],
                     ratio: ratio as u32,
                     thin: u32::from(is_thin(b)),
+                },
+                NewPlace {
+                    patch: i,
+                    d: rel(&b.lo, &gb.lo),
                 },
                 flags,
             ));
