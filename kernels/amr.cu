@@ -260,6 +260,25 @@ __device__ void restrict_cells(const RestrictItem* items, const u64* starts, u32
     split(t - starts[k], it.n, d);
     u64 r = it.ratio;
     T inv = (T)(1.0 / (double)(r * r * r));
+    if (r == 2) {
+        // The common ratio: a component's eight fine values are loaded
+        // together, then summed in the CPU's order (z, y, x).
+        const u64 f = at(it.fine, 2 * d[0], 2 * d[1], 2 * d[2], 0);
+        const u64 o = at(it.coarse, d[0], d[1], d[2], 0);
+        const u64 sy = it.fine.sy, sz = it.fine.sz;
+        const u64 off[8] = {0, 1, sy, sy + 1, sz, sz + 1, sz + sy, sz + sy + 1};
+        for (u32 c = 0; c < ncomp; ++c) {
+            const T* src = store + f + it.fine.sc * c;
+            T v[8];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) v[k] = src[off[k]];
+            T a = (T)0;
+#pragma unroll
+            for (int k = 0; k < 8; ++k) a = a + v[k];
+            store[o + it.coarse.sc * c] = a * inv;
+        }
+        return;
+    }
     for (u32 c = 0; c < ncomp; ++c) {
         T a = (T)0;
         for (u64 dz = 0; dz < r; ++dz)
@@ -287,6 +306,29 @@ __device__ void reflux_cells(const RefluxItem* items, const u64* starts, u32 nit
     u64 f0[3] = {d[0] * r, d[1] * r, d[2] * r};
     f0[it.axis] = 0;
     const u64* cs = coarse + 2 * (it.coarse + local);
+    if (r == 2) {
+        // The common ratio: the four fine faces of a component are loaded
+        // together, then subtracted in the CPU's order (z, y, x).
+        const u64 f = at(it.fine, f0[0], f0[1], f0[2], 0);
+        const u64 s_in = it.axis == 0 ? it.fine.sy : 1;
+        const u64 s_out = it.axis == 2 ? it.fine.sy : it.fine.sz;
+        const u64 off[4] = {0, s_in, s_out, s_out + s_in};
+        const u64 c0 = cs[0], c1 = cs[1];
+        const u64 o = at(it.dst, d[0], d[1], d[2], 0);
+        for (u32 c = 0; c < ncomp; ++c) {
+            const T* src = flux + f + it.fine.sc * c;
+            T v[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) v[k] = src[off[k]];
+            double acc = 0.0;
+            acc += 1.0 * (double)flux[c0 + c * c1];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) acc -= scale * (double)v[k];
+            const u64 i = o + it.dst.sc * c;
+            store[i] = (T)((double)store[i] + it.factor * acc);
+        }
+        return;
+    }
     for (u32 c = 0; c < ncomp; ++c) {
         double acc = 0.0;
         acc += 1.0 * (double)flux[cs[0] + c * cs[1]];
