@@ -101,6 +101,7 @@ impl Hierarchy {
         (layout, items, patches): (&BatchLayout, &StepItems, usize),
         staging: Option<&mut Option<PinnedBuffer<u8>>>,
     ) -> Result<Self, CudaError> {
+        let t0 = Instant::now();
         let fill = &items.fill;
         let load_items: Vec<CopyItem> = items.interiors.iter().map(CopyItem::reversed).collect();
         let bins = layout.bins();
@@ -138,14 +139,16 @@ impl Hierarchy {
                 .into_iter()
                 .map(|list| a.phase_owned(list, |i| i.n))
                 .collect();
-            let coarse = a.words(r.coarse.iter().flat_map(|c| [c[0], c[1]]).collect());
+            let coarse = a.array(&r.coarse);
             let restrict = a.phase(&l.restrict, |i| i.n);
             levels.push((reflux, coarse, restrict));
         }
         let load = a.phase(&load_items, |c| c.n);
         let store = a.phase(&items.interiors, |c| c.n);
         let rates = a.phase(&rate_items, |r| r.n);
+        let t_pieces = t0.elapsed().as_secs_f64();
         let arena = a.upload(ctx, s0, staging)?;
+        let t_upload = t0.elapsed().as_secs_f64() - t_pieces;
         let scratch_bytes = usize::try_from(fill.scratch_len)
             .ok()
             .and_then(|n| n.checked_mul(value_size))
@@ -153,6 +156,10 @@ impl Hierarchy {
         let scratch = DeviceBuffer::new(ctx, scratch_bytes)?;
         let rate_out = DeviceBuffer::new(ctx, 2)?;
         let mark = || timing_event(ctx);
+        log::trace!(
+            "hierarchy items built: pieces {t_pieces:.4} s, arena {t_upload:.4} s, scratch {:.4} s",
+            t0.elapsed().as_secs_f64() - t_pieces - t_upload
+        );
         let [bx, by, bz] = [0, 1, 2].map(|k| arena.phase(boundary[k]));
         Ok(Self {
             kernels,

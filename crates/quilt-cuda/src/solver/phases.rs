@@ -58,7 +58,6 @@ pub(super) struct PhaseId(usize);
 enum Piece<'a> {
     Borrowed(&'a [u8]),
     Bytes(Vec<u8>),
-    Words(Vec<u64>),
 }
 
 impl Piece<'_> {
@@ -66,7 +65,6 @@ impl Piece<'_> {
         match self {
             Self::Borrowed(b) => b,
             Self::Bytes(b) => b,
-            Self::Words(w) => bytemuck::cast_slice(w),
         }
     }
 }
@@ -98,12 +96,6 @@ impl<'a> PhaseArena<'a> {
     pub fn array<I: bytemuck::Pod>(&mut self, values: &'a [I]) -> ArrayId {
         let piece = Piece::Borrowed(bytemuck::cast_slice(values));
         self.entries.push(Entry::Array(piece));
-        ArrayId(self.entries.len() - 1)
-    }
-
-    /// Places `words`.
-    pub fn words(&mut self, words: Vec<u64>) -> ArrayId {
-        self.entries.push(Entry::Array(Piece::Words(words)));
         ArrayId(self.entries.len() - 1)
     }
 
@@ -443,11 +435,12 @@ mod tests {
         let a_vals: Vec<u32> = (0..1000).collect();
         let items: Vec<[u32; 3]> = vec![[2, 3, 4], [0, 5, 5], [300, 1, 1]];
         let empty: Vec<u64> = Vec::new();
+        let pairs: Vec<[u64; 2]> = vec![[7, 8], [9, 10]];
         let mut a = PhaseArena::default();
         let id_a = a.array(&a_vals);
         let id_e = a.array(&empty);
         let id_p = a.phase(&items, |e| *e);
-        let id_w = a.words(vec![7, 8, 9]);
+        let id_w = a.array(&pairs);
         let laid = a.lay_out().unwrap();
         let mut out = vec![0u8; laid.len];
         laid.gather(&mut out);
@@ -478,7 +471,7 @@ mod tests {
         let starts = words(p.starts, 4);
         assert_eq!(starts, [0, 24, 24, 324]);
         assert_eq!(words(p.starts + 32, 3), block_firsts(&starts, ITEM_BLOCK));
-        assert_eq!(words(at_w, 3), [7, 8, 9]);
+        assert_eq!(words(at_w, 4), [7, 8, 9, 10]);
     }
 
     /// An item beyond the kernels' 32-bit cell index is refused.
