@@ -1010,7 +1010,7 @@ struct PairCells {
 };
 
 // ------------------------------------------------------- pass tables ----
-// One pass table of a large layout (quilt_cuda::plan::TableArgs), made on
+// One pass table of a large layout (quilt_cuda::params::TableArgs), made on
 // the device from the first item of every patch position (`pstart`, n + 1
 // entries, made by the host): one thread per item writes what the host's
 // statement (plan::HostPlan::table) writes there. kind: 0 one column per

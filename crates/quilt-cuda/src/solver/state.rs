@@ -381,12 +381,12 @@ impl<T: GpuReal> LayoutState<T> {
             }
         }
         // A resident hierarchy's layout has tables of millions of columns:
-        // they are made side by side, then uploaded. A batch's are small,
-        // and are made on the one thread that stages it (a thread of the
+        // with the table kernel the host makes only their starts, side by
+        // side, and the device the items (tens of megabytes neither built
+        // on the host nor copied over the bus); without it the tables are
+        // made side by side, then uploaded. A batch's are small, and are
+        // made on the one thread that stages it (a thread of the
         // preparing pool, which should not wait on work it might steal).
-        // With the table kernel, a large layout's tables are made on the
-        // device from their starts: tens of megabytes neither built on
-        // the host nor copied over the bus.
         let on_device = n >= PARALLEL_PLAN && table_kernel.is_some();
         let table = |(geom, kind): &(PassGeom, TableKind)| {
             if on_device {
