@@ -657,6 +657,11 @@ fn flat_transfer_moves_data_as_transfer_does_bitwise() {
         crate::flat::FlatTransfer::new(h1, &places[1..], h1, &places, NCOMP, Limiter::MinMod)
             .is_err()
     );
+    // Pieces made before the new store is laid out refuse places of
+    // another patch count.
+    let pieces = crate::flat::TransferPieces::new(h1, &places, h1, NCOMP, Limiter::MinMod).unwrap();
+    let err = pieces.place(&places[1..]).unwrap_err();
+    assert!(err.to_string().contains("placements"), "{err}");
 }
 
 #[test]
