@@ -1048,9 +1048,8 @@ extern "C" __global__ void __launch_bounds__(256) layout_table(const TableArgs g
         c.ta = (unsigned short)(alo + l % w);
         c.tb = (unsigned short)(blo + l / w);
     } else {
-        const u32 step = g.kind == 2 ? 32u : 0u;
         const u32 len = d.extent[g.axis] - 2 * d.ghost + 2 * g.read_halo;
-        const u32 per = g.kind == 2 ? step : max(QUILT_ROW_SLOTS / (len + (len & 1)), 1u);
+        const u32 per = g.kind == 2 ? 32u : max(QUILT_ROW_SLOTS / (len + (len & 1)), 1u);
         const u32 first = l * per;
         const u32 rows = (ahi - alo) * (bhi - blo);
         c.ta = (unsigned short)first;

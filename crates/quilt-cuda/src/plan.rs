@@ -365,7 +365,7 @@ impl HostPlan {
                     }
                 }
                 TableKind::Flat => {
-                    items.extend((0..s.cols()).step_by(SEGMENT as usize).map(|l| ColItem {
+                    items.extend((0..s.cols()).step_by(s.per as usize).map(|l| ColItem {
                         patch: p,
                         ta: l as u16,
                         tb: 0,
@@ -392,7 +392,7 @@ impl HostPlan {
         let mut total = 0usize;
         pstart.push(0u32);
         for &p in &self.order {
-            total += TableSpan::of(&self.descs[p as usize], geom, kind).items(kind) as usize;
+            total += TableSpan::of(&self.descs[p as usize], geom, kind).items() as usize;
             pstart.push(item_count(total)?);
         }
         Ok(pstart)
@@ -400,15 +400,15 @@ impl HostPlan {
 }
 
 /// A table's item count as the kernels' 32-bit index.
-fn item_count(n: usize) -> Result<u32, CudaError> {
+pub(crate) fn item_count(n: usize) -> Result<u32, CudaError> {
     u32::try_from(n)
         .map_err(|_| CudaError::Unsupported("more than 2^32 columns in one pass".into()))
 }
 
 /// The transverse columns `[alo, ahi) x [blo, bhi)` one pass covers in a
-/// patch (patch-local, ghosts included), and the rows of one item of a
-/// [`TableKind::Rows`] table: what `layout_table` in `kernels/common.cuh`
-/// computes for each item.
+/// patch (patch-local, ghosts included), and how many of them one item of
+/// the table holds (one, a row group, a segment): what `layout_table` in
+/// `kernels/common.cuh` computes for each item.
 struct TableSpan {
     alo: u32,
     ahi: u32,
@@ -423,8 +423,9 @@ impl TableSpan {
         let lo = |x: usize| d.ghost - geom.t_halo[x];
         let hi = |x: usize| d.extent[x] - d.ghost + geom.t_halo[x];
         let per = match kind {
+            TableKind::Columns => 1,
             TableKind::Rows => rows_per_group(d.interior()[geom.axis] + 2 * geom.read_halo),
-            _ => 1,
+            TableKind::Flat => SEGMENT,
         };
         Self {
             alo: lo(a),
@@ -439,13 +440,9 @@ impl TableSpan {
         (self.ahi - self.alo) * (self.bhi - self.blo)
     }
 
-    /// Items of this patch in a table of `kind`.
-    fn items(&self, kind: TableKind) -> u32 {
-        match kind {
-            TableKind::Columns => self.cols(),
-            TableKind::Flat => self.cols().div_ceil(SEGMENT),
-            TableKind::Rows => self.cols().div_ceil(self.per),
-        }
+    /// Items of this patch in its table.
+    fn items(&self) -> u32 {
+        self.cols().div_ceil(self.per)
     }
 }
 

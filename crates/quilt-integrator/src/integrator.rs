@@ -2166,7 +2166,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             self.deck.amr.max_levels,
         )
         .map_err(IntegratorError::mesh("resident tagging"))?;
-        let t_items = t0.elapsed().as_secs_f64();
+        let t_tag_items = t0.elapsed().as_secs_f64();
         let mut bits = std::mem::take(&mut self.tag_bits);
         bits.clear();
         bits.resize(flat.words as usize, 0);
@@ -2175,7 +2175,7 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
             .resident()
             .ok_or_else(|| no_resident_mode(&name))?;
         let tagged = ex.tag(&flat, &mut bits);
-        let t_backend = t0.elapsed().as_secs_f64() - t_items;
+        let t_backend = t0.elapsed().as_secs_f64() - t_tag_items;
         let tags = tagged
             .map_err(|source| backend_error(step, &name, source))
             .and_then(|()| {
@@ -2186,8 +2186,8 @@ impl<T: Real, B: SolveBackend<T>> Integrator<T, B> {
         let tags = tags?;
         let t_tag = t0.elapsed().as_secs_f64();
         log::debug!(
-            "resident tagging: items {t_items:.3} s, fill and tags in the backend {t_backend:.3} s, tag boxes {:.3} s",
-            t_tag - t_items - t_backend
+            "resident tagging: items {t_tag_items:.3} s, fill and tags in the backend {t_backend:.3} s, tag boxes {:.3} s",
+            t_tag - t_tag_items - t_backend
         );
         let new_h = self.cluster(&tags)?;
         let t_cluster = t0.elapsed().as_secs_f64() - t_tag;

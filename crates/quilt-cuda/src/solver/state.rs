@@ -17,7 +17,7 @@ use crate::params::{
 };
 use crate::plan::{
     Chunking, HostPlan, HostTable, PARALLEL_PLAN, PassGeom, PassSpec, TableKind, TablePtrs,
-    pass_infos, step_passes,
+    item_count, pass_infos, step_passes,
 };
 use crate::real::GpuReal;
 use crate::solver::spare::SpareBuffers;
@@ -258,14 +258,13 @@ fn make_table(
     if total == 0 {
         return Ok(());
     }
-    let too_many = || CudaError::Unsupported("more than 2^32 columns in one pass".into());
     let args = TableArgs {
         descs: descs.at(0),
         order: order.at(0),
         pstart: pstart.at(0),
         items: items.at(0),
-        n: u32::try_from(order.len()).map_err(|_| too_many())?,
-        total: u32::try_from(total).map_err(|_| too_many())?,
+        n: item_count(order.len())?,
+        total: item_count(total)?,
         kind: match kind {
             TableKind::Columns => 0,
             TableKind::Rows => 1,
