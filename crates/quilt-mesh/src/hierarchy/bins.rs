@@ -5,15 +5,17 @@
 //! if done pairwise; with bins at least as large as the largest box, each
 //! box touches at most 8 bins and a query looks at a handful of candidates.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
-use crate::index::{IndexBox, IntVect, coarsen_vect};
+use crate::index::{IndexBox, coarsen_vect};
 
 /// Boxes of one level, bucketed by a uniform grid of `bin`-cell cubes.
 #[derive(Debug, Clone)]
 pub struct BoxBins {
     bin: i32,
-    bins: HashMap<IntVect, Vec<usize>>,
+    /// Entries by bin. The keys are looked up for every box of every
+    /// query: a hash of three integers, not a keyed one.
+    bins: FxHashMap<[i32; 3], Vec<usize>>,
     boxes: Vec<IndexBox>,
 }
 
@@ -23,7 +25,7 @@ impl BoxBins {
     pub fn new(bin: i32) -> Self {
         Self {
             bin: bin.max(1),
-            bins: HashMap::new(),
+            bins: FxHashMap::default(),
             boxes: Vec::new(),
         }
     }
@@ -48,7 +50,7 @@ impl BoxBins {
             for k in r.lo.z..=r.hi.z {
                 for j in r.lo.y..=r.hi.y {
                     for i in r.lo.x..=r.hi.x {
-                        self.bins.entry(IntVect::new(i, j, k)).or_default().push(n);
+                        self.bins.entry([i, j, k]).or_default().push(n);
                     }
                 }
             }
@@ -90,7 +92,7 @@ impl BoxBins {
             for k in lo.z..=hi.z {
                 for j in lo.y..=hi.y {
                     for i in lo.x..=hi.x {
-                        if let Some(v) = self.bins.get(&IntVect::new(i, j, k)) {
+                        if let Some(v) = self.bins.get(&[i, j, k]) {
                             out.extend(v.iter().copied().filter(|&n| self.boxes[n].intersects(q)));
                         }
                     }
@@ -120,7 +122,7 @@ impl BoxBins {
                 for i in lo.x..=hi.x {
                     let hit = self
                         .bins
-                        .get(&IntVect::new(i, j, k))
+                        .get(&[i, j, k])
                         .is_some_and(|v| v.iter().any(|&n| self.boxes[n].intersects(q)));
                     if hit {
                         return true;

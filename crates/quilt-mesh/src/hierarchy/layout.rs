@@ -1,6 +1,6 @@
 //! The hierarchy layout: geometry, ghost width, levels of patches.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::ops::Range;
 
 use super::bins::BoxBins;
@@ -28,7 +28,7 @@ pub struct Hierarchy {
     pub(crate) levels: Vec<LevelGeometry>,
     pub(crate) level_starts: Vec<usize>,
     pub(crate) patches: Vec<Patch>,
-    pub(crate) ids: HashMap<PatchId, usize>,
+    pub(crate) ids: FxHashMap<PatchId, usize>,
     pub(crate) bins: Vec<BoxBins>,
 }
 

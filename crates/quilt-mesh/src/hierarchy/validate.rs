@@ -1,6 +1,6 @@
 //! Validation of a hierarchy layout, patch by patch, level by level.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use rayon::prelude::*;
 
@@ -16,7 +16,7 @@ use crate::index::{BoxList, IndexBox};
 pub(crate) struct Validated {
     pub level_starts: Vec<usize>,
     pub patches: Vec<Patch>,
-    pub ids: HashMap<PatchId, usize>,
+    pub ids: FxHashMap<PatchId, usize>,
     pub bins: Vec<BoxBins>,
 }
 
@@ -63,7 +63,7 @@ pub(crate) fn validate(
     let mut out = Validated {
         level_starts: vec![0],
         patches: Vec::with_capacity(levels.iter().map(Vec::len).sum()),
-        ids: HashMap::new(),
+        ids: FxHashMap::default(),
         bins: Vec::with_capacity(levels.len()),
     };
     for (l, specs) in levels.iter().enumerate() {
@@ -220,7 +220,7 @@ fn resolve_parent(
     coarse: &BoxBins,
     coarse_start: usize,
     patches: &[Patch],
-    ids: &HashMap<PatchId, usize>,
+    ids: &FxHashMap<PatchId, usize>,
 ) -> Result<usize, MeshError> {
     let level = lg.level;
     let under = s.interior.coarsen(lg.ratio);
