@@ -58,7 +58,7 @@
 use rayon::prelude::*;
 
 use crate::error::MeshError;
-use crate::flat::{FlatReflux, RefluxItem, Strided, rel};
+use crate::flat::{FlatReflux, RefluxItem, Strided, rel, split_at_bounds};
 use crate::geometry::LevelGeometry;
 use crate::hierarchy::{Hierarchy, HierarchyData, Patch};
 use crate::index::{IndexBox, IntVect, Side, coarsen_vect, iv};
@@ -766,18 +766,6 @@ impl FluxRegister {
     }
 }
 
-/// `v` cut at `bounds` (ascending, the last `v.len()`): part `n` is
-/// `bounds[n]..bounds[n + 1]`.
-fn split_at_bounds<'a, X>(mut v: &'a mut [X], bounds: &[usize]) -> Vec<&'a mut [X]> {
-    let mut parts = Vec::with_capacity(bounds.len().saturating_sub(1));
-    for w in bounds.windows(2) {
-        let (part, rest) = std::mem::take(&mut v).split_at_mut(w[1] - w[0]);
-        parts.push(part);
-        v = rest;
-    }
-    parts
-}
-
 /// Blocks `blocks` of a register, whose values start at register offset
 /// `base` in the accumulator slice at hand.
 struct Share {
@@ -889,9 +877,12 @@ impl FluxRegister {
     /// A builder of the register's flat form.
     pub fn flat(&self) -> FlatRegister<'_> {
         let n = self.num_faces();
+        // Megabytes on the finest levels: set on every core.
+        let mut coarse = Vec::with_capacity(n);
+        coarse.par_extend(rayon::iter::repeat_n([u64::MAX; 2], n));
         FlatRegister {
             reg: self,
-            coarse: vec![[u64::MAX; 2]; n],
+            coarse,
             hits: vec![0; n],
         }
     }
@@ -1058,20 +1049,35 @@ impl FlatRegister<'_> {
                 Ok(out)
             })
             .collect();
+        let parts = per_patch.into_iter().collect::<Result<Vec<_>, _>>()?;
+        // Joined in coarse patch order, each part copied to its place side
+        // by side.
+        let mut bounds = [vec![0usize], vec![0usize]];
+        for part in &parts {
+            bounds[0].push(bounds[0].last().unwrap_or(&0) + part.items.len());
+            bounds[1].push(bounds[1].last().unwrap_or(&0) + part.coarse.len());
+        }
         let mut out = FlatReflux {
             ncomp: reg.ncomp as u32,
-            ..Default::default()
+            items: bytemuck::zeroed_vec(*bounds[0].last().unwrap_or(&0)),
+            coarse: bytemuck::zeroed_vec(*bounds[1].last().unwrap_or(&0)),
+            passes: parts.iter().map(|p| p.passes).max().unwrap_or(0),
         };
-        for part in per_patch {
-            let part = part?;
-            let at = out.coarse.len() as u64;
-            out.items.extend(part.items.into_iter().map(|mut it| {
-                it.coarse += at;
-                it
-            }));
-            out.coarse.extend(part.coarse);
-            out.passes = out.passes.max(part.passes);
-        }
+        split_at_bounds(&mut out.items, &bounds[0])
+            .into_par_iter()
+            .zip(split_at_bounds(&mut out.coarse, &bounds[1]))
+            .zip(&parts)
+            .enumerate()
+            .for_each(|(k, ((items, coarse), part))| {
+                let at = bounds[1][k] as u64;
+                for (to, it) in items.iter_mut().zip(&part.items) {
+                    *to = RefluxItem {
+                        coarse: it.coarse + at,
+                        ..*it
+                    };
+                }
+                coarse.copy_from_slice(&part.coarse);
+            });
         Ok(out)
     }
 }

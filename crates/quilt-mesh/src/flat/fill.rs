@@ -23,7 +23,9 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{CopyItem, Strided, ext, last_index, rel};
+use rayon::prelude::*;
+
+use super::{CopyItem, Strided, ext, last_index, rel, split_at_bounds};
 use crate::error::MeshError;
 use crate::fill::boundary::PhysicalSlab;
 use crate::fill::{GhostFill, PhysicalBc};
@@ -147,65 +149,107 @@ impl FlatFill {
                 )
             })?;
         let bc = fill.boundary_conditions();
+        let patches = plan.patches();
+        // Every patch's items depend on its plan alone, given where its
+        // part of each list (and of the scratch) starts: the parts are
+        // counted, then written side by side in patch order.
+        let sizes: Vec<[usize; 4]> = patches
+            .par_iter()
+            .map(|p| {
+                if p.interp.is_empty() {
+                    return [p.copies.len(), 0, 0, 0];
+                }
+                [
+                    p.copies.len() + p.gather.len(),
+                    p.interp.len(),
+                    p.interp.iter().map(|g| g.flags.len()).sum(),
+                    p.coarse_box.num_cells() as usize * nc as usize,
+                ]
+            })
+            .collect();
+        let mut bounds: [Vec<usize>; 4] = std::array::from_fn(|_| vec![0; patches.len() + 1]);
+        for (i, s) in sizes.iter().enumerate() {
+            for (b, &n) in bounds.iter_mut().zip(s) {
+                b[i + 1] = b[i] + n;
+            }
+        }
+        let total = |k: usize| bounds[k][patches.len()];
         let mut out = FlatFill {
             ncomp: nc,
             limiter: fill.limiter(),
+            copies: bytemuck::zeroed_vec(total(0)),
+            interp: bytemuck::zeroed_vec(total(1)),
+            flags: vec![0; total(2)],
+            scratch_len: total(3) as u64,
             ..Default::default()
         };
-        let mut store_len = 0u64;
-        for (i, p) in plan.patches().iter().enumerate() {
-            let place = places[i];
-            let gb = p.ghost_box;
-            store_len = store_len.max(last_index(&place, ext(&gb), nc) + 1);
-            for o in &p.copies {
-                let src_gb = plan.patches()[o.source].ghost_box;
-                out.copies.push(CopyItem {
-                    src: places[o.source].at(rel(&(o.region.lo - o.shift), &src_gb.lo)),
-                    dst: place.at(rel(&o.region.lo, &gb.lo)),
-                    n: ext(&o.region),
-                    route: CopyItem::IN_STORE,
+        let store_len = split_at_bounds(&mut out.copies, &bounds[0])
+            .into_par_iter()
+            .zip(split_at_bounds(&mut out.interp, &bounds[1]))
+            .zip(split_at_bounds(&mut out.flags, &bounds[2]))
+            .enumerate()
+            .map(|(i, ((copies, interp), flags))| {
+                let p = &patches[i];
+                let place = places[i];
+                let gb = p.ghost_box;
+                let tags = p
+                    .copies
+                    .iter()
+                    .map(|o| (o, place, gb.lo, CopyItem::IN_STORE));
+                // A patch with interpolated ghost cells gathers its coarse
+                // region into its part of the scratch.
+                let gathers = (!p.interp.is_empty()).then(|| {
+                    let cb = p.coarse_box;
+                    let cn = cb.size();
+                    let scratch = Strided {
+                        base: bounds[3][i] as u64,
+                        sy: cn.x as u64,
+                        sz: cn.x as u64 * cn.y as u64,
+                        sc: cb.num_cells() as u64,
+                    };
+                    (cb, scratch)
                 });
-            }
-            if p.interp.is_empty() {
-                continue;
-            }
-            let cb = p.coarse_box;
-            let cn = cb.size();
-            let len = cb.num_cells() as u64;
-            let scratch = Strided {
-                base: out.scratch_len,
-                sy: cn.x as u64,
-                sz: cn.x as u64 * cn.y as u64,
-                sc: len,
-            };
-            out.scratch_len += len * u64::from(nc);
-            for o in &p.gather {
-                let src_gb = plan.patches()[o.source].ghost_box;
-                out.copies.push(CopyItem {
-                    src: places[o.source].at(rel(&(o.region.lo - o.shift), &src_gb.lo)),
-                    dst: scratch.at(rel(&o.region.lo, &cb.lo)),
-                    n: ext(&o.region),
-                    route: CopyItem::TO_SCRATCH,
+                let gathered = gathers.iter().flat_map(|&(cb, scratch)| {
+                    p.gather
+                        .iter()
+                        .map(move |o| (o, scratch, cb.lo, CopyItem::TO_SCRATCH))
                 });
-            }
-            for g in &p.interp {
-                let at = out.flags.len() as u64;
-                out.flags.extend_from_slice(&g.flags);
-                out.interp.push(InterpItem {
-                    dst: place.at(rel(&g.fine.lo, &gb.lo)),
-                    src: scratch,
-                    flags: at,
-                    lo: [g.fine.lo.x, g.fine.lo.y, g.fine.lo.z],
-                    n: ext(&g.fine),
-                    clo: [cb.lo.x, cb.lo.y, cb.lo.z],
-                    flo: [g.coarse.lo.x, g.coarse.lo.y, g.coarse.lo.z],
-                    fn_: [g.coarse.size().x as u32, g.coarse.size().y as u32],
-                    ratio: p.ratio as u32,
-                    thin: u32::from(crate::interp::is_thin(&g.fine)),
-                });
-            }
-        }
-        for (i, p) in plan.patches().iter().enumerate() {
+                for (slot, (o, to, lo, route)) in copies.iter_mut().zip(tags.chain(gathered)) {
+                    let src_gb = patches[o.source].ghost_box;
+                    *slot = CopyItem {
+                        src: places[o.source].at(rel(&(o.region.lo - o.shift), &src_gb.lo)),
+                        dst: to.at(rel(&o.region.lo, &lo)),
+                        n: ext(&o.region),
+                        route,
+                    };
+                }
+                if let Some((cb, scratch)) = gathers {
+                    let mut at = bounds[2][i];
+                    let mut flags = &mut flags[..];
+                    for (slot, g) in interp.iter_mut().zip(&p.interp) {
+                        let (mine, rest) = std::mem::take(&mut flags).split_at_mut(g.flags.len());
+                        mine.copy_from_slice(&g.flags);
+                        flags = rest;
+                        *slot = InterpItem {
+                            dst: place.at(rel(&g.fine.lo, &gb.lo)),
+                            src: scratch,
+                            flags: at as u64,
+                            lo: [g.fine.lo.x, g.fine.lo.y, g.fine.lo.z],
+                            n: ext(&g.fine),
+                            clo: [cb.lo.x, cb.lo.y, cb.lo.z],
+                            flo: [g.coarse.lo.x, g.coarse.lo.y, g.coarse.lo.z],
+                            fn_: [g.coarse.size().x as u32, g.coarse.size().y as u32],
+                            ratio: p.ratio as u32,
+                            thin: u32::from(crate::interp::is_thin(&g.fine)),
+                        };
+                        at += g.flags.len();
+                    }
+                }
+                last_index(&place, ext(&gb), nc) + 1
+            })
+            .max()
+            .unwrap_or(0);
+        for (i, p) in patches.iter().enumerate() {
             for s in &p.physical {
                 out.boundary[s.axis].push(boundary_item(bc, s, &places[i], &p.ghost_box, p)?);
             }

@@ -128,6 +128,18 @@ impl CopyItem {
     }
 }
 
+/// `v` cut at `bounds` (ascending, the last `v.len()`): part `n` is
+/// `bounds[n]..bounds[n + 1]`.
+pub(crate) fn split_at_bounds<'a, X>(mut v: &'a mut [X], bounds: &[usize]) -> Vec<&'a mut [X]> {
+    let mut parts = Vec::with_capacity(bounds.len().saturating_sub(1));
+    for w in bounds.windows(2) {
+        let (part, rest) = std::mem::take(&mut v).split_at_mut(w[1] - w[0]);
+        parts.push(part);
+        v = rest;
+    }
+    parts
+}
+
 /// The error for placements that are not one per patch of a hierarchy.
 pub(crate) fn check_places(places: usize, patches: usize) -> Result<(), MeshError> {
     if places == patches {

@@ -64,6 +64,10 @@ impl DisjointUnion {
             })
             .collect();
         for (b, mut rest) in boxes.iter().zip(rests) {
+            if rest.is_empty() {
+                // Inside what was there: nothing to add, nothing to query.
+                continue;
+            }
             self.out.query_into(b, &mut self.near);
             let added = self.near.partition_point(|&n| n < first_new);
             rest.subtract_all(self.near[added..].iter().map(|&n| &self.out.boxes()[n]));

@@ -1,6 +1,7 @@
 //! [`BatchLayout`]: bins, the descriptor table and its validation.
 
-use std::collections::HashSet;
+use rayon::prelude::*;
+use rustc_hash::FxHashSet;
 
 use super::desc::{PatchDesc, PatchShape};
 use super::flux::flux_len;
@@ -130,7 +131,7 @@ impl BatchLayout {
         if !addressable {
             return Err(too_large);
         }
-        let mut ids = HashSet::with_capacity(descs.len());
+        let mut ids = FxHashSet::with_capacity_and_hasher(descs.len(), Default::default());
         let mut offset = 0u64;
         for d in &mut descs {
             check_desc(d, bin_edge, nbins)?;
@@ -386,7 +387,11 @@ fn check_desc(d: &PatchDesc, bin_edge: u32, nbins: u32) -> Result<(), LayoutErro
 
 fn check_overlaps(descs: &[PatchDesc]) -> Result<(), LayoutError> {
     let mut by_bin: Vec<usize> = (0..descs.len()).collect();
-    by_bin.sort_by_key(|&i| (descs[i].bin, descs[i].offset[0]));
+    by_bin.par_sort_unstable_by_key(|&i| (descs[i].bin, descs[i].offset[0], i));
+    // Bins are checked side by side (a layout of a large hierarchy has
+    // hundreds, some holding hundreds of probes); the first overlap in
+    // bin order is reported.
+    let mut groups = Vec::new();
     let mut start = 0;
     while start < by_bin.len() {
         let bin = descs[by_bin[start]].bin;
@@ -394,31 +399,44 @@ fn check_overlaps(descs: &[PatchDesc]) -> Result<(), LayoutError> {
             .iter()
             .position(|&i| descs[i].bin != bin)
             .map_or(by_bin.len(), |n| start + n);
-        let group = &by_bin[start..end];
-        for (n, &i) in group.iter().enumerate() {
-            let a = &descs[i];
-            for &j in &group[n + 1..] {
-                let b = &descs[j];
-                // Sorted by x offset: no later patch can reach back into `a`.
-                if b.offset[0] >= a.offset[0] + a.extent[0] {
-                    break;
-                }
-                let overlaps = (0..3).all(|ax| {
-                    a.offset[ax] < b.offset[ax] + b.extent[ax]
-                        && b.offset[ax] < a.offset[ax] + a.extent[ax]
+        groups.push(&by_bin[start..end]);
+        start = end;
+    }
+    match groups
+        .par_iter()
+        .map(|group| check_bin(descs, group))
+        .find_first(Result::is_err)
+    {
+        Some(e) => e,
+        None => Ok(()),
+    }
+}
+
+/// The first overlap among `group`, the patches of one bin sorted by `x`
+/// offset.
+fn check_bin(descs: &[PatchDesc], group: &[usize]) -> Result<(), LayoutError> {
+    for (n, &i) in group.iter().enumerate() {
+        let a = &descs[i];
+        for &j in &group[n + 1..] {
+            let b = &descs[j];
+            // Sorted by x offset: no later patch can reach back into `a`.
+            if b.offset[0] >= a.offset[0] + a.extent[0] {
+                break;
+            }
+            let overlaps = (0..3).all(|ax| {
+                a.offset[ax] < b.offset[ax] + b.extent[ax]
+                    && b.offset[ax] < a.offset[ax] + a.extent[ax]
+            });
+            if overlaps {
+                let (x, y) = if i < j { (a, b) } else { (b, a) };
+                return Err(LayoutError::Overlap {
+                    a: x.id,
+                    b: y.id,
+                    bin: a.bin,
+                    cell: [0, 1, 2].map(|ax| a.offset[ax].max(b.offset[ax])),
                 });
-                if overlaps {
-                    let (x, y) = if i < j { (a, b) } else { (b, a) };
-                    return Err(LayoutError::Overlap {
-                        a: x.id,
-                        b: y.id,
-                        bin,
-                        cell: [0, 1, 2].map(|ax| a.offset[ax].max(b.offset[ax])),
-                    });
-                }
             }
         }
-        start = end;
     }
     Ok(())
 }
