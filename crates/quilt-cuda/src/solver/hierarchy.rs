@@ -655,7 +655,9 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
         for l in &transfer.levels {
             levels.push((a.phase(&l.gathers, |c| c.n), a.phase(&l.interp, |i| i.n)));
         }
-        let arena = a.upload(&ctx, &s0, None)?;
+        // Through page-locked memory: the pageable copy of these items
+        // took most of a move.
+        let arena = a.upload(&ctx, &s0, Some(&mut self.transfer_staging))?;
         let scratch = DeviceBuffer::<T>::new(&ctx, (transfer.scratch_len as usize).max(1))?;
         let (data, flags) = (st.d_data.at(0), arena.at(flags));
         let limiter = quilt_mesh::flat::limiter_code(transfer.limiter);

@@ -400,6 +400,9 @@ pub struct CudaSolver<T: GpuReal, E: CudaEos = IdealGas> {
     item_stager: Option<Arc<hierarchy::ItemStager>>,
     /// Items the stager built for the next load or regrid.
     staged_items: Option<hierarchy::Hierarchy>,
+    /// Page-locked memory the items of a regrid's move are gathered into
+    /// (kept for the next regrid; each move waits for its copy to pass).
+    transfer_staging: Option<crate::buffer::PinnedBuffer<u8>>,
     /// The compact interiors of hierarchy loads and stores.
     hierarchy_io: Option<crate::buffer::DeviceBuffer<T>>,
     /// Host memory page-locked for this solver's context, once asked for
@@ -490,6 +493,7 @@ impl<T: GpuReal, E: CudaEos> CudaSolver<T, E> {
             amr: None,
             item_stager: None,
             staged_items: None,
+            transfer_staging: None,
             hierarchy_io: None,
             registry: OnceLock::new(),
             ext_table: None,

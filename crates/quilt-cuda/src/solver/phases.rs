@@ -169,7 +169,7 @@ impl<'a> PhaseArena<'a> {
     /// synchronised), gathered first into `staging` (page-locked memory,
     /// grown as needed and kept for later arenas; it must stay untouched
     /// until the stream passes the copy), or into pageable memory without
-    /// one.
+    /// one or where the system refuses to page-lock more.
     pub fn upload(
         self,
         ctx: &Arc<CudaContext>,
@@ -180,17 +180,19 @@ impl<'a> PhaseArena<'a> {
         let laid = self.lay_out()?;
         let len = laid.len.max(1);
         let buf = DeviceBuffer::<u8>::new(ctx, len)?;
-        match staging {
-            Some(slot) => {
-                let host = match slot.take().and_then(|b| b.reuse(len)) {
-                    Some(b) => b,
-                    None => PinnedBuffer::new(ctx, len.next_multiple_of(1 << 20))?
-                        .reuse(len)
-                        .ok_or_else(|| {
-                            CudaError::Config("page-locked staging smaller than asked".into())
-                        })?,
-                };
-                let host = slot.insert(host);
+        // Page-locked memory the system refuses leaves the copy to
+        // pageable memory: slower, never an error.
+        let pinned = staging.and_then(|slot| {
+            let host = slot.take().and_then(|b| b.reuse(len)).or_else(|| {
+                PinnedBuffer::new(ctx, len.next_multiple_of(1 << 20))
+                    .inspect_err(|e| log::debug!("items staged in pageable memory: {e}"))
+                    .ok()
+                    .and_then(|b| b.reuse(len))
+            })?;
+            Some(slot.insert(host))
+        });
+        match pinned {
+            Some(host) => {
                 laid.gather(host.as_mut_slice());
                 buf.upload(0, host.as_slice(), stream)?;
             }

@@ -18,7 +18,7 @@
 use rayon::prelude::*;
 
 use super::fill::run_interp;
-use super::{CopyItem, InterpItem, Strided, ext, last_index, rel};
+use super::{CopyItem, InterpItem, Strided, ext, last_index, rel, split_at_bounds};
 use crate::error::MeshError;
 use crate::hierarchy::Hierarchy;
 use crate::index::{BoxList, IndexBox};
@@ -131,57 +131,104 @@ impl TransferPieces {
     pub fn place(self, new_places: &[Strided]) -> Result<FlatTransfer, RegridError> {
         super::check_places(new_places.len(), self.per_patch.len())?;
         let nc = self.ncomp;
-        let mut out = FlatTransfer {
-            ncomp: nc,
-            limiter: self.limiter,
-            ..Default::default()
-        };
+        let per = &self.per_patch;
+        let n = per.len();
+        // Where each patch's items go (copies and flags in lists over all
+        // patches; gathers, interpolations and scratch in its level's),
+        // then every patch's part written side by side.
+        let mut copies_at = vec![0; n + 1];
+        let mut flags_at = vec![0; n + 1];
+        for (i, p) in per.iter().enumerate() {
+            copies_at[i + 1] = copies_at[i] + p.copies.len();
+            flags_at[i + 1] = flags_at[i] + p.interp.iter().map(|(_, _, f)| f.len()).sum::<usize>();
+        }
+        let mut scratch_at = vec![0u64; n];
+        let mut scratch_len = 0u64;
+        let mut levels: Vec<(TransferLevel, [Vec<usize>; 2])> = Vec::new();
         for (l, range) in self.levels.iter().enumerate() {
-            let mut level = TransferLevel {
-                level: l,
-                ..Default::default()
-            };
+            let mut at = [vec![0], vec![0]];
             let mut scratch = 0u64;
-            for p in &self.per_patch[range.clone()] {
-                out.copies.extend(p.copies.iter().map(|(c, at)| CopyItem {
-                    dst: at.at(new_places),
-                    ..*c
-                }));
+            for i in range.clone() {
+                let p = &per[i];
+                for (b, len) in at.iter_mut().zip([p.gathers.len(), p.interp.len()]) {
+                    b.push(b[b.len() - 1] + len);
+                }
+                scratch_at[i] = scratch;
+                scratch += p.scratch;
+            }
+            scratch_len = scratch_len.max(scratch * u64::from(nc));
+            let level = TransferLevel {
+                level: l,
+                gathers: bytemuck::zeroed_vec(at[0][at[0].len() - 1]),
+                interp: bytemuck::zeroed_vec(at[1][at[1].len() - 1]),
+            };
+            levels.push((level, at));
+        }
+        let mut copies = bytemuck::zeroed_vec(copies_at[n]);
+        let mut flags = vec![0; flags_at[n]];
+        let mut gather_parts = Vec::with_capacity(n);
+        let mut interp_parts = Vec::with_capacity(n);
+        for (level, at) in &mut levels {
+            gather_parts.extend(split_at_bounds(&mut level.gathers, &at[0]));
+            interp_parts.extend(split_at_bounds(&mut level.interp, &at[1]));
+        }
+        let (old_len, new_len) = split_at_bounds(&mut copies, &copies_at)
+            .into_par_iter()
+            .zip(split_at_bounds(&mut flags, &flags_at))
+            .zip(gather_parts)
+            .zip(interp_parts)
+            .enumerate()
+            .map(|(i, (((copies, flags), gathers), interp))| {
+                let p = &per[i];
                 let shift = |s: Strided| Strided {
-                    base: s.base + scratch * u64::from(nc),
+                    base: s.base + scratch_at[i] * u64::from(nc),
                     ..s
                 };
-                level
-                    .gathers
-                    .extend(p.gathers.iter().map(|(g, from)| CopyItem {
+                let (mut old_len, mut new_len) = (0, 0);
+                for (slot, (c, at)) in copies.iter_mut().zip(&p.copies) {
+                    *slot = CopyItem {
+                        dst: at.at(new_places),
+                        ..*c
+                    };
+                    old_len = old_len.max(last_index(&slot.src, slot.n, nc) + 1);
+                    new_len = new_len.max(last_index(&slot.dst, slot.n, nc) + 1);
+                }
+                for (slot, (g, from)) in gathers.iter_mut().zip(&p.gathers) {
+                    *slot = CopyItem {
                         src: from.at(new_places),
                         dst: shift(g.dst),
                         ..*g
-                    }));
-                for (it, at, flags) in &p.interp {
-                    level.interp.push(InterpItem {
-                        dst: at.at(new_places),
-                        src: shift(it.src),
-                        flags: out.flags.len() as u64,
-                        ..*it
-                    });
-                    out.flags.extend_from_slice(flags);
+                    };
                 }
-                scratch += p.scratch;
-            }
-            out.scratch_len = out.scratch_len.max(scratch * u64::from(nc));
-            if l > 0 {
-                out.levels.push(level);
-            }
-        }
-        for c in &out.copies {
-            out.old_len = out.old_len.max(last_index(&c.src, c.n, nc) + 1);
-            out.new_len = out.new_len.max(last_index(&c.dst, c.n, nc) + 1);
-        }
-        for it in out.levels.iter().flat_map(|l| &l.interp) {
-            out.new_len = out.new_len.max(last_index(&it.dst, it.n, nc) + 1);
-        }
-        Ok(out)
+                let mut at = flags_at[i];
+                let mut rest = &mut flags[..];
+                for (slot, (it, to, f)) in interp.iter_mut().zip(&p.interp) {
+                    let (mine, after) = std::mem::take(&mut rest).split_at_mut(f.len());
+                    mine.copy_from_slice(f);
+                    rest = after;
+                    *slot = InterpItem {
+                        dst: to.at(new_places),
+                        src: shift(it.src),
+                        flags: at as u64,
+                        ..*it
+                    };
+                    new_len = new_len.max(last_index(&slot.dst, slot.n, nc) + 1);
+                    at += f.len();
+                }
+                (old_len, new_len)
+            })
+            .reduce(|| (0, 0), |a, b| (a.0.max(b.0), a.1.max(b.1)));
+        Ok(FlatTransfer {
+            ncomp: nc,
+            limiter: self.limiter,
+            copies,
+            // Level 0 has nothing to gather or interpolate.
+            levels: levels.into_iter().skip(1).map(|(level, _)| level).collect(),
+            flags,
+            scratch_len,
+            old_len,
+            new_len,
+        })
     }
 }
 
