@@ -72,6 +72,31 @@ fn packed_layout_from_quilt_pack_is_valid() {
     assert_eq!(slots.interior_cells(), layout.interior_cells());
 }
 
+/// A layout of thousands of descriptors (checked bin by bin in parallel)
+/// reports the first overlap in bin order, as a small one does.
+#[test]
+fn large_layouts_report_the_first_overlap_in_bin_order() {
+    // 8 patches of 2³ cells (4³ with ghosts) per bin of edge 8.
+    let n = 4200;
+    let shapes: Vec<PatchShape> = (0..n).map(|i| shape(i as u64, [2, 2, 2], 1)).collect();
+    let corner = |k: u32| [4 * (k & 1), 4 * (k >> 1 & 1), 4 * (k >> 2)];
+    let mut places: Vec<(u32, [u32; 3])> = (0..n as u32).map(|i| (i / 8, corner(i % 8))).collect();
+    BatchLayout::packed(8, 5, &shapes, &places).unwrap();
+    // Overlaps in bins 400 and 30, the later one made first.
+    places[400 * 8 + 3].1 = [1, 1, 1];
+    places[30 * 8 + 5].1 = [2, 1, 0];
+    let e = BatchLayout::packed(8, 5, &shapes, &places).unwrap_err();
+    assert_eq!(
+        e,
+        LayoutError::Overlap {
+            a: 30 * 8,
+            b: 30 * 8 + 5,
+            bin: 30,
+            cell: [2, 1, 0]
+        }
+    );
+}
+
 #[test]
 fn inconsistent_descriptors_are_rejected_with_the_patch_named() {
     let a = shape(11, [4, 4, 4], 2);

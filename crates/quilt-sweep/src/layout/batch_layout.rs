@@ -385,12 +385,21 @@ fn check_desc(d: &PatchDesc, bin_edge: u32, nbins: u32) -> Result<(), LayoutErro
     Ok(())
 }
 
+/// Layouts with at least this many descriptors (a resident hierarchy's,
+/// thousands of patches and probes) check their bins side by side. A
+/// batch's layout is assembled on the pipeline's coordinating thread
+/// while prepare tasks hold the thread pool: it stays on that thread.
+const PARALLEL_CHECK: usize = 4096;
+
 fn check_overlaps(descs: &[PatchDesc]) -> Result<(), LayoutError> {
+    let parallel = descs.len() >= PARALLEL_CHECK;
     let mut by_bin: Vec<usize> = (0..descs.len()).collect();
-    by_bin.par_sort_unstable_by_key(|&i| (descs[i].bin, descs[i].offset[0], i));
-    // Bins are checked side by side (a layout of a large hierarchy has
-    // hundreds, some holding hundreds of probes); the first overlap in
-    // bin order is reported.
+    let key = |&i: &usize| (descs[i].bin, descs[i].offset[0], i);
+    if parallel {
+        by_bin.par_sort_unstable_by_key(key);
+    } else {
+        by_bin.sort_unstable_by_key(key);
+    }
     let mut groups = Vec::new();
     let mut start = 0;
     while start < by_bin.len() {
@@ -402,14 +411,19 @@ fn check_overlaps(descs: &[PatchDesc]) -> Result<(), LayoutError> {
         groups.push(&by_bin[start..end]);
         start = end;
     }
-    match groups
-        .par_iter()
-        .map(|group| check_bin(descs, group))
-        .find_first(Result::is_err)
-    {
-        Some(e) => e,
-        None => Ok(()),
-    }
+    // The first overlap in bin order is the one reported either way.
+    let first = if parallel {
+        groups
+            .par_iter()
+            .map(|group| check_bin(descs, group))
+            .find_first(Result::is_err)
+    } else {
+        groups
+            .iter()
+            .map(|group| check_bin(descs, group))
+            .find(Result::is_err)
+    };
+    first.unwrap_or(Ok(()))
 }
 
 /// The first overlap among `group`, the patches of one bin sorted by `x`
