@@ -58,7 +58,7 @@
 use rayon::prelude::*;
 
 use crate::error::MeshError;
-use crate::flat::{FlatReflux, RefluxItem, Strided, rel, split_at_bounds};
+use crate::flat::{FlatReflux, RefluxItem, Strided, bounds, rel, split_at_bounds};
 use crate::geometry::LevelGeometry;
 use crate::hierarchy::{Hierarchy, HierarchyData, Patch};
 use crate::index::{IndexBox, IntVect, Side, coarsen_vect, iv};
@@ -1052,24 +1052,23 @@ impl FlatRegister<'_> {
         let parts = per_patch.into_iter().collect::<Result<Vec<_>, _>>()?;
         // Joined in coarse patch order, each part copied to its place side
         // by side.
-        let mut bounds = [vec![0usize], vec![0usize]];
-        for part in &parts {
-            bounds[0].push(bounds[0].last().unwrap_or(&0) + part.items.len());
-            bounds[1].push(bounds[1].last().unwrap_or(&0) + part.coarse.len());
-        }
+        let starts = [
+            bounds(parts.iter().map(|p| p.items.len())),
+            bounds(parts.iter().map(|p| p.coarse.len())),
+        ];
         let mut out = FlatReflux {
             ncomp: reg.ncomp as u32,
-            items: bytemuck::zeroed_vec(*bounds[0].last().unwrap_or(&0)),
-            coarse: bytemuck::zeroed_vec(*bounds[1].last().unwrap_or(&0)),
+            items: bytemuck::zeroed_vec(starts[0][parts.len()]),
+            coarse: bytemuck::zeroed_vec(starts[1][parts.len()]),
             passes: parts.iter().map(|p| p.passes).max().unwrap_or(0),
         };
-        split_at_bounds(&mut out.items, &bounds[0])
+        split_at_bounds(&mut out.items, &starts[0])
             .into_par_iter()
-            .zip(split_at_bounds(&mut out.coarse, &bounds[1]))
+            .zip(split_at_bounds(&mut out.coarse, &starts[1]))
             .zip(&parts)
             .enumerate()
             .for_each(|(k, ((items, coarse), part))| {
-                let at = bounds[1][k] as u64;
+                let at = starts[1][k] as u64;
                 for (to, it) in items.iter_mut().zip(&part.items) {
                     *to = RefluxItem {
                         coarse: it.coarse + at,

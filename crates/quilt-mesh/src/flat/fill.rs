@@ -25,7 +25,7 @@ use bytemuck::{Pod, Zeroable};
 
 use rayon::prelude::*;
 
-use super::{CopyItem, Strided, ext, last_index, rel, split_at_bounds};
+use super::{CopyItem, Strided, bounds, ext, last_index, rel, split_at_bounds};
 use crate::error::MeshError;
 use crate::fill::boundary::PhysicalSlab;
 use crate::fill::{GhostFill, PhysicalBc};
@@ -167,13 +167,8 @@ impl FlatFill {
                 ]
             })
             .collect();
-        let mut bounds: [Vec<usize>; 4] = std::array::from_fn(|_| vec![0; patches.len() + 1]);
-        for (i, s) in sizes.iter().enumerate() {
-            for (b, &n) in bounds.iter_mut().zip(s) {
-                b[i + 1] = b[i] + n;
-            }
-        }
-        let total = |k: usize| bounds[k][patches.len()];
+        let starts: [Vec<usize>; 4] = std::array::from_fn(|k| bounds(sizes.iter().map(|s| s[k])));
+        let total = |k: usize| starts[k][patches.len()];
         let mut out = FlatFill {
             ncomp: nc,
             limiter: fill.limiter(),
@@ -183,10 +178,10 @@ impl FlatFill {
             scratch_len: total(3) as u64,
             ..Default::default()
         };
-        let store_len = split_at_bounds(&mut out.copies, &bounds[0])
+        let store_len = split_at_bounds(&mut out.copies, &starts[0])
             .into_par_iter()
-            .zip(split_at_bounds(&mut out.interp, &bounds[1]))
-            .zip(split_at_bounds(&mut out.flags, &bounds[2]))
+            .zip(split_at_bounds(&mut out.interp, &starts[1]))
+            .zip(split_at_bounds(&mut out.flags, &starts[2]))
             .enumerate()
             .map(|(i, ((copies, interp), flags))| {
                 let p = &patches[i];
@@ -202,7 +197,7 @@ impl FlatFill {
                     let cb = p.coarse_box;
                     let cn = cb.size();
                     let scratch = Strided {
-                        base: bounds[3][i] as u64,
+                        base: starts[3][i] as u64,
                         sy: cn.x as u64,
                         sz: cn.x as u64 * cn.y as u64,
                         sc: cb.num_cells() as u64,
@@ -224,7 +219,7 @@ impl FlatFill {
                     };
                 }
                 if let Some((cb, scratch)) = gathers {
-                    let mut at = bounds[2][i];
+                    let mut at = starts[2][i];
                     let mut flags = &mut flags[..];
                     for (slot, g) in interp.iter_mut().zip(&p.interp) {
                         let (mine, rest) = std::mem::take(&mut flags).split_at_mut(g.flags.len());

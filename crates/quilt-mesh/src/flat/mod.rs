@@ -128,6 +128,19 @@ impl CopyItem {
     }
 }
 
+/// Where each part of a list starts when part `n` holds `lens[n]` items:
+/// `0`, then the running sums (one more entry than parts, the last the
+/// list's length), as [`split_at_bounds`] takes them.
+pub(crate) fn bounds(lens: impl IntoIterator<Item = usize>) -> Vec<usize> {
+    let mut out = vec![0];
+    let mut at = 0;
+    out.extend(lens.into_iter().map(|n| {
+        at += n;
+        at
+    }));
+    out
+}
+
 /// `v` cut at `bounds` (ascending, the last `v.len()`): part `n` is
 /// `bounds[n]..bounds[n + 1]`.
 pub(crate) fn split_at_bounds<'a, X>(mut v: &'a mut [X], bounds: &[usize]) -> Vec<&'a mut [X]> {

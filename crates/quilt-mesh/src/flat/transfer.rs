@@ -18,7 +18,7 @@
 use rayon::prelude::*;
 
 use super::fill::run_interp;
-use super::{CopyItem, InterpItem, Strided, ext, last_index, rel, split_at_bounds};
+use super::{CopyItem, InterpItem, Strided, bounds, ext, last_index, rel, split_at_bounds};
 use crate::error::MeshError;
 use crate::hierarchy::Hierarchy;
 use crate::index::{BoxList, IndexBox};
@@ -136,31 +136,30 @@ impl TransferPieces {
         // Where each patch's items go (copies and flags in lists over all
         // patches; gathers, interpolations and scratch in its level's),
         // then every patch's part written side by side.
-        let mut copies_at = vec![0; n + 1];
-        let mut flags_at = vec![0; n + 1];
-        for (i, p) in per.iter().enumerate() {
-            copies_at[i + 1] = copies_at[i] + p.copies.len();
-            flags_at[i + 1] = flags_at[i] + p.interp.iter().map(|(_, _, f)| f.len()).sum::<usize>();
-        }
+        let copies_at = bounds(per.iter().map(|p| p.copies.len()));
+        let flags_at = bounds(
+            per.iter()
+                .map(|p| p.interp.iter().map(|(_, _, f)| f.len()).sum()),
+        );
         let mut scratch_at = vec![0u64; n];
         let mut scratch_len = 0u64;
         let mut levels: Vec<(TransferLevel, [Vec<usize>; 2])> = Vec::new();
         for (l, range) in self.levels.iter().enumerate() {
-            let mut at = [vec![0], vec![0]];
+            let mine = &per[range.clone()];
+            let at = [
+                bounds(mine.iter().map(|p| p.gathers.len())),
+                bounds(mine.iter().map(|p| p.interp.len())),
+            ];
             let mut scratch = 0u64;
-            for i in range.clone() {
-                let p = &per[i];
-                for (b, len) in at.iter_mut().zip([p.gathers.len(), p.interp.len()]) {
-                    b.push(b[b.len() - 1] + len);
-                }
+            for (i, p) in range.clone().zip(mine) {
                 scratch_at[i] = scratch;
                 scratch += p.scratch;
             }
             scratch_len = scratch_len.max(scratch * u64::from(nc));
             let level = TransferLevel {
                 level: l,
-                gathers: bytemuck::zeroed_vec(at[0][at[0].len() - 1]),
-                interp: bytemuck::zeroed_vec(at[1][at[1].len() - 1]),
+                gathers: bytemuck::zeroed_vec(at[0][mine.len()]),
+                interp: bytemuck::zeroed_vec(at[1][mine.len()]),
             };
             levels.push((level, at));
         }
