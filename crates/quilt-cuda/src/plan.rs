@@ -12,15 +12,11 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
+use quilt_sweep::layout::LARGE_LAYOUT;
 use quilt_sweep::{BatchLayout, PatchDesc, Scheme, SweepOrder};
 
 use crate::error::CudaError;
 use crate::params::{ColItem, PassInfo, ScanItem};
-
-/// Descriptors from which a layout's host plan and tables are made in
-/// parallel (and, by a solver, its pass tables on the device): a resident
-/// hierarchy's layout, not a host-staged batch's.
-pub(crate) const PARALLEL_PLAN: usize = 4096;
 
 /// Largest bin edge (column length) the kernels support (`QUILT_MAX_EDGE`).
 pub const MAX_EDGE: u32 = 64;
@@ -281,7 +277,7 @@ impl HostPlan {
         };
         // A resident hierarchy's chunks each span thousands of patches and
         // hundreds of bins: side by side. A batch's stay on its thread.
-        let mut chunks: Vec<Chunk> = if n >= PARALLEL_PLAN {
+        let mut chunks: Vec<Chunk> = if n >= LARGE_LAYOUT {
             (0..cuts.len() - 1).into_par_iter().map(chunk).collect()
         } else {
             (0..cuts.len() - 1).map(chunk).collect()

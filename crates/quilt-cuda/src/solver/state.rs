@@ -7,6 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg, sys,
 };
+use quilt_sweep::layout::LARGE_LAYOUT;
 use quilt_sweep::{BatchLayout, PatchDesc, Scheme, SweepOrder};
 use rayon::prelude::*;
 
@@ -16,8 +17,8 @@ use crate::params::{
     CONST_DESCS, ColItem, MAX_PASSES, PassInfo, RESULT_WORDS, STEP_WORDS, ScanItem, TableArgs,
 };
 use crate::plan::{
-    Chunking, HostPlan, HostTable, PARALLEL_PLAN, PassGeom, PassSpec, TableKind, TablePtrs,
-    item_count, pass_infos, step_passes,
+    Chunking, HostPlan, HostTable, PassGeom, PassSpec, TableKind, TablePtrs, item_count,
+    pass_infos, step_passes,
 };
 use crate::real::GpuReal;
 use crate::solver::spare::SpareBuffers;
@@ -386,7 +387,7 @@ impl<T: GpuReal> LayoutState<T> {
         // made side by side, then uploaded. A batch's are small, and are
         // made on the one thread that stages it (a thread of the
         // preparing pool, which should not wait on work it might steal).
-        let on_device = n >= PARALLEL_PLAN && table_kernel.is_some();
+        let on_device = n >= LARGE_LAYOUT && table_kernel.is_some();
         let table = |(geom, kind): &(PassGeom, TableKind)| {
             if on_device {
                 plan.table_starts(geom, *kind).map(|pstart| HostTable {
@@ -397,7 +398,7 @@ impl<T: GpuReal> LayoutState<T> {
                 plan.table(geom, *kind)
             }
         };
-        let (scan, built) = if n >= PARALLEL_PLAN {
+        let (scan, built) = if n >= LARGE_LAYOUT {
             rayon::join(
                 || plan.scan_table(),
                 || keys.par_iter().map(table).collect::<Result<Vec<_>, _>>(),

@@ -385,14 +385,16 @@ fn check_desc(d: &PatchDesc, bin_edge: u32, nbins: u32) -> Result<(), LayoutErro
     Ok(())
 }
 
-/// Layouts with at least this many descriptors (a resident hierarchy's,
-/// thousands of patches and probes) check their bins side by side. A
-/// batch's layout is assembled on the pipeline's coordinating thread
-/// while prepare tasks hold the thread pool: it stays on that thread.
-const PARALLEL_CHECK: usize = 4096;
+/// Descriptors from which a layout is a resident hierarchy's (thousands of
+/// patches and probes) rather than a batch's, and the work over it
+/// (overlap check, planning, tables) goes side by side on the thread
+/// pool. A batch's layout is assembled on the pipeline's coordinating
+/// thread, or staged on a thread of the preparing pool, while prepare
+/// tasks hold the pool: its work stays on that thread.
+pub const LARGE_LAYOUT: usize = 4096;
 
 fn check_overlaps(descs: &[PatchDesc]) -> Result<(), LayoutError> {
-    let parallel = descs.len() >= PARALLEL_CHECK;
+    let parallel = descs.len() >= LARGE_LAYOUT;
     let mut by_bin: Vec<usize> = (0..descs.len()).collect();
     let key = |&i: &usize| (descs[i].bin, descs[i].offset[0], i);
     if parallel {

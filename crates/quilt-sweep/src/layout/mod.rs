@@ -16,7 +16,7 @@ mod batch_layout;
 mod desc;
 mod flux;
 
-pub use batch_layout::{BatchLayout, DEFAULT_BIN_EDGE, data_index};
+pub use batch_layout::{BatchLayout, DEFAULT_BIN_EDGE, LARGE_LAYOUT, data_index};
 pub use desc::{PatchDesc, PatchShape};
 pub(crate) use flux::transverse_axes;
 pub use flux::{face_offset, flux_index, flux_len};
